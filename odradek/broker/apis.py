@@ -1,0 +1,60 @@
+"""The broker's API table: each Kafka API, the versions served, and its handler.
+ApiVersions answers from this table; nothing else lists versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.dispatch import Api, RequestContext, Result
+from odradek.broker.handlers.cluster import (
+    handle_describe_cluster,
+    handle_describe_log_dirs,
+    handle_describe_topic_partitions,
+)
+from odradek.broker.handlers.configs import (
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
+from odradek.broker.handlers.delete_records import handle_delete_records
+from odradek.broker.handlers.fetch import handle_fetch
+from odradek.broker.handlers.list_offsets import handle_list_offsets
+from odradek.broker.handlers.metadata import handle_metadata
+from odradek.broker.handlers.produce import handle_produce
+from odradek.broker.handlers.topics import (
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
+
+
+def handle_api_versions(context: RequestContext, request: Any) -> Result:
+    return {"error_code": ErrorCode.none, "api_keys": api_versions()}
+
+
+API_TABLE: list[Api] = [
+    Api(0, 3, 12, handle_produce),
+    Api(1, 4, 17, handle_fetch),
+    Api(2, 1, 10, handle_list_offsets),
+    Api(3, 0, 12, handle_metadata),
+    Api(18, 0, 4, handle_api_versions),
+    Api(19, 2, 7, handle_create_topics),
+    Api(20, 1, 6, handle_delete_topics),
+    Api(21, 0, 2, handle_delete_records),
+    Api(32, 1, 4, handle_describe_configs),
+    Api(33, 0, 2, handle_alter_configs),
+    Api(35, 1, 4, handle_describe_log_dirs),
+    Api(37, 0, 3, handle_create_partitions),
+    Api(44, 0, 1, handle_incremental_alter_configs),
+    Api(60, 0, 1, handle_describe_cluster),
+    Api(75, 0, 0, handle_describe_topic_partitions),
+]
+
+
+def api_versions() -> list[dict[str, int]]:
+    return [
+        {"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}
+        for api in sorted(API_TABLE, key=lambda a: a.key)
+    ]

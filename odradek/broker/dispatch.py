@@ -1,0 +1,116 @@
+"""Routes each request frame to its handler; the handler table is the one source of the
+APIs and versions the broker supports, and ApiVersions answers from it."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.server import ConnectionAbort, Response
+from odradek.protocol import codec
+from odradek.protocol.codec import RequestDecodeError, RequestHeader
+
+log = logging.getLogger("odradek.broker.dispatch")
+
+Result = Mapping[str, Any] | None
+Handler = Callable[["RequestContext", Any], Result | Awaitable[Result]]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    broker: Broker
+    header: RequestHeader
+    peer: str
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    min_version: int
+    max_version: int
+    handler: Handler
+
+    @property
+    def name(self) -> str:
+        return "".join(part.title() for part in codec.api_name(self.key).split("_"))
+
+
+class Dispatcher:
+    def __init__(self, broker: Broker, apis: list[Api]) -> None:
+        self.broker = broker
+        self.apis = {api.key: api for api in apis}
+
+    def __call__(self, frame: bytes, peer: str) -> Response | Awaitable[Response]:
+        started = time.perf_counter()
+        try:
+            header, offset = codec.decode_header(frame)
+        except RequestDecodeError as error:
+            raise ConnectionAbort(f"bad request header: {error}") from None
+        api = self.apis.get(header.api_key)
+        if api is None:
+            raise ConnectionAbort(f"unknown API key {header.api_key}")
+        if not api.min_version <= header.api_version <= api.max_version:
+            return self._unsupported_version(api, header)
+        try:
+            request = codec.decode_body(header, frame, offset)
+        except RequestDecodeError as error:
+            raise ConnectionAbort(
+                f"malformed request: {error} (first bytes {frame[:48].hex()})"
+            ) from None
+        self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
+        context = RequestContext(self.broker, header, peer)
+        result = api.handler(context, request)
+        if inspect.isawaitable(result):
+            return self._finish_later(api, header, result, started)
+        return self._finish(api, header, result, started)
+
+    async def _finish_later(
+        self, api: Api, header: RequestHeader, pending: Awaitable[Result], started: float
+    ) -> Response:
+        return self._finish(api, header, await pending, started)
+
+    def _finish(
+        self, api: Api, header: RequestHeader, result: Result, started: float
+    ) -> Response:
+        if result is None:
+            frame = None
+        else:
+            code = result.get("error_code")
+            if code:
+                self.broker.metrics.errors.labels(api.name, ErrorCode(code).name).inc()
+            frame = [codec.encode_response(header, result)]
+        self.broker.metrics.total_time_ms.labels(api.name).observe(
+            (time.perf_counter() - started) * 1000
+        )
+        return frame
+
+    def _unsupported_version(self, api: Api, header: RequestHeader) -> Response:
+        """ApiVersions answers v0 with UNSUPPORTED_VERSION and the table (KIP-511); other
+        APIs answer UNSUPPORTED_VERSION where the schema can carry it, else close."""
+        if header.api_key == codec.API_VERSIONS_KEY:
+            v0 = RequestHeader(header.api_key, 0, header.correlation_id, header.client_id)
+            table = api.handler(RequestContext(self.broker, v0, ""), None)
+            assert isinstance(table, Mapping)
+            body = {**table, "error_code": ErrorCode.unsupported_version}
+            return [codec.encode_response(v0, body)]
+        known = codec.schema_versions(header.api_key)
+        if known and known[0] <= header.api_version <= known[1]:
+            schema = codec.response_schema(header.api_key, header.api_version)
+            if "error_code" in schema.__dataclass_fields__:  # type: ignore[attr-defined]
+                body = {"error_code": ErrorCode.unsupported_version}
+                return [codec.encode_response(header, body)]
+        raise ConnectionAbort(
+            f"{api.name} v{header.api_version} unsupported "
+            f"(supported {api.min_version}-{api.max_version})"
+        )

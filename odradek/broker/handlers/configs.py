@@ -1,0 +1,317 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+
+Topic overrides live in the metadata image; broker configs are static (server properties)
+overlaid with cluster-wide dynamic defaults (the broker resource named ""). Per-broker dynamic
+configs (a broker resource named by node id) can be described but not altered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigDef,
+    ConfigSource,
+    ConfigType,
+    InvalidConfigError,
+    Value,
+    format_value,
+    validate_dynamic_broker_configs,
+)
+from odradek.metadata.image import MetadataError, validate_topic_name
+from odradek.metadata.records import MetadataRecord, ResourceType
+
+TOPIC = ResourceType.TOPIC
+BROKER = ResourceType.BROKER
+RESOURCE_TYPES = {
+    TOPIC: "TOPIC",
+    BROKER: "BROKER",
+    8: "BROKER_LOGGER",
+    16: "CLIENT_METRICS",
+    32: "GROUP",
+}
+"""Kafka's ConfigResource types; Odradek serves TOPIC and BROKER."""
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+Changes = dict[str, str | None]
+
+
+# --- DescribeConfigs ---------------------------------------------------------------------
+
+
+def handle_describe_configs(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    include_synonyms = bool(request.include_synonyms)
+    include_docs = bool(getattr(request, "include_documentation", False))
+    unknown = next((r for r in request.resources if r.resource_type not in RESOURCE_TYPES), None)
+    if unknown is not None:
+        # Kafka rejects the whole request when any resource type is unknown.
+        message = (f"Unexpected resource type {unknown.resource_type} "
+                   f"for resource {unknown.resource_name}")
+        return {"results": [
+            _resource_result(r, ErrorCode.invalid_request, message) for r in request.resources
+        ]}
+    results = []
+    for resource in request.resources:
+        try:
+            configs = _describe(broker, resource, include_synonyms, include_docs)
+        except MetadataError as error:
+            results.append(_resource_result(resource, error.error_code, error.message))
+            continue
+        results.append({**_resource_result(resource, ErrorCode.none, None), "configs": configs})
+    return {"results": results}
+
+
+def _resource_result(resource: Any, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": [],
+    }
+
+
+def _describe(
+    broker: Broker, resource: Any, include_synonyms: bool, include_docs: bool
+) -> list[dict[str, Any]]:
+    keys = resource.configuration_keys
+    wanted = set(keys) if keys else None  # null or empty: every config, as in Kafka
+
+    def selected(names: Iterable[str]) -> list[str]:
+        return sorted(n for n in names if wanted is None or n in wanted)
+
+    if resource.resource_type == TOPIC:
+        name = validate_topic_name(resource.resource_name)
+        overrides = broker.metadata.topic(name).configs
+        values = broker.topic_config(name)
+        return [
+            _topic_entry(broker.config, TOPIC_CONFIGS[n], values[n], n in overrides,
+                         include_synonyms, include_docs)
+            for n in selected(TOPIC_CONFIGS)
+        ]
+    if resource.resource_type == BROKER:
+        config = broker.config
+        if not resource.resource_name:
+            # The cluster-wide default resource lists only dynamic defaults.
+            return [
+                _broker_entry(config, BROKER_CONFIGS[n], config.dynamic_raw[n], include_synonyms,
+                              include_docs, only=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                for n in selected(config.dynamic_raw)
+            ]
+        if _broker_id(resource.resource_name) != broker.node_id:
+            raise MetadataError(ErrorCode.invalid_request,
+                                f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                                f"but received {resource.resource_name}")
+        return [
+            _broker_entry(config, BROKER_CONFIGS[n], format_value(config[n]), include_synonyms,
+                          include_docs)
+            for n in selected(BROKER_CONFIGS)
+        ]
+    raise MetadataError(ErrorCode.invalid_request,
+                        f"Unsupported resource type: {RESOURCE_TYPES[resource.resource_type]}")
+
+
+def _broker_id(name: str) -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise MetadataError(ErrorCode.invalid_request,
+                            f"Broker id must be an integer, but it is: {name}") from None
+
+
+def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def _broker_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[dict[str, Any]]:
+    """The layers that set a broker config, highest precedence first, in Kafka's order:
+    dynamic cluster default, static properties, default."""
+    definition = BROKER_CONFIGS[name]
+    layers = (
+        (config.dynamic_raw.get(name), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (config.static_raw.get(name), ConfigSource.STATIC_BROKER_CONFIG),
+        (format_value(definition.default), ConfigSource.DEFAULT_CONFIG),
+    )
+    return [
+        _synonym(name, None if sensitive else value, source)
+        for value, source in layers
+        if value is not None
+    ]
+
+
+def _entry(
+    definition: ConfigDef, value: str | None, read_only: bool, synonyms: list[dict[str, Any]],
+    include_synonyms: bool, include_docs: bool,
+) -> dict[str, Any]:
+    return {
+        "name": definition.name,
+        "value": value,
+        "read_only": read_only,
+        "config_source": synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG,
+        "is_sensitive": definition.type is ConfigType.PASSWORD,
+        "synonyms": synonyms if include_synonyms else [],
+        "config_type": definition.type,
+        "documentation": definition.doc if include_docs else None,
+    }
+
+
+def _topic_entry(
+    config: BrokerConfig, definition: ConfigDef, value: Value, overridden: bool,
+    include_synonyms: bool, include_docs: bool,
+) -> dict[str, Any]:
+    sensitive = definition.type is ConfigType.PASSWORD
+    text = None if sensitive else format_value(value)
+    synonyms = _broker_synonyms(config, definition.synonym, sensitive) if definition.synonym else []
+    if overridden:
+        synonyms.insert(0, _synonym(definition.name, text, ConfigSource.TOPIC_CONFIG))
+    return _entry(definition, text, False, synonyms, include_synonyms, include_docs)
+
+
+def _broker_entry(
+    config: BrokerConfig, definition: ConfigDef, value: str | None, include_synonyms: bool,
+    include_docs: bool, only: ConfigSource | None = None,
+) -> dict[str, Any]:
+    sensitive = definition.type is ConfigType.PASSWORD
+    synonyms = [
+        s for s in _broker_synonyms(config, definition.name, sensitive)
+        if only is None or s["source"] == only
+    ]
+    return _entry(definition, None if sensitive else value, definition.read_only, synonyms,
+                  include_synonyms, include_docs)
+
+
+# --- AlterConfigs and IncrementalAlterConfigs ----------------------------------------------
+
+
+async def handle_alter_configs(context: RequestContext, request: Any) -> Result:
+    """Legacy AlterConfigs: the request's configs replace the resource's whole set."""
+    return {"responses": await _alter_each(context.broker, request, incremental=False)}
+
+
+async def handle_incremental_alter_configs(context: RequestContext, request: Any) -> Result:
+    return {"responses": await _alter_each(context.broker, request, incremental=True)}
+
+
+async def _alter_each(broker: Broker, request: Any, incremental: bool) -> list[dict[str, Any]]:
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        result = {"resource_type": resource.resource_type,
+                  "resource_name": resource.resource_name,
+                  "error_code": ErrorCode.none, "error_message": None}
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise MetadataError(ErrorCode.invalid_request,
+                                    "Each resource must appear at most once.")
+            async with broker.admin_lock:
+                records = _alter_records(broker, resource, incremental)
+                if records and not request.validate_only:
+                    await broker.apply(records)
+        except MetadataError as error:
+            result.update(error_code=error.error_code, error_message=error.message)
+        responses.append(result)
+    return responses
+
+
+def _alter_records(broker: Broker, resource: Any, incremental: bool) -> list[MetadataRecord]:
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise MetadataError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    nulls = [
+        c.name for c in resource.configs
+        if c.value is None and not (incremental and c.config_operation == DELETE)
+    ]
+    if nulls:
+        raise MetadataError(ErrorCode.invalid_request,
+                            f"Null value not supported for : {', '.join(nulls)}")
+    if resource.resource_type == TOPIC:
+        name = resource.resource_name
+        if not name:
+            raise MetadataError(ErrorCode.invalid_request,
+                                "Default topic resources are not allowed.")
+        current = broker.metadata.topic(validate_topic_name(name)).configs
+        changes = _changes(current, resource.configs, TOPIC_CONFIGS, incremental)
+        return broker.metadata.alter_topic_configs(name, changes) if changes else []
+    if resource.resource_type == BROKER:
+        _check_alterable_broker(broker, resource.resource_name)
+        changes = _changes(broker.config.dynamic_raw, resource.configs, BROKER_CONFIGS,
+                           incremental)
+        try:
+            validate_dynamic_broker_configs(changes)
+        except InvalidConfigError as error:
+            # Kafka answers INVALID_REQUEST for broker configs that fail validation (KAFKA-13609).
+            raise MetadataError(ErrorCode.invalid_request, str(error)) from None
+        return broker.metadata.alter_broker_configs(changes) if changes else []
+    kind = RESOURCE_TYPES.get(resource.resource_type)
+    raise MetadataError(ErrorCode.invalid_request,
+                        f"Unsupported resource type {kind}" if kind
+                        else f"Unknown resource type {resource.resource_type}")
+
+
+def _check_alterable_broker(broker: Broker, name: str) -> None:
+    if not name:
+        return
+    try:
+        node_id = int(name)
+    except ValueError:
+        raise MetadataError(ErrorCode.invalid_request,
+                            f"Node id must be an integer, but it is: {name}") from None
+    if node_id != broker.node_id:
+        raise MetadataError(ErrorCode.invalid_request,
+                            f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+    raise MetadataError(ErrorCode.invalid_request,
+                        "Per-broker dynamic configs are not supported; alter the "
+                        'cluster-wide default broker resource (resource name "") instead')
+
+
+def _changes(
+    current: Mapping[str, str], configs: Iterable[Any], definitions: Mapping[str, ConfigDef],
+    incremental: bool,
+) -> Changes:
+    """The overrides to write (None removes one), leaving out those that change nothing."""
+    if incremental:
+        wanted = {c.name: _apply_operation(current, c, definitions) for c in configs}
+    else:
+        wanted = {c.name: c.value for c in configs}
+        wanted.update({name: None for name in current if name not in wanted})
+    return {name: value for name, value in wanted.items() if current.get(name) != value}
+
+
+def _apply_operation(
+    current: Mapping[str, str], config: Any, definitions: Mapping[str, ConfigDef]
+) -> str | None:
+    operation = config.config_operation
+    if operation == SET:
+        value: str | None = config.value
+        return value
+    if operation == DELETE:
+        return None
+    if operation not in (APPEND, SUBTRACT):
+        raise MetadataError(ErrorCode.invalid_request, f"Unknown operations type {operation}")
+    definition = definitions.get(config.name)
+    if definition is None:
+        raise MetadataError(ErrorCode.invalid_config, f"Unknown config name: {config.name}")
+    if definition.type is not ConfigType.LIST:
+        raise MetadataError(ErrorCode.invalid_config,
+                            f"Can't {OPERATIONS[operation]} to key {config.name} because "
+                            "its type is not LIST.")
+    base = current.get(config.name, format_value(definition.default))
+    items = [item.strip() for item in (base or "").split(",") if item.strip()]
+    for item in (part.strip() for part in config.value.split(",")):
+        if operation == APPEND and item not in items:
+            items.append(item)
+        elif operation == SUBTRACT and item in items:
+            items.remove(item)
+    return ",".join(items)

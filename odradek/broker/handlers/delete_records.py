@@ -1,0 +1,65 @@
+"""DeleteRecords: advance partitions' log start offsets (Kafka's deleteRecordsOnLeader)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.log.partition import OffsetOutOfRangeError
+
+HIGH_WATERMARK = -1
+INVALID_LOW_WATERMARK = -1
+
+
+def handle_delete_records(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    return {
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        **_delete(broker, topic.name, p.partition_index, p.offset),
+                    }
+                    for p in topic.partitions
+                ],
+            }
+            for topic in request.topics
+        ]
+    }
+
+
+def _delete(broker: Broker, topic: str, partition: int, offset: int) -> dict[str, Any]:
+    log_ = broker.partition(topic, partition)
+    if log_ is None:
+        return _error(ErrorCode.unknown_topic_or_partition)
+    if not log_.config.delete_enabled:
+        return _error(ErrorCode.policy_violation)
+    target = log_.high_watermark if offset == HIGH_WATERMARK else offset
+    if target < 0:
+        return _error(ErrorCode.offset_out_of_range)
+    try:
+        low_watermark = log_.delete_records_before(target)
+    except OffsetOutOfRangeError:
+        return _error(ErrorCode.offset_out_of_range)
+    doomed = log_.take_deleted_files()
+    if doomed:
+        loop = asyncio.get_running_loop()
+        delay = log_.config.file_delete_delay_ms / 1000
+        loop.call_later(delay, loop.run_in_executor, None, _unlink_all, doomed)
+    return {"low_watermark": low_watermark, "error_code": ErrorCode.none}
+
+
+def _error(code: ErrorCode) -> dict[str, Any]:
+    return {"low_watermark": INVALID_LOW_WATERMARK, "error_code": code}
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)

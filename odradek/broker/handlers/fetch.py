@@ -1,0 +1,143 @@
+"""Fetch: whole batches straight from the segment files, long-polling on partition waiters.
+
+Fetch sessions (KIP-227): the broker keeps none and answers session id 0, which every
+client reads as "send full fetch requests"; a request naming a session gets
+FETCH_SESSION_ID_NOT_FOUND, as from a broker whose session cache evicted it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.log.partition import OffsetOutOfRangeError
+
+TOPIC_IDS_VERSION = 13
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str | None
+    topic_id: uuid.UUID | None
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
+    if request.session_id != 0:
+        return _top_level_error(ErrorCode.fetch_session_id_not_found)
+    if request.session_epoch not in (-1, 0):
+        return _top_level_error(ErrorCode.invalid_fetch_session_epoch)
+    broker = context.broker
+    wanted = _wanted_partitions(broker, request, context.version)
+    response, size, failed = _read(broker, wanted, request.max_bytes)
+    max_wait_ms = int(request.max_wait.total_seconds() * 1000)
+    if size >= request.min_bytes or max_wait_ms <= 0 or failed:
+        return response
+    return _wait_and_read(broker, wanted, request.max_bytes, request.min_bytes, max_wait_ms)
+
+
+async def _wait_and_read(
+    broker: Broker, wanted: list[_Wanted], max_bytes: int, min_bytes: int, max_wait_ms: int
+) -> Result:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_ms / 1000
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    while True:
+        waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
+        remaining = deadline - loop.time()
+        try:
+            await asyncio.wait_for(waiter, max(remaining, 0))
+        except TimeoutError:
+            return _read(broker, wanted, max_bytes)[0]
+        response, size, failed = _read(broker, wanted, max_bytes)
+        if size >= min_bytes or failed or loop.time() >= deadline:
+            return response
+
+
+def _top_level_error(code: ErrorCode) -> Result:
+    return {"error_code": code, "session_id": 0, "responses": []}
+
+
+def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Wanted]:
+    wanted = []
+    names = broker.metadata.topic_names_by_id
+    for topic in request.topics:
+        if version >= TOPIC_IDS_VERSION:
+            topic_id = topic.topic_id
+            name = names.get(str(topic_id))
+        else:
+            topic_id, name = None, topic.topic
+        wanted += [
+            _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
+            for p in topic.partitions
+        ]
+    return wanted
+
+
+def _read(
+    broker: Broker, wanted: list[_Wanted], max_bytes: int
+) -> tuple[dict[str, Any], int, bool]:
+    """The response, the record bytes it carries, and whether any partition failed."""
+    topics: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
+    remaining = max_bytes
+    total = 0
+    failed = False
+    bytes_out = broker.metrics.bytes_out
+    for item in wanted:
+        partition = _partition_response(broker, item, remaining, first=total == 0)
+        records = partition.get("records")
+        if records:
+            total += len(records)
+            remaining = max(remaining - len(records), 0)
+            bytes_out.labels(item.topic).inc(len(records))
+        failed |= partition["error_code"] != ErrorCode.none
+        topics.setdefault((item.topic, item.topic_id), []).append(partition)
+    response = {
+        "error_code": ErrorCode.none,
+        "session_id": 0,
+        "responses": [
+            {"topic": name or "", "topic_id": topic_id, "partitions": partitions}
+            for (name, topic_id), partitions in topics.items()
+        ],
+    }
+    return response, total, failed
+
+
+def _partition_response(
+    broker: Broker, item: _Wanted, remaining: int, first: bool
+) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "partition_index": item.partition,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "records": None,
+    }
+    if item.topic is None:
+        return {**response, "error_code": ErrorCode.unknown_topic_id}
+    log_ = broker.partition(item.topic, item.partition)
+    if log_ is None:
+        return {**response, "error_code": ErrorCode.unknown_topic_or_partition}
+    high_watermark = log_.high_watermark
+    response.update(
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
+        log_start_offset=log_.log_start_offset,
+    )
+    limit = min(item.partition_max_bytes, remaining)
+    try:
+        result = log_.read(
+            item.fetch_offset, limit, max_offset=high_watermark, min_one_batch=first
+        )
+    except OffsetOutOfRangeError:
+        return {**response, "error_code": ErrorCode.offset_out_of_range}
+    return {**response, "error_code": ErrorCode.none, "records": result.records}

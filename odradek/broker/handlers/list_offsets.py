@@ -1,0 +1,62 @@
+"""ListOffsets: earliest, latest, max timestamp and by timestamp."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+
+def handle_list_offsets(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    return {
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        **_lookup(broker, topic.name, p.partition_index, p.timestamp),
+                    }
+                    for p in topic.partitions
+                ],
+            }
+            for topic in request.topics
+        ]
+    }
+
+
+def _lookup(broker: Broker, topic: str, partition: int, timestamp: int) -> dict[str, Any]:
+    log_ = broker.partition(topic, partition)
+    if log_ is None:
+        return {"error_code": ErrorCode.unknown_topic_or_partition}
+    found: tuple[int, int] | None
+    if timestamp in (LATEST, LATEST_TIERED):
+        found = (log_.high_watermark, -1)
+    elif timestamp in (EARLIEST, EARLIEST_LOCAL):
+        found = (log_.log_start_offset, -1)
+    elif timestamp == MAX_TIMESTAMP:
+        found = log_.max_timestamp_offset() or (-1, -1)
+    elif timestamp < 0:
+        return {"error_code": ErrorCode.unsupported_version}
+    else:
+        found = log_.offset_for_timestamp(timestamp)
+        if found is not None and found[0] >= log_.high_watermark:
+            found = None
+    offset, found_timestamp = found if found is not None else (-1, -1)
+    return {
+        "error_code": ErrorCode.none,
+        "offset": offset,
+        "timestamp": found_timestamp,
+        "leader_epoch": 0,
+        "old_style_offsets": [offset] if offset >= 0 else [],
+    }

@@ -1,0 +1,103 @@
+"""Metadata, with auto-creation of topics (auto.create.topics.enable)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.topics import create_topic
+from odradek.metadata.image import MetadataError, TopicState, validate_topic_name
+
+log = logging.getLogger("odradek.broker.metadata")
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
+    broker = context.broker
+    topics = request.topics
+    if topics is None or (context.version == 0 and not topics):
+        return _response(broker, [_describe(broker, s) for s in broker.metadata.topics.values()])
+    allow_auto = getattr(request, "allow_auto_topic_creation", True) and bool(
+        broker.config["auto.create.topics.enable"]
+    )
+    missing = [
+        t.name for t in topics
+        if t.name is not None and t.name not in broker.metadata.topics
+    ]
+    if allow_auto and missing:
+        return _auto_create_then_describe(broker, request, missing)
+    return _response(broker, [_lookup(broker, t) for t in topics])
+
+
+async def _auto_create_then_describe(broker: Broker, request: Any, names: list[str]) -> Result:
+    for name in dict.fromkeys(names):
+        try:
+            validate_topic_name(name)
+        except MetadataError:
+            continue
+        num_partitions = broker.config.integer("num.partitions")
+        replication_factor = broker.config.integer("default.replication.factor")
+        try:
+            await create_topic(broker, name, num_partitions, replication_factor, {})
+            log.info("auto-created topic %s with %d partition(s)", name, num_partitions)
+        except MetadataError as error:
+            if error.error_code != ErrorCode.topic_already_exists:
+                log.warning("auto-creation of %s failed: %s", name, error.message)
+    return _response(broker, [_lookup(broker, t) for t in request.topics])
+
+
+def _lookup(broker: Broker, topic: Any) -> dict[str, Any]:
+    name = topic.name
+    if name is None:
+        topic_id = getattr(topic, "topic_id", None)
+        name = broker.metadata.topic_names_by_id.get(str(topic_id))
+        if name is None:
+            return {"error_code": ErrorCode.unknown_topic_id, "name": None,
+                    "topic_id": topic_id, "partitions": []}
+    state = broker.metadata.topics.get(name)
+    if state is not None:
+        return _describe(broker, state)
+    try:
+        validate_topic_name(name)
+        code = ErrorCode.unknown_topic_or_partition
+    except MetadataError as error:
+        code = error.error_code
+    return {"error_code": code, "name": name, "partitions": []}
+
+
+def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.none,
+        "name": state.name,
+        "topic_id": uuid.UUID(state.topic_id),
+        "is_internal": state.name.startswith("__"),
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": index,
+                "leader_id": record.leader,
+                "leader_epoch": record.leader_epoch,
+                "replica_nodes": record.replicas,
+                "isr_nodes": record.isr,
+                "offline_replicas": (),
+            }
+            for index, record in sorted(state.partitions.items())
+        ],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _response(broker: Broker, topics: list[dict[str, Any]]) -> Result:
+    return {
+        "brokers": [broker.endpoint()],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }

@@ -1,0 +1,99 @@
+"""Produce: validate batch headers and CRCs, assign offsets, append. Records are never decoded."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker, now_ms
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.protocol.records import BatchInfo, InvalidRecordsError, validate_batches
+
+log = logging.getLogger("odradek.broker.produce")
+_EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
+
+
+def handle_produce(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    responses = [
+        {
+            "name": topic.name,
+            "partition_responses": [
+                produce_partition(broker, topic.name, data.index, data.records)
+                for data in topic.partition_data
+            ],
+        }
+        for topic in request.topic_data
+    ]
+    if request.acks == 0:
+        return None
+    if request.acks not in (1, -1):
+        for topic in responses:
+            for partition in topic["partition_responses"]:
+                partition.update(error_code=ErrorCode.invalid_required_acks, base_offset=-1)
+    return {"responses": responses}
+
+
+def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
+
+
+def _timestamp_problem(
+    broker: Broker, topic: str, batches: list[BatchInfo], now: int
+) -> str | None:
+    """Kafka's CreateTime bounds: message.timestamp.before.max.ms and .after.max.ms."""
+    config = broker.topic_config(topic)
+    if config["message.timestamp.type"] != "CreateTime":
+        return None
+    before = config["message.timestamp.before.max.ms"]
+    after = config["message.timestamp.after.max.ms"]
+    for batch in batches:
+        if batch.max_timestamp - now > after or 0 <= batch.base_timestamp < now - before:
+            return (
+                f"Timestamp of a batch ({batch.base_timestamp}..{batch.max_timestamp}) is out of "
+                f"the range allowed by message.timestamp.before.max.ms/after.max.ms"
+            )
+    return None
+
+
+def produce_partition(
+    broker: Broker, topic: str, index: int, records: bytes | None
+) -> dict[str, Any]:
+    log_ = broker.partition(topic, index)
+    if log_ is None:
+        return _error(index, ErrorCode.unknown_topic_or_partition)
+    metrics = broker.metrics
+    if not records:
+        metrics.failed_produce.labels(topic).inc()
+        return _error(index, ErrorCode.corrupt_message, "empty record set")
+    try:
+        batches = validate_batches(records, log_.config.max_message_bytes)
+    except InvalidRecordsError as error:
+        metrics.failed_produce.labels(topic).inc()
+        log.info("rejected produce to %s-%d: %s", topic, index, error.message)
+        return _error(index, error.error_code, error.message)
+    now = now_ms()
+    problem = _timestamp_problem(broker, topic, batches, now)
+    if problem:
+        metrics.failed_produce.labels(topic).inc()
+        return _error(index, ErrorCode.invalid_timestamp, problem)
+    result = log_.append(bytearray(records), batches, now)
+    log_.high_watermark = log_.log_end_offset
+    broker.waiters.wake((topic, index))
+    metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
+    metrics.bytes_in.labels(topic).inc(len(records))
+    if result.flush_due:
+        asyncio.get_running_loop().run_in_executor(None, log_.flush)
+    return {
+        "index": index,
+        "error_code": ErrorCode.none,
+        "base_offset": result.base_offset,
+        "log_append_time": None
+        if result.log_append_time_ms < 0
+        else _EPOCH + datetime.timedelta(milliseconds=result.log_append_time_ms),
+        "log_start_offset": result.log_start_offset,
+    }

@@ -1,0 +1,163 @@
+"""CreateTopics, DeleteTopics and CreatePartitions."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.config import ConfigSource, format_value
+from odradek.metadata.image import MetadataError
+from odradek.metadata.records import new_topic_id
+
+DEFAULT = -1
+
+
+def _or_default(broker: Broker, value: int, config_name: str) -> int:
+    """CreateTopics' -1 means the broker's default."""
+    return broker.config.integer(config_name) if value == DEFAULT else value
+
+
+async def create_topic(
+    broker: Broker,
+    name: str,
+    num_partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str | None],
+    assignments: Mapping[int, list[int]] | None = None,
+    validate_only: bool = False,
+) -> str:
+    """Validate, then (unless validate_only) durably create a topic; returns its id."""
+    async with broker.admin_lock:
+        topic_id = new_topic_id()
+        records = broker.metadata.create_topic(
+            name,
+            topic_id,
+            _or_default(broker, num_partitions, "num.partitions"),
+            _or_default(broker, replication_factor, "default.replication.factor"),
+            configs,
+            broker.broker_ids,
+            assignments,
+        )
+        if not validate_only:
+            await broker.apply(records)
+        return topic_id
+
+
+async def handle_create_topics(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    results = []
+    seen: set[str] = set()
+    for topic in request.topics:
+        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        if topic.name in seen:
+            results.append({**result, "error_code": ErrorCode.invalid_request,
+                            "error_message": f"Duplicate topic name {topic.name} in request"})
+            continue
+        seen.add(topic.name)
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        if assignments and (topic.num_partitions != DEFAULT or topic.replication_factor != DEFAULT):
+            results.append({**result, "error_code": ErrorCode.invalid_request,
+                            "error_message": "Both partition assignments and "
+                            "numPartitions/replicationFactor were set"})
+            continue
+        configs = {c.name: c.value for c in topic.configs}
+        try:
+            topic_id = await create_topic(
+                broker, topic.name, topic.num_partitions, topic.replication_factor, configs,
+                assignments or None, request.validate_only,
+            )
+        except MetadataError as error:
+            results.append({**result, "error_code": error.error_code,
+                            "error_message": error.message})
+            continue
+        results.append({**result, **_created(broker, topic, topic_id, configs, assignments)})
+    return {"topics": results}
+
+
+def _created(
+    broker: Broker, topic: Any, topic_id: str, configs: Mapping[str, str | None],
+    assignments: Mapping[int, list[int]],
+) -> dict[str, Any]:
+    """CreateTopics v5+ echoes the created topic's shape and effective configs."""
+    partitions = len(assignments) or _or_default(broker, topic.num_partitions, "num.partitions")
+    replication = (
+        len(next(iter(assignments.values())))
+        if assignments
+        else _or_default(broker, topic.replication_factor, "default.replication.factor")
+    )
+    effective = broker.topic_config_preview(configs)
+    return {
+        "topic_id": uuid.UUID(topic_id),
+        "num_partitions": partitions,
+        "replication_factor": replication,
+        "configs": [
+            {
+                "name": name,
+                "value": format_value(value),
+                "read_only": False,
+                "config_source": ConfigSource.TOPIC_CONFIG
+                if name in configs
+                else ConfigSource.DEFAULT_CONFIG,
+                "is_sensitive": False,
+            }
+            for name, value in sorted(effective.items())
+        ],
+    }
+
+
+async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    names_by_id = broker.metadata.topic_names_by_id
+    if context.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    responses = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None:
+            name = names_by_id.get(str(topic_id))
+            if name is None:
+                responses.append({"name": None, "topic_id": topic_id,
+                                  "error_code": ErrorCode.unknown_topic_id})
+                continue
+        result = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
+        if not broker.config["delete.topic.enable"]:
+            responses.append({**result, "error_code": ErrorCode.topic_deletion_disabled})
+            continue
+        try:
+            async with broker.admin_lock:
+                state = broker.metadata.topic(name)
+                result["topic_id"] = uuid.UUID(state.topic_id)
+                await broker.apply(broker.metadata.delete_topic(name))
+        except MetadataError as error:
+            result.update(error_code=error.error_code, error_message=error.message)
+        responses.append(result)
+    return {"responses": responses}
+
+
+async def handle_create_partitions(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    results = []
+    for topic in request.topics:
+        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        assignments = (
+            [list(a.broker_ids) for a in topic.assignments]
+            if topic.assignments is not None
+            else None
+        )
+        try:
+            async with broker.admin_lock:
+                records = broker.metadata.create_partitions(
+                    topic.name, topic.count, broker.broker_ids, assignments
+                )
+                if not request.validate_only:
+                    await broker.apply(records)
+        except MetadataError as error:
+            result.update(error_code=error.error_code, error_message=error.message)
+        results.append(result)
+    return {"results": results}

@@ -1,0 +1,382 @@
+"""Kafka's broker and topic configs: names, types, defaults and validation, in one table.
+
+Every default Odradek uses comes from here. Topic configs fall back to their broker synonym
+(`retention.ms` -> `log.retention.ms`), as in Kafka.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+
+class ConfigType(enum.IntEnum):
+    """DescribeConfigs' configType values."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs' configSource values."""
+
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class InvalidConfigError(ValueError):
+    """A config name or value that Kafka would answer with INVALID_CONFIG."""
+
+
+Value = bool | int | float | str | list[str] | None
+Validator = Callable[[Value], str | None]
+
+
+def at_least(minimum: int | float) -> Validator:
+    def check(value: Value) -> str | None:
+        if value is None or value < minimum:  # type: ignore[operator]
+            return f"must be at least {minimum}"
+        return None
+
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: Value) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        bad = [item for item in items if item not in choices]
+        return f"must be one of {', '.join(choices)}" if bad or not items else None
+
+    return check
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: Value
+    doc: str
+    validator: Validator | None = None
+    synonym: str | None = None
+    """For topic configs: the broker config that supplies the default."""
+    read_only: bool = False
+    """Broker configs that cannot be changed without a restart."""
+
+
+def parse_value(definition: ConfigDef, raw: str | None) -> Value:
+    """Parse a raw string as Kafka does, then validate it; raises InvalidConfigError."""
+    name = definition.name
+    if raw is None:
+        nullable = definition.type in (ConfigType.STRING, ConfigType.PASSWORD)
+        if nullable and definition.default is None:
+            return None
+        raise InvalidConfigError(f"Null value not supported for {name}")
+    text = raw.strip()
+    value: Value
+    try:
+        match definition.type:
+            case ConfigType.BOOLEAN:
+                if text.lower() not in ("true", "false"):
+                    raise ValueError(text)
+                value = text.lower() == "true"
+            case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
+                value = int(text)
+                bound = LONG_MAX if definition.type is ConfigType.LONG else INT_MAX
+                if not -bound - 1 <= value <= bound:
+                    raise ValueError(text)
+            case ConfigType.DOUBLE:
+                value = float(text)
+            case ConfigType.LIST:
+                value = [item.strip() for item in text.split(",") if item.strip()]
+            case _:
+                value = text
+    except ValueError:
+        raise InvalidConfigError(
+            f"Invalid value {raw} for configuration {name}: "
+            f"not a valid {definition.type.name.lower()}"
+        ) from None
+    if definition.validator is not None:
+        problem = definition.validator(value)
+        if problem:
+            raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {problem}")
+    return value
+
+
+def format_value(value: Value) -> str | None:
+    """The string form Kafka reports in DescribeConfigs."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+def _defs(*items: ConfigDef) -> dict[str, ConfigDef]:
+    return {item.name: item for item in items}
+
+
+B, S, INT, L, D, LS = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+
+BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("node.id", INT, 1, "The node id of this server.", at_least(0), read_only=True),
+    ConfigDef("process.roles", LS, ["broker", "controller"], "Roles of this process.",
+              one_of("broker", "controller"), read_only=True),
+    ConfigDef("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"], "Listener URIs.", read_only=True),
+    ConfigDef("advertised.listeners", LS, None, "Listeners published to clients "
+              "(default: listeners).", read_only=True),
+    ConfigDef("log.dirs", LS, None, "Directories holding the log data (default: log.dir).",
+              read_only=True),
+    ConfigDef("log.dir", S, "./data", "The directory holding the log data.", read_only=True),
+    ConfigDef("cluster.id", S, None, "Cluster id; generated and stored in meta.properties "
+              "when absent.", read_only=True),
+    ConfigDef("broker.rack", S, None, "Rack of this broker.", read_only=True),
+    ConfigDef("num.partitions", INT, 1, "Default partition count of auto-created topics.",
+              at_least(1)),
+    ConfigDef("default.replication.factor", INT, 1, "Default replication factor.", at_least(1)),
+    ConfigDef("auto.create.topics.enable", B, True, "Create topics on first Metadata request.",
+              read_only=True),
+    ConfigDef("delete.topic.enable", B, True, "Allow DeleteTopics.", read_only=True),
+    ConfigDef("message.max.bytes", INT, 1048588, "Largest record batch size allowed.", at_least(0)),
+    ConfigDef("socket.request.max.bytes", INT, 104857600, "Largest request accepted.",
+              at_least(1), read_only=True),
+    ConfigDef("max.request.partition.size.limit", INT, 2000,
+              "Most partitions a DescribeTopicPartitions response lists.", at_least(1),
+              read_only=True),
+    ConfigDef("log.segment.bytes", INT, 1073741824, "Size of a single log segment.", at_least(14)),
+    ConfigDef("log.roll.ms", L, 604800000, "Time before a new segment is rolled.", at_least(1)),
+    ConfigDef("log.roll.jitter.ms", L, 0, "Maximum jitter subtracted from log.roll.ms.",
+              at_least(0)),
+    ConfigDef("log.index.size.max.bytes", INT, 10485760, "Maximum size of an offset index.",
+              at_least(4)),
+    ConfigDef("log.index.interval.bytes", INT, 4096, "Bytes between offset index entries.",
+              at_least(0)),
+    ConfigDef("log.retention.ms", L, 604800000, "Time to keep a segment (-1: forever).",
+              at_least(-1)),
+    ConfigDef("log.retention.bytes", L, -1, "Size to keep per partition (-1: no limit)."),
+    ConfigDef("log.retention.check.interval.ms", L, 300000,
+              "How often the retention task runs.", at_least(1), read_only=True),
+    ConfigDef("log.flush.interval.messages", L, LONG_MAX, "Messages between fsyncs.",
+              at_least(1)),
+    ConfigDef("log.flush.interval.ms", L, LONG_MAX, "Time between fsyncs.", at_least(0)),
+    ConfigDef("log.flush.scheduler.interval.ms", L, 1000,
+              "How often the flusher checks flush.ms.", at_least(1), read_only=True),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", INT, 60000,
+              "How often recovery points are checkpointed.", at_least(0), read_only=True),
+    ConfigDef("log.segment.delete.delay.ms", L, 60000,
+              "Delay before a deleted segment's files are removed.", at_least(0)),
+    ConfigDef("log.message.timestamp.type", S, "CreateTime", "CreateTime or LogAppendTime.",
+              one_of("CreateTime", "LogAppendTime")),
+    ConfigDef("log.cleanup.policy", LS, ["delete"], "delete and/or compact.",
+              one_of("delete", "compact")),
+    ConfigDef("log.cleaner.delete.retention.ms", L, 86400000, "Tombstone retention.",
+              at_least(0)),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", L, 0, "Minimum age before compaction.",
+              at_least(0)),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", L, LONG_MAX,
+              "Maximum age before compaction.", at_least(1)),
+    ConfigDef("log.cleaner.min.cleanable.ratio", D, 0.5, "Dirty ratio to compact.",
+              at_least(0)),
+    ConfigDef("log.message.timestamp.before.max.ms", L, LONG_MAX,
+              "Allowed age of a record timestamp.", at_least(0)),
+    ConfigDef("log.message.timestamp.after.max.ms", L, 3600000,
+              "Allowed future skew of a record timestamp.", at_least(0)),
+    ConfigDef("log.preallocate", B, False, "Preallocate segment files."),
+    ConfigDef("compression.type", S, "producer", "Final compression of a topic's data.",
+              one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    ConfigDef("min.insync.replicas", INT, 1, "Replicas that must ack acks=all.", at_least(1)),
+    ConfigDef("unclean.leader.election.enable", B, False, "Allow out-of-sync leaders."),
+    ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
+              "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
+)
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
+    *(
+        ConfigDef(name, BROKER_CONFIGS[synonym].type, BROKER_CONFIGS[synonym].default,
+                  BROKER_CONFIGS[synonym].doc, BROKER_CONFIGS[synonym].validator, synonym)
+        for name, synonym in (
+            ("cleanup.policy", "log.cleanup.policy"),
+            ("compression.type", "compression.type"),
+            ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
+            ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
+            ("flush.messages", "log.flush.interval.messages"),
+            ("flush.ms", "log.flush.interval.ms"),
+            ("index.interval.bytes", "log.index.interval.bytes"),
+            ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+            ("max.message.bytes", "message.max.bytes"),
+            ("message.timestamp.type", "log.message.timestamp.type"),
+            ("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"),
+            ("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"),
+            ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"),
+            ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+            ("min.insync.replicas", "min.insync.replicas"),
+            ("preallocate", "log.preallocate"),
+            ("retention.bytes", "log.retention.bytes"),
+            ("retention.ms", "log.retention.ms"),
+            ("segment.bytes", "log.segment.bytes"),
+            ("segment.index.bytes", "log.index.size.max.bytes"),
+            ("segment.jitter.ms", "log.roll.jitter.ms"),
+            ("segment.ms", "log.roll.ms"),
+            ("unclean.leader.election.enable", "unclean.leader.election.enable"),
+        )
+    )
+)
+
+_HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
+_MINUTE_ALIASES = {"log.retention.minutes": "log.retention.ms"}
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Read a Java-style `.properties` file (key=value or key: value, # and ! comments)."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.strip()
+        if not text or text[0] in "#!":
+            continue
+        separator = min((i for i in (text.find("="), text.find(":")) if i > 0), default=-1)
+        if separator < 0:
+            raise InvalidConfigError(f"{path}:{number}: expected key=value, got {text!r}")
+        values[text[:separator].strip()] = text[separator + 1 :].strip()
+    return values
+
+
+def _normalise_aliases(raw: Mapping[str, str]) -> dict[str, str]:
+    values = dict(raw)
+    for aliases, factor in ((_HOUR_ALIASES, 3_600_000), (_MINUTE_ALIASES, 60_000)):
+        for alias, name in aliases.items():
+            if alias in values:
+                text = values.pop(alias)
+                if name not in values:
+                    try:
+                        values[name] = str(int(text) * factor)
+                    except ValueError:
+                        raise InvalidConfigError(f"Invalid value {text} for {alias}") from None
+    return values
+
+
+class BrokerConfig:
+    """Static broker configuration: parsed once at start-up; unknown keys are refused."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.static_raw = _normalise_aliases(raw)
+        unknown = sorted(set(self.static_raw) - set(BROKER_CONFIGS))
+        if unknown:
+            raise InvalidConfigError(f"Unknown broker config(s): {', '.join(unknown)}")
+        self._values: dict[str, Value] = {
+            name: parse_value(definition, self.static_raw[name])
+            if name in self.static_raw
+            else definition.default
+            for name, definition in BROKER_CONFIGS.items()
+        }
+        self.dynamic_raw: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> Value:
+        return self._values[name]
+
+    def integer(self, name: str) -> int:
+        value = self._values[name]
+        assert isinstance(value, int)
+        return value
+
+    def text(self, name: str) -> str:
+        value = self._values[name]
+        return format_value(value) or ""
+
+    def source(self, name: str) -> ConfigSource:
+        if name in self.dynamic_raw:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self.static_raw:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
+
+    def set_dynamic(self, changes: Mapping[str, str | None]) -> None:
+        """Apply cluster-wide dynamic broker configs (None deletes); validates all first."""
+        parsed = validate_dynamic_broker_configs(changes)
+        for name, raw in changes.items():
+            if raw is None:
+                self.dynamic_raw.pop(name, None)
+                static = self.static_raw.get(name)
+                definition = BROKER_CONFIGS[name]
+                self._values[name] = (
+                    parse_value(definition, static) if static is not None else definition.default
+                )
+            else:
+                self.dynamic_raw[name] = raw
+                self._values[name] = parsed[name]
+
+    def topic_defaults(self) -> dict[str, Value]:
+        """Effective default of every topic config, from its broker synonym."""
+        return {
+            name: self._values[definition.synonym]
+            for name, definition in TOPIC_CONFIGS.items()
+            if definition.synonym is not None
+        }
+
+    def log_dirs(self) -> list[Path]:
+        dirs = self._values["log.dirs"]
+        if isinstance(dirs, list) and dirs:
+            return [Path(d) for d in dirs]
+        return [Path(self.text("log.dir"))]
+
+
+def validate_dynamic_broker_configs(changes: Mapping[str, str | None]) -> dict[str, Value]:
+    """Parse dynamic broker config changes (None deletes); unknown names, read-only configs
+    and bad values raise InvalidConfigError. Returns the parsed values being set."""
+    parsed: dict[str, Value] = {}
+    for name, raw in changes.items():
+        definition = BROKER_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfigError(f"Unknown broker config: {name}")
+        if definition.read_only:
+            raise InvalidConfigError(f"Cannot update {name} dynamically: it is read-only")
+        if raw is not None:
+            parsed[name] = parse_value(definition, raw)
+    return parsed
+
+
+def validate_topic_configs(raw: Mapping[str, str | None]) -> dict[str, Value]:
+    """Parse topic config overrides; unknown names and bad values raise InvalidConfigError."""
+    parsed: dict[str, Value] = {}
+    for name, text in raw.items():
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
+        parsed[name] = parse_value(definition, text)
+    return parsed
+
+
+def effective_topic_config(
+    broker: BrokerConfig, overrides: Mapping[str, str]
+) -> dict[str, Value]:
+    """Broker defaults overlaid with a topic's own overrides."""
+    values = broker.topic_defaults()
+    values.update(validate_topic_configs(overrides))
+    return values
+
+
+def describe_names(definitions: Mapping[str, ConfigDef], wanted: Iterable[str] | None) -> list[str]:
+    """Names to describe: all (sorted) when `wanted` is None, else those asked for."""
+    return sorted(definitions) if wanted is None else list(wanted)

@@ -1,0 +1,139 @@
+"""Every partition log under one log dir, with Kafka's dir-level files (Kafka's LogManager).
+
+    <log.dir>/recovery-point-offset-checkpoint
+    <log.dir>/log-start-offset-checkpoint
+    <log.dir>/.kafka_cleanshutdown          present only between a clean shutdown and the next load
+    <log.dir>/<topic>-<partition>/...
+
+`load`, `checkpoint` and `shutdown` block on disk: run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    TopicPartition,
+    fsync_directory,
+    read_checkpoint,
+    write_checkpoint,
+)
+from .config import LogConfig
+from .partition import PartitionLog
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+METADATA_TOPIC = "__cluster_metadata"
+"""The metadata log's dir lives beside the partition logs but is not one (as in Kafka)."""
+DELETE_DIR_SUFFIX = "-delete"
+_NO_RECOVERY = 2**63 - 1
+
+
+def parse_log_dir_name(name: str) -> TopicPartition | None:
+    """`my.topic-name-3` -> ("my.topic-name", 3); None for anything else."""
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, config_for: Callable[[str], LogConfig]) -> None:
+        self.log_dir = log_dir
+        self._config_for = config_for
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+
+    def load(self, now_ms: int) -> None:
+        """Open every partition dir; recover from the checkpoints unless shut down cleanly."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+        log_starts = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for entry in sorted(os.scandir(self.log_dir), key=lambda item: item.name):
+            if not entry.is_dir():
+                continue
+            if entry.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(entry.path)
+                continue
+            key = parse_log_dir_name(entry.name)
+            if key is None or key[0] == METADATA_TOPIC:
+                continue
+            self._logs[key] = PartitionLog.open(
+                Path(entry.path),
+                self._config_for(key[0]),
+                now_ms,
+                recovery_point=_NO_RECOVERY if clean else recovery_points.get(key, 0),
+                log_start_offset=log_starts.get(key, 0),
+            )
+        if clean:
+            marker.unlink()
+            fsync_directory(self.log_dir)
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def create(self, topic: str, partition: int, now_ms: int) -> PartitionLog:
+        """The log of topic-partition, created (empty) if there is none yet."""
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is None:
+            directory = self.log_dir / f"{topic}-{partition}"
+            log = PartitionLog.open(directory, self._config_for(topic), now_ms)
+            fsync_directory(self.log_dir)
+            self._logs[key] = log
+        return log
+
+    def delete(self, topic: str, partition: int) -> Path:
+        """Close the log and rename its dir `<topic>-<partition>.<uuid hex>-delete`.
+
+        Returns the renamed dir for the caller to remove (shutil.rmtree) in a worker thread.
+        """
+        log = self._logs.pop((topic, partition))
+        log.close()
+        target = self.log_dir / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        os.replace(log.directory, target)
+        fsync_directory(self.log_dir)
+        return target
+
+    def logs(self) -> Iterable[tuple[TopicPartition, PartitionLog]]:
+        """A snapshot of (topic, partition) and log pairs."""
+        return list(self._logs.items())
+
+    def checkpoint(self) -> None:
+        """Write both checkpoint files, each atomically.
+
+        As in Kafka, a log start offset is recorded only when it lies past the log's first
+        segment base offset (otherwise loading derives it).
+        """
+        logs = self.logs()
+        write_checkpoint(
+            self.log_dir / RECOVERY_POINT_CHECKPOINT,
+            {key: log.recovery_point for key, log in logs},
+        )
+        write_checkpoint(
+            self.log_dir / LOG_START_OFFSET_CHECKPOINT,
+            {
+                key: log.log_start_offset
+                for key, log in logs
+                if log.log_start_offset > log.segments[0].base_offset
+            },
+        )
+
+    def shutdown(self) -> None:
+        """Flush every log, checkpoint, close, then leave the clean shutdown marker."""
+        logs = self.logs()
+        for _, log in logs:
+            log.flush()
+        self.checkpoint()
+        for _, log in logs:
+            log.close()
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        with open(marker, "wb") as out:
+            os.fsync(out.fileno())
+        fsync_directory(self.log_dir)

@@ -1,0 +1,252 @@
+"""The cluster metadata state machine: handlers validate and return records; only
+`replay` changes state, the same path at load time and at request time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from odradek.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from odradek.metadata.records import (
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    ResourceType,
+    TopicRecord,
+)
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class MetadataError(Exception):
+    """A request the metadata state refuses, with the Kafka error code to answer."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(slots=True)
+class TopicState:
+    name: str
+    topic_id: str
+    partitions: dict[int, PartitionRecord] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+def validate_topic_name(name: str | None) -> str:
+    if not name:
+        raise MetadataError(ErrorCode.invalid_topic_exception, "Topic name is empty")
+    if name in (".", ".."):
+        raise MetadataError(ErrorCode.invalid_topic_exception, f"Topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise MetadataError(
+            ErrorCode.invalid_topic_exception,
+            f"Topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters",
+        )
+    if not _LEGAL_TOPIC.fullmatch(name):
+        raise MetadataError(
+            ErrorCode.invalid_topic_exception,
+            f"Topic name {name!r} is illegal: only ASCII alphanumerics, '.', '_' and '-' allowed",
+        )
+    return name
+
+
+class ClusterMetadata:
+    def __init__(self) -> None:
+        self.topics: dict[str, TopicState] = {}
+        self.topic_names_by_id: dict[str, str] = {}
+        self.broker_configs: dict[str, str] = {}
+
+    # --- replay -------------------------------------------------------------------------
+
+    def replay(self, record: MetadataRecord) -> None:
+        match record:
+            case TopicRecord(name=name, topic_id=topic_id):
+                self.topics[name] = TopicState(name, topic_id)
+                self.topic_names_by_id[topic_id] = name
+            case PartitionRecord(topic_id=topic_id, partition=partition):
+                self.topics[self.topic_names_by_id[topic_id]].partitions[partition] = record
+            case RemoveTopicRecord(topic_id=topic_id):
+                name = self.topic_names_by_id.pop(topic_id)
+                del self.topics[name]
+            case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
+                self._apply_config(self.topics[topic].configs, record)
+            case ConfigRecord(resource_type=ResourceType.BROKER):
+                self._apply_config(self.broker_configs, record)
+
+    @staticmethod
+    def _apply_config(configs: dict[str, str], record: ConfigRecord) -> None:
+        if record.value is None:
+            configs.pop(record.name, None)
+        else:
+            configs[record.name] = record.value
+
+    # --- handlers: validate, return records ----------------------------------------------
+
+    def topic(self, name: str) -> TopicState:
+        state = self.topics.get(name)
+        if state is None:
+            raise MetadataError(
+                ErrorCode.unknown_topic_or_partition, f"Topic {name!r} does not exist"
+            )
+        return state
+
+    def create_topic(
+        self,
+        name: str,
+        topic_id: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str | None],
+        broker_ids: Sequence[int],
+        assignments: Mapping[int, Sequence[int]] | None = None,
+    ) -> list[MetadataRecord]:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise MetadataError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        collision = name.replace(".", "_")
+        for existing in self.topics:
+            if existing.replace(".", "_") == collision:
+                raise MetadataError(
+                    ErrorCode.invalid_topic_exception,
+                    f"Topic '{name}' collides with existing topic '{existing}'",
+                )
+        try:
+            validate_topic_configs(configs)
+        except InvalidConfigError as error:
+            raise MetadataError(ErrorCode.invalid_config, str(error)) from None
+        if assignments:
+            replica_sets = [list(assignments[p]) for p in sorted(assignments)]
+            if sorted(assignments) != list(range(len(assignments))):
+                raise MetadataError(
+                    ErrorCode.invalid_replica_assignment,
+                    "Partitions in the assignment must be numbered 0..n-1",
+                )
+            for replicas in replica_sets:
+                self._check_replicas(replicas, broker_ids)
+        else:
+            if num_partitions < 1:
+                raise MetadataError(
+                    ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+                )
+            if replication_factor < 1:
+                raise MetadataError(
+                    ErrorCode.invalid_replication_factor,
+                    "Replication factor must be larger than 0.",
+                )
+            if replication_factor > len(broker_ids):
+                raise MetadataError(
+                    ErrorCode.invalid_replication_factor,
+                    f"Replication factor: {replication_factor} larger than available brokers: "
+                    f"{len(broker_ids)}.",
+                )
+            replica_sets = self._assign(0, num_partitions, replication_factor, broker_ids)
+        records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
+        records += [
+            PartitionRecord(topic_id, index, tuple(replicas), tuple(replicas), replicas[0])
+            for index, replicas in enumerate(replica_sets)
+        ]
+        records += [
+            ConfigRecord(ResourceType.TOPIC, name, key, value)
+            for key, value in sorted(configs.items())
+            if value is not None
+        ]
+        return records
+
+    @staticmethod
+    def _check_replicas(replicas: Sequence[int], broker_ids: Sequence[int]) -> None:
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise MetadataError(
+                ErrorCode.invalid_replica_assignment, f"Invalid replica list {list(replicas)}"
+            )
+        unknown = [r for r in replicas if r not in broker_ids]
+        if unknown:
+            raise MetadataError(
+                ErrorCode.broker_not_available
+                if len(unknown) == len(replicas)
+                else ErrorCode.invalid_replica_assignment,
+                f"Unknown broker(s) {unknown} in replica assignment",
+            )
+
+    @staticmethod
+    def _assign(
+        first: int, count: int, replication_factor: int, broker_ids: Sequence[int]
+    ) -> list[list[int]]:
+        brokers = sorted(broker_ids)
+        return [
+            [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
+            for p in range(first, first + count)
+        ]
+
+    def delete_topic(self, name: str) -> list[MetadataRecord]:
+        return [RemoveTopicRecord(self.topic(name).topic_id)]
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        broker_ids: Sequence[int],
+        assignments: Sequence[Sequence[int]] | None = None,
+    ) -> list[MetadataRecord]:
+        state = self.topic(name)
+        current = len(state.partitions)
+        if count < current:
+            raise MetadataError(
+                ErrorCode.invalid_partitions,
+                f"Topic currently has {current} partitions, which is higher than the "
+                f"requested {count}.",
+            )
+        if count == current:
+            raise MetadataError(
+                ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
+            )
+        replication_factor = len(state.partitions[0].replicas)
+        if assignments is not None:
+            if len(assignments) != count - current:
+                raise MetadataError(
+                    ErrorCode.invalid_replica_assignment,
+                    f"Increasing the number of partitions by {count - current} but "
+                    f"{len(assignments)} assignments provided.",
+                )
+            for replicas in assignments:
+                self._check_replicas(replicas, broker_ids)
+            replica_sets = [list(r) for r in assignments]
+        else:
+            replica_sets = self._assign(current, count - current, replication_factor, broker_ids)
+        return [
+            PartitionRecord(state.topic_id, current + i, tuple(r), tuple(r), r[0])
+            for i, r in enumerate(replica_sets)
+        ]
+
+    def alter_topic_configs(
+        self, name: str, changes: Mapping[str, str | None]
+    ) -> list[MetadataRecord]:
+        """Changes are validated against the merged result; None removes an override."""
+        state = self.topic(name)
+        merged = dict(state.configs)
+        for key, value in changes.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        try:
+            validate_topic_configs(merged)
+        except InvalidConfigError as error:
+            raise MetadataError(ErrorCode.invalid_config, str(error)) from None
+        unknown = sorted(k for k in changes if k not in TOPIC_CONFIGS)
+        if unknown:
+            raise MetadataError(
+                ErrorCode.invalid_config, f"Unknown topic config name: {', '.join(unknown)}"
+            )
+        return [ConfigRecord(ResourceType.TOPIC, name, k, v) for k, v in changes.items()]
+
+    def alter_broker_configs(self, changes: Mapping[str, str | None]) -> list[MetadataRecord]:
+        """Records for cluster-wide dynamic broker configs; validation is the caller's."""
+        return [ConfigRecord(ResourceType.BROKER, "", k, v) for k, v in changes.items()]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Creates ./.venv and installs Odradek into it. `--dev` adds everything the tests need,
+# including Debian's kcat when it is missing. Idempotent and quiet when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
+[[ -x .venv/bin/python ]] || "$PY" -m venv .venv
+extras=""
+if [[ ${1:-} == --dev ]]; then
+  extras="[dev]"
+  if ! command -v kcat >/dev/null 2>&1; then
+    echo "bootstrap: installing kcat from Debian" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq kcat >/dev/null
+  fi
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}" 2>&1 \
+  | grep -v "^WARNING: Location" >&2 || true
+.venv/bin/python -c 'import odradek' # fail loudly if the install did not work

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker shared by a test module (tests use their own topics)."""
+    root = tmp_path_factory.mktemp("broker")
+    process = BrokerProcess(root / "data", root / "broker.log")
+    process.start()
+    yield process
+    if process.alive():
+        process.stop()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of the test's own, for restarts, kills and config overrides."""
+    process = BrokerProcess(tmp_path / "data", tmp_path / "broker.log")
+    yield process
+    if process.alive():
+        process.kill()
