@@ -43,6 +43,8 @@ class InvalidConfigError(ValueError):
     """A config name or value that Kafka would answer with INVALID_CONFIG."""
 
 
+_INTEGER_BOUNDS = {ConfigType.SHORT: 32767, ConfigType.INT: INT_MAX, ConfigType.LONG: LONG_MAX}
+
 Value = bool | int | float | str | list[str] | None
 Validator = Callable[[Value], str | None]
 
@@ -95,11 +97,15 @@ def parse_value(definition: ConfigDef, raw: str | None) -> Value:
                     raise ValueError(text)
                 value = text.lower() == "true"
             case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
+                if "_" in text:  # Python's int() takes 1_000; Java's parseInt does not
+                    raise ValueError(text)
                 value = int(text)
-                bound = LONG_MAX if definition.type is ConfigType.LONG else INT_MAX
+                bound = _INTEGER_BOUNDS[definition.type]
                 if not -bound - 1 <= value <= bound:
                     raise ValueError(text)
             case ConfigType.DOUBLE:
+                if "_" in text:
+                    raise ValueError(text)
                 value = float(text)
             case ConfigType.LIST:
                 value = [item.strip() for item in text.split(",") if item.strip()]
@@ -265,13 +271,15 @@ def load_properties(path: Path) -> dict[str, str]:
 
 def _normalise_aliases(raw: Mapping[str, str]) -> dict[str, str]:
     values = dict(raw)
-    for aliases, factor in ((_HOUR_ALIASES, 3_600_000), (_MINUTE_ALIASES, 60_000)):
+    # Finest unit first: log.retention.ms beats .minutes beats .hours, as in Kafka; a
+    # negative result means "no limit" (-1), as in KafkaConfig.logRetentionTimeMillis.
+    for aliases, factor in ((_MINUTE_ALIASES, 60_000), (_HOUR_ALIASES, 3_600_000)):
         for alias, name in aliases.items():
             if alias in values:
                 text = values.pop(alias)
                 if name not in values:
                     try:
-                        values[name] = str(int(text) * factor)
+                        values[name] = str(max(int(text) * factor, -1))
                     except ValueError:
                         raise InvalidConfigError(f"Invalid value {text} for {alias}") from None
     return values

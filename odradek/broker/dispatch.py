@@ -19,7 +19,11 @@ from odradek.protocol.codec import RequestDecodeError, RequestHeader
 
 log = logging.getLogger("odradek.broker.dispatch")
 
-Result = Mapping[str, Any] | None
+class EncodedBody(list[bytes | bytearray | memoryview]):
+    """A response body a hot-path handler encoded itself, as buffers for writelines."""
+
+
+Result = Mapping[str, Any] | EncodedBody | None
 Handler = Callable[["RequestContext", Any], Result | Awaitable[Result]]
 
 
@@ -51,7 +55,7 @@ class Dispatcher:
         self.broker = broker
         self.apis = {api.key: api for api in apis}
 
-    def __call__(self, frame: bytes, peer: str) -> Response | Awaitable[Response]:
+    def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
         started = time.perf_counter()
         try:
             header, offset = codec.decode_header(frame)
@@ -85,6 +89,10 @@ class Dispatcher:
     ) -> Response:
         if result is None:
             frame = None
+        elif isinstance(result, EncodedBody):
+            head = codec.response_header(header)
+            size = len(head) + sum(len(part) for part in result)
+            frame = [codec.INT32.pack(size) + head, *result]
         else:
             code = result.get("error_code")
             if code:

@@ -19,7 +19,7 @@ log = logging.getLogger("odradek.broker.server")
 Response = Sequence[bytes | memoryview] | None
 """The buffers of one response frame, or None when the request gets no response."""
 
-Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
+Dispatch = Callable[[bytes | bytearray, str], Response | Awaitable[Response]]
 """Handles one frame from a peer; raises ConnectionAbort to drop the connection."""
 
 MAX_PIPELINED = 100

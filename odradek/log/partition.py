@@ -9,6 +9,7 @@ path, so a segment closed and renamed meanwhile is simply skipped.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import zlib
 from collections.abc import Iterable
@@ -30,6 +31,7 @@ from .segment import (
     segment_path,
 )
 
+logger = logging.getLogger("odradek.log")
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
 _BASE_DIGITS = 20
 
@@ -55,7 +57,7 @@ class AppendResult:
 
 @dataclass(slots=True)
 class ReadResult:
-    records: bytes
+    records: bytes | memoryview
     """Whole batches, possibly none."""
     log_start_offset: int
     log_end_offset: int
@@ -121,7 +123,12 @@ class PartitionLog:
                 recover = not segment.load_tail() or (
                     is_last and segment.next_offset > recovery_point
                 )
-            if recover and segment.recover(limits):
+            removed = segment.recover(limits) if recover else 0
+            if removed:
+                logger.warning(
+                    "%s: truncated a torn or corrupt tail of %d bytes from segment %d; "
+                    "log end offset now %d", directory.name, removed, base, segment.next_offset,
+                )
                 truncated = True
             if not is_last and not truncated:
                 segment.seal()
@@ -272,7 +279,7 @@ class PartitionLog:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{start}, {end}] of {self.directory.name}"
             )
-        records = b""
+        records: bytes | memoryview = b""
         if offset < end and (max_offset is None or offset < max_offset):
             segments = self._segments
             i = max(bisect.bisect_right(self._bases, offset) - 1, 0)

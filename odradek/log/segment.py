@@ -174,7 +174,7 @@ class LogSegment:
         max_offset: int | None,
         min_one_batch: bool,
         scan_bytes: int,
-    ) -> bytes | None:
+    ) -> bytes | memoryview | None:
         """Whole batches from the one holding `offset`, within max_bytes and below max_offset.
 
         None when no batch here reaches `offset` (the caller tries the next segment). One
@@ -206,7 +206,7 @@ class LogSegment:
             if not min_one_batch:
                 return b""
             if relative + first.size <= len(buf):
-                return buf[relative : relative + first.size]
+                return memoryview(buf)[relative : relative + first.size]
             return self.pread(position, first.size)
         limit = min(max_bytes, end - position)
         if relative + limit > len(buf):
@@ -222,7 +222,7 @@ class LogSegment:
                 stop = info.end
         if relative == 0 and stop == len(buf):
             return buf
-        return buf[relative:stop]
+        return memoryview(buf)[relative:stop]
 
     def largest_timestamp(self) -> int:
         """Retention's clock: the max record timestamp, else the file's mtime (Kafka)."""

@@ -130,7 +130,7 @@ class ClusterMetadata:
                     "Partitions in the assignment must be numbered 0..n-1",
                 )
             for replicas in replica_sets:
-                self._check_replicas(replicas, broker_ids)
+                self._check_replicas(replicas, broker_ids, len(replica_sets[0]))
         else:
             if num_partitions < 1:
                 raise MetadataError(
@@ -161,10 +161,18 @@ class ClusterMetadata:
         return records
 
     @staticmethod
-    def _check_replicas(replicas: Sequence[int], broker_ids: Sequence[int]) -> None:
+    def _check_replicas(
+        replicas: Sequence[int], broker_ids: Sequence[int], replication_factor: int
+    ) -> None:
         if not replicas or len(set(replicas)) != len(replicas):
             raise MetadataError(
                 ErrorCode.invalid_replica_assignment, f"Invalid replica list {list(replicas)}"
+            )
+        if len(replicas) != replication_factor:
+            raise MetadataError(
+                ErrorCode.invalid_replica_assignment,
+                f"Replica list {list(replicas)} has {len(replicas)} replica(s), but the "
+                f"topic's other partitions have {replication_factor}",
             )
         unknown = [r for r in replicas if r not in broker_ids]
         if unknown:
@@ -216,9 +224,15 @@ class ClusterMetadata:
                     f"{len(assignments)} assignments provided.",
                 )
             for replicas in assignments:
-                self._check_replicas(replicas, broker_ids)
+                self._check_replicas(replicas, broker_ids, replication_factor)
             replica_sets = [list(r) for r in assignments]
         else:
+            if replication_factor > len(broker_ids):
+                raise MetadataError(
+                    ErrorCode.invalid_replication_factor,
+                    f"Replication factor: {replication_factor} larger than available brokers: "
+                    f"{len(broker_ids)}.",
+                )
             replica_sets = self._assign(current, count - current, replication_factor, broker_ids)
         return [
             PartitionRecord(state.topic_id, current + i, tuple(r), tuple(r), r[0])

@@ -27,7 +27,7 @@ from kio.static.constants import EntityType
 API_VERSIONS_KEY = 18
 _HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
+INT32 = struct.Struct(">i")
 
 
 class RequestDecodeError(Exception):
@@ -61,7 +61,7 @@ def is_flexible(api_key: int, version: int) -> bool:
     return bool(load_request_schema(api_key, version).__flexible__)
 
 
-def _read_varint(buffer: bytes, position: int) -> tuple[int, int]:
+def _read_varint(buffer: bytes | bytearray, position: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if position >= len(buffer):
@@ -76,7 +76,7 @@ def _read_varint(buffer: bytes, position: int) -> tuple[int, int]:
             raise RequestDecodeError("varint too long")
 
 
-def _skip_tagged_fields(buffer: bytes, position: int) -> int:
+def _skip_tagged_fields(buffer: bytes | bytearray, position: int) -> int:
     count, position = _read_varint(buffer, position)
     for _ in range(count):
         _, position = _read_varint(buffer, position)
@@ -87,7 +87,7 @@ def _skip_tagged_fields(buffer: bytes, position: int) -> int:
     return position
 
 
-def decode_header(frame: bytes) -> tuple[RequestHeader, int]:
+def decode_header(frame: bytes | bytearray) -> tuple[RequestHeader, int]:
     """Parse the request header (v1, or v2 for flexible versions); returns it and the body offset.
 
     An API key or version the codec has no schema for still yields a header, so that the
@@ -114,18 +114,23 @@ def decode_header(frame: bytes) -> tuple[RequestHeader, int]:
     return header, position
 
 
+Reader = Callable[[bytes | memoryview, int], tuple[Any, int]]
+
+
 @cache
-def _request_reader(api_key: int, version: int) -> Callable[[bytes, int], tuple[Any, int]]:
+def _request_reader(api_key: int, version: int) -> Reader:
     return entity_reader(load_request_schema(api_key, version))  # type: ignore[return-value]
 
 
-def decode_body(header: RequestHeader, frame: bytes, offset: int) -> Any:
+def decode_body(header: RequestHeader, frame: bytes | bytearray, offset: int) -> Any:
     """Decode the request body with the schema of the header's API version.
 
     Bytes after the body are ignored, as Kafka's request parser ignores them (librdkafka
     sends some)."""
+    # kio's native reader refuses writable buffers; a read-only view avoids copying
+    readable = memoryview(frame).toreadonly() if isinstance(frame, bytearray) else frame
     try:
-        body, _ = _request_reader(header.api_key, header.api_version)(frame, offset)
+        body, _ = _request_reader(header.api_key, header.api_version)(readable, offset)
     except RequestDecodeError:
         raise
     except Exception as error:  # kio raises several types on garbage; all mean the same here
@@ -138,7 +143,7 @@ def decode_body(header: RequestHeader, frame: bytes, offset: int) -> Any:
 def response_header(header: RequestHeader) -> bytes:
     """Response header v0 (correlation id), or v1 (plus empty tagged fields) for flexible
     versions; ApiVersions always answers with v0 (KIP-511)."""
-    correlation = _INT32.pack(header.correlation_id)
+    correlation = INT32.pack(header.correlation_id)
     if header.api_key != API_VERSIONS_KEY and is_flexible(header.api_key, header.api_version):
         return correlation + b"\x00"
     return correlation
@@ -253,7 +258,7 @@ def encode_response(header: RequestHeader, data: Mapping[str, Any] | Any) -> byt
     """The full response frame (size prefix, header, body) for `data`."""
     body = encode_body(build_response(header.api_key, header.api_version, data))
     head = response_header(header)
-    return _INT32.pack(len(head) + len(body)) + head + body
+    return INT32.pack(len(head) + len(body)) + head + body
 
 
 def request_schema(api_key: int, version: int) -> type:

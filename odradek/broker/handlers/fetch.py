@@ -16,10 +16,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
-from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.dispatch import EncodedBody, RequestContext, Result
 from odradek.log.partition import OffsetOutOfRangeError
-
-TOPIC_IDS_VERSION = 13
+from odradek.protocol.fetch_response import (
+    FIRST_TOPIC_ID_VERSION,
+    FetchedPartition,
+    FetchedTopic,
+    encode_fetch_body,
+)
 
 
 @dataclass(slots=True)
@@ -38,15 +42,22 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         return _top_level_error(ErrorCode.invalid_fetch_session_epoch)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    response, size, failed = _read(broker, wanted, request.max_bytes)
+    response, size, failed = _read(broker, wanted, request.max_bytes, context.version)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
     if size >= request.min_bytes or max_wait_ms <= 0 or failed:
         return response
-    return _wait_and_read(broker, wanted, request.max_bytes, request.min_bytes, max_wait_ms)
+    return _wait_and_read(
+        broker, wanted, request.max_bytes, request.min_bytes, max_wait_ms, context.version
+    )
 
 
 async def _wait_and_read(
-    broker: Broker, wanted: list[_Wanted], max_bytes: int, min_bytes: int, max_wait_ms: int
+    broker: Broker,
+    wanted: list[_Wanted],
+    max_bytes: int,
+    min_bytes: int,
+    max_wait_ms: int,
+    version: int,
 ) -> Result:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
@@ -57,8 +68,8 @@ async def _wait_and_read(
         try:
             await asyncio.wait_for(waiter, max(remaining, 0))
         except TimeoutError:
-            return _read(broker, wanted, max_bytes)[0]
-        response, size, failed = _read(broker, wanted, max_bytes)
+            return _read(broker, wanted, max_bytes, version)[0]
+        response, size, failed = _read(broker, wanted, max_bytes, version)
         if size >= min_bytes or failed or loop.time() >= deadline:
             return response
 
@@ -71,7 +82,7 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
     wanted = []
     names = broker.metadata.topic_names_by_id
     for topic in request.topics:
-        if version >= TOPIC_IDS_VERSION:
+        if version >= FIRST_TOPIC_ID_VERSION:
             topic_id = topic.topic_id
             name = names.get(str(topic_id))
         else:
@@ -84,54 +95,41 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
 
 
 def _read(
-    broker: Broker, wanted: list[_Wanted], max_bytes: int
-) -> tuple[dict[str, Any], int, bool]:
-    """The response, the record bytes it carries, and whether any partition failed."""
-    topics: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
+    broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int
+) -> tuple[EncodedBody, int, bool]:
+    """The encoded response, the record bytes it carries, and whether any partition failed."""
+    topics: dict[tuple[str | None, uuid.UUID | None], FetchedTopic] = {}
     remaining = max_bytes
     total = 0
     failed = False
     bytes_out = broker.metrics.bytes_out
     for item in wanted:
-        partition = _partition_response(broker, item, remaining, first=total == 0)
-        records = partition.get("records")
+        partition = _read_partition(broker, item, remaining, first=total == 0)
+        records = partition.records
         if records:
             total += len(records)
             remaining = max(remaining - len(records), 0)
             bytes_out.labels(item.topic).inc(len(records))
-        failed |= partition["error_code"] != ErrorCode.none
-        topics.setdefault((item.topic, item.topic_id), []).append(partition)
-    response = {
-        "error_code": ErrorCode.none,
-        "session_id": 0,
-        "responses": [
-            {"topic": name or "", "topic_id": topic_id, "partitions": partitions}
-            for (name, topic_id), partitions in topics.items()
-        ],
-    }
-    return response, total, failed
+        failed |= partition.error_code != ErrorCode.none
+        key = (item.topic, item.topic_id)
+        topic = topics.get(key)
+        if topic is None:
+            topic = topics[key] = FetchedTopic(item.topic or "", item.topic_id, [])
+        topic.partitions.append(partition)
+    return EncodedBody(encode_fetch_body(version, list(topics.values()))), total, failed
 
 
-def _partition_response(
+def _read_partition(
     broker: Broker, item: _Wanted, remaining: int, first: bool
-) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "partition_index": item.partition,
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "records": None,
-    }
+) -> FetchedPartition:
     if item.topic is None:
-        return {**response, "error_code": ErrorCode.unknown_topic_id}
+        return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
     log_ = broker.partition(item.topic, item.partition)
     if log_ is None:
-        return {**response, "error_code": ErrorCode.unknown_topic_or_partition}
+        return FetchedPartition(item.partition, ErrorCode.unknown_topic_or_partition)
     high_watermark = log_.high_watermark
-    response.update(
-        high_watermark=high_watermark,
-        last_stable_offset=high_watermark,
-        log_start_offset=log_.log_start_offset,
+    partition = FetchedPartition(
+        item.partition, ErrorCode.none, high_watermark, high_watermark, log_.log_start_offset
     )
     limit = min(item.partition_max_bytes, remaining)
     try:
@@ -139,5 +137,7 @@ def _partition_response(
             item.fetch_offset, limit, max_offset=high_watermark, min_one_batch=first
         )
     except OffsetOutOfRangeError:
-        return {**response, "error_code": ErrorCode.offset_out_of_range}
-    return {**response, "error_code": ErrorCode.none, "records": result.records}
+        partition.error_code = ErrorCode.offset_out_of_range
+        return partition
+    partition.records = result.records
+    return partition

@@ -1,0 +1,264 @@
+"""Produce and read back with confluent-kafka, kafka-python and aiokafka, in one record shape.
+
+Consumers use explicit assignment only (consumer groups are not implemented yet): librdkafka
+insists on a `group.id`, so it gets one, but never joins or commits. Readers first ask the
+broker for the end offsets, then read every partition up to them, so a record too many is
+caught as surely as a record too few.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition as ATopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+)
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTopicPartition
+
+TIMEOUT = 20.0
+PARTITION_UA = -1
+"""librdkafka's 'unassigned': its partitioner chooses."""
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+class Out(NamedTuple):
+    """A record to produce; `partition` None lets the client's partitioner choose."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers = ()
+    partition: int | None = None
+
+
+class Rec(NamedTuple):
+    """A record as stored: where it is and everything it holds."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers = ()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1,
+                 config: dict[str, str] | None = None) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    futures[name].result(TIMEOUT)
+    return name
+
+
+def stored(out: Out, partition: int, offset: int) -> Rec:
+    return Rec(partition, offset, out.key, out.value, out.timestamp, out.headers)
+
+
+def _headers(raw: Any) -> Headers:
+    """Each client's headers (list, tuple or None) as a tuple of (key, value) pairs."""
+    return tuple((key, value) for key, value in raw or ())
+
+
+def confluent_rec(message: Message) -> Rec:
+    partition, offset = message.partition(), message.offset()
+    assert partition is not None and offset is not None
+    return Rec(partition, offset, message.key(), message.value(), message.timestamp()[1],
+               _headers(message.headers()))
+
+
+# --- producers -------------------------------------------------------------------------------
+
+
+def produce_confluent(bootstrap: str, topic: str, outs: Sequence[Out],
+                      config: dict[str, Any] | None = None) -> list[Rec]:
+    """Produce with librdkafka; returns the acknowledged records in send order."""
+    producer = Producer({"bootstrap.servers": bootstrap, **(config or {})})
+    results: list[tuple[KafkaError | None, int, int] | None] = [None] * len(outs)
+
+    def report(index: int) -> Any:
+        def on_delivery(error: KafkaError | None, message: Any) -> None:
+            results[index] = (error, message.partition(), message.offset())
+        return on_delivery
+
+    for index, out in enumerate(outs):
+        producer.produce(topic, key=out.key, value=out.value, timestamp=out.timestamp,
+                         partition=PARTITION_UA if out.partition is None else out.partition,
+                         headers=list(out.headers) or None, on_delivery=report(index))
+        producer.poll(0)
+    assert producer.flush(TIMEOUT) == 0
+    acked = []
+    for out, result in zip(outs, results, strict=True):
+        assert result is not None
+        error, partition, offset = result
+        if error is not None:
+            raise KafkaException(error)
+        acked.append(stored(out, partition, offset))
+    return acked
+
+
+def produce_kafka_python(bootstrap: str, topic: str, outs: Sequence[Out],
+                         compression: str | None = None, **config: Any) -> list[Rec]:
+    """kafka-python 3 defaults to idempotence, which needs InitProducerId: turned off."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False,
+                             compression_type=compression, linger_ms=20, **config)
+    try:
+        futures = [
+            producer.send(topic, key=out.key, value=out.value, partition=out.partition,
+                          timestamp_ms=out.timestamp, headers=list(out.headers))
+            for out in outs
+        ]
+        producer.flush(TIMEOUT)
+        metadata = [future.get(TIMEOUT) for future in futures]
+    finally:
+        producer.close(TIMEOUT)
+    return [stored(out, m.partition, m.offset) for out, m in zip(outs, metadata, strict=True)]
+
+
+def produce_aiokafka(bootstrap: str, topic: str, outs: Sequence[Out],
+                     compression: str | None = None, **config: Any) -> list[Rec]:
+    async def run() -> list[Rec]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=compression,
+                                    linger_ms=20, **config)
+        await producer.start()
+        try:
+            futures = [
+                await producer.send(topic, key=out.key, value=out.value,
+                                    partition=out.partition, timestamp_ms=out.timestamp,
+                                    headers=list(out.headers))
+                for out in outs
+            ]
+            metadata = [await future for future in futures]
+        finally:
+            await producer.stop()
+        return [stored(out, m.partition, m.offset) for out, m in zip(outs, metadata, strict=True)]
+
+    return asyncio.run(run())
+
+
+def produce_with(client: str, bootstrap: str, topic: str, outs: Sequence[Out],
+                 compression: str | None = None) -> list[Rec]:
+    if client == "confluent":
+        config = {} if compression is None else {"compression.type": compression}
+        return produce_confluent(bootstrap, topic, outs, config)
+    if client == "kafka-python":
+        return produce_kafka_python(bootstrap, topic, outs, compression)
+    assert client == "aiokafka"
+    return produce_aiokafka(bootstrap, topic, outs, compression)
+
+
+# --- readers ---------------------------------------------------------------------------------
+
+
+def in_order(records: list[Rec]) -> list[Rec]:
+    """Checks that each partition came in offset order; sorts by (partition, offset)."""
+    offsets: dict[int, list[int]] = {}
+    for record in records:
+        offsets.setdefault(record.partition, []).append(record.offset)
+    assert all(o == sorted(o) for o in offsets.values()), offsets
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def confluent_consumer(bootstrap: str, **config: Any) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": unique("unused"),
+                     "enable.auto.commit": False, **config})
+
+
+def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
+                   start: int = OFFSET_BEGINNING) -> list[Rec]:
+    """Every record of `partitions` from `start` (an offset or a logical one) to the end,
+    sorted by (partition, offset)."""
+    consumer = confluent_consumer(bootstrap)
+    try:
+        ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
+                for p in partitions}
+        consumer.assign([CTopicPartition(topic, p, start) for p in partitions])
+        records: list[Rec] = []
+        positions = {p: -1 for p in partitions}
+        deadline = time.monotonic() + TIMEOUT
+        while any(positions[p] + 1 < ends[p] for p in partitions):
+            assert time.monotonic() < deadline, f"read {positions}, ends {ends}"
+            for message in consumer.consume(1000, 0.2):
+                if message.error():
+                    raise KafkaException(message.error())
+                record = confluent_rec(message)
+                records.append(record)
+                positions[record.partition] = record.offset
+        return in_order(records)
+    finally:
+        consumer.close()
+
+
+def read_kafka_python(bootstrap: str, topic: str, partitions: Sequence[int] = (0,)) -> list[Rec]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        tps = [KTopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        ends = consumer.end_offsets(tps)
+        consumer.seek_to_beginning(*tps)
+        records: list[Rec] = []
+        deadline = time.monotonic() + TIMEOUT
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            assert time.monotonic() < deadline, f"ends {ends}"
+            for batch in consumer.poll(200).values():
+                records.extend(Rec(r.partition, r.offset, r.key, r.value, r.timestamp,
+                                   _headers(r.headers)) for r in batch)
+        return in_order(records)
+    finally:
+        consumer.close()
+
+
+def read_aiokafka(bootstrap: str, topic: str, partitions: Sequence[int] = (0,)) -> list[Rec]:
+    async def run() -> list[Rec]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            tps = [ATopicPartition(topic, p) for p in partitions]
+            consumer.assign(tps)
+            ends = await consumer.end_offsets(tps)
+            await consumer.seek_to_beginning(*tps)
+            records: list[Rec] = []
+            deadline = time.monotonic() + TIMEOUT
+            while any([await consumer.position(tp) < ends[tp] for tp in tps]):
+                assert time.monotonic() < deadline, f"ends {ends}"
+                for batch in (await consumer.getmany(timeout_ms=200)).values():
+                    records.extend(Rec(r.partition, r.offset, r.key, r.value, r.timestamp,
+                                       _headers(r.headers)) for r in batch)
+            return in_order(records)
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+READERS = {"confluent": read_confluent, "kafka-python": read_kafka_python,
+           "aiokafka": read_aiokafka}
+CLIENTS = tuple(READERS)
+
+
+def read_with(client: str, bootstrap: str, topic: str,
+              partitions: Sequence[int] = (0,)) -> list[Rec]:
+    return READERS[client](bootstrap, topic, partitions)

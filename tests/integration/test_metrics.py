@@ -1,0 +1,126 @@
+"""The Prometheus endpoint after real traffic: per-topic byte and message counters, request
+counts and latency histograms, and log sizes, under the names Kafka's JMX exporter uses."""
+
+from __future__ import annotations
+
+import urllib.request
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.raw_client import FETCH_VERSION, PRODUCE_VERSION, RawClient, batch_of
+
+TIMEOUT = 15.0
+BATCHES = 5
+RECORDS_PER_BATCH = 10
+VALUE_SIZE = 200
+CORRUPT_MESSAGE = 2
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(broker: BrokerProcess) -> Samples:
+    url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+        assert response.status == 200
+        text = response.read().decode()
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    key = (name, frozenset(labels.items()))
+    assert key in samples, f"no sample {name}{labels}"
+    return samples[key]
+
+
+def increase(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    return sample(after, name, **labels) - before.get((name, frozenset(labels.items())), 0.0)
+
+
+def create_topic(broker: BrokerProcess) -> str:
+    name = f"metrics-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(TIMEOUT)
+    return name
+
+
+@pytest.fixture
+def client(broker: BrokerProcess) -> Iterator[RawClient]:
+    raw = RawClient(broker.bootstrap)
+    yield raw
+    raw.close()
+
+
+def test_produce_and_fetch_are_counted_per_topic_and_request(
+    broker: BrokerProcess, client: RawClient
+) -> None:
+    topic = create_topic(broker)
+    batches = [
+        batch_of([(f"key-{b}-{i}".encode(), bytes([65 + i]) * VALUE_SIZE)
+                  for i in range(RECORDS_PER_BATCH)])
+        for b in range(BATCHES)
+    ]
+    produced_bytes = sum(len(batch) for batch in batches)
+    before = scrape(broker)
+
+    for batch in batches:
+        assert client.produce_partition(topic, 0, batch).error_code == 0
+    fetched = client.fetch_partition(topic, 0, 0)
+    after = scrape(broker)
+
+    assert fetched.error_code == 0
+    assert len(fetched.records) == produced_bytes  # stored as produced, one fetch returns all
+    records = BATCHES * RECORDS_PER_BATCH
+    assert sample(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == records
+    bytes_in = sample(after, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic)
+    assert bytes_in == produced_bytes >= records * VALUE_SIZE
+    bytes_out = sample(after, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic)
+    assert bytes_out == produced_bytes > 0
+    assert sample(after, "kafka_log_log_size", topic=topic, partition="0") == produced_bytes
+
+    requests = "kafka_network_requestmetrics_requests_total"
+    assert increase(before, after, requests, request="Produce",
+                    version=str(PRODUCE_VERSION)) == BATCHES
+    assert increase(before, after, requests, request="Fetch", version=str(FETCH_VERSION)) == 1
+
+    fetch_count = sample(after, "kafka_network_requestmetrics_totaltimems_count", request="Fetch")
+    assert increase(before, after, "kafka_network_requestmetrics_totaltimems_count",
+                    request="Fetch") == 1
+    assert sample(after, "kafka_network_requestmetrics_totaltimems_bucket",
+                  request="Fetch", le="+Inf") == fetch_count
+    assert sample(after, "kafka_network_requestmetrics_totaltimems_sum", request="Fetch") >= 0
+    buckets = sorted(
+        (float(dict(labels)["le"]), value)
+        for (name, labels), value in after.items()
+        if name == "kafka_network_requestmetrics_totaltimems_bucket"
+        and dict(labels)["request"] == "Fetch"
+    )
+    counts = [value for _, value in buckets]
+    assert len(buckets) > 2 and counts == sorted(counts)  # cumulative
+
+
+def test_rejected_produce_is_counted_as_failed_and_not_as_messages_in(
+    broker: BrokerProcess, client: RawClient
+) -> None:
+    topic = create_topic(broker)
+    good = batch_of([(None, b"v" * VALUE_SIZE)])
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF
+
+    assert client.produce_partition(topic, 0, good).error_code == 0
+    assert client.produce_partition(topic, 0, bytes(corrupt)).error_code == CORRUPT_MESSAGE
+    after = scrape(broker)
+
+    assert sample(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 1
+    assert sample(after, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) == len(good)
+    assert sample(after, "kafka_server_brokertopicmetrics_failedproducerequests_total",
+                  topic=topic) == 1
+    assert sample(after, "kafka_log_log_size", topic=topic, partition="0") == len(good)

@@ -1,0 +1,433 @@
+"""The metadata state machine: handlers validate and return records, replay alone changes
+state, and the records survive a JSON round trip."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+
+from odradek.metadata.image import (
+    MAX_TOPIC_NAME_LENGTH,
+    ClusterMetadata,
+    MetadataError,
+    validate_topic_name,
+)
+from odradek.metadata.records import (
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    ResourceType,
+    TopicRecord,
+    from_json,
+    new_topic_id,
+    to_json,
+)
+
+BROKERS = (1, 2, 3)
+
+
+def apply(metadata: ClusterMetadata, records: Iterable[MetadataRecord]) -> None:
+    for record in records:
+        metadata.replay(record)
+
+
+def snapshot(metadata: ClusterMetadata) -> tuple[object, ...]:
+    return (
+        {name: (s.name, s.topic_id, dict(s.partitions), dict(s.configs))
+         for name, s in metadata.topics.items()},
+        dict(metadata.topic_names_by_id),
+        dict(metadata.broker_configs),
+    )
+
+
+def created(name: str = "orders", partitions: int = 3, replication: int = 2,
+            configs: Mapping[str, str | None] | None = None) -> ClusterMetadata:
+    metadata = ClusterMetadata()
+    apply(metadata, metadata.create_topic(name, f"id-{name}", partitions, replication,
+                                          configs or {}, BROKERS))
+    return metadata
+
+
+def refused(code: ErrorCode) -> pytest.RaisesExc[MetadataError]:
+    return pytest.raises(MetadataError, check=lambda error: error.error_code is code)
+
+
+# --- topic names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a", "orders", "Orders.v2", "__consumer_offsets", "a-b_c.d", "...", ".a", "a..",
+     "x" * MAX_TOPIC_NAME_LENGTH, "0123456789"],
+)
+def test_legal_topic_names(name: str) -> None:
+    assert validate_topic_name(name) == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", None, ".", "..", "x" * (MAX_TOPIC_NAME_LENGTH + 1), "a b", "a/b", "a:b", "a*",
+     "naïve", "tab\t", "new\nline", "orders\n", "\u0661"],
+)
+def test_illegal_topic_names(name: str | None) -> None:
+    with refused(ErrorCode.invalid_topic_exception):
+        validate_topic_name(name)
+
+
+def test_create_topic_refuses_illegal_names_before_anything_else() -> None:
+    metadata = ClusterMetadata()
+    with refused(ErrorCode.invalid_topic_exception):
+        metadata.create_topic("bad name", "id", 0, 0, {"nope": "x"}, BROKERS)
+
+
+# --- create_topic --------------------------------------------------------------------------
+
+
+def test_create_topic_records() -> None:
+    metadata = ClusterMetadata()
+    records = metadata.create_topic("orders", "id-1", 4, 2,
+                                    {"segment.ms": "1000", "cleanup.policy": "compact"},
+                                    [3, 1, 2])
+    assert records == [
+        TopicRecord("orders", "id-1"),
+        PartitionRecord("id-1", 0, (1, 2), (1, 2), 1),
+        PartitionRecord("id-1", 1, (2, 3), (2, 3), 2),
+        PartitionRecord("id-1", 2, (3, 1), (3, 1), 3),
+        PartitionRecord("id-1", 3, (1, 2), (1, 2), 1),
+        ConfigRecord(ResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
+        ConfigRecord(ResourceType.TOPIC, "orders", "segment.ms", "1000"),
+    ]
+    assert metadata.topics == {}, "handlers do not change state; replay does"
+
+
+def test_replaying_create_topic_builds_the_topic() -> None:
+    metadata = created("orders", 2, 3, {"retention.ms": "5"})
+    state = metadata.topic("orders")
+    assert (state.name, state.topic_id) == ("orders", "id-orders")
+    assert metadata.topic_names_by_id == {"id-orders": "orders"}
+    assert sorted(state.partitions) == [0, 1]
+    assert all(len(set(p.replicas)) == 3 and p.leader == p.replicas[0] and p.isr == p.replicas
+               for p in state.partitions.values())
+    assert state.configs == {"retention.ms": "5"}
+
+
+def test_topic_already_exists() -> None:
+    metadata = created("orders")
+    before = snapshot(metadata)
+    with refused(ErrorCode.topic_already_exists):
+        metadata.create_topic("orders", "id-2", 1, 1, {}, BROKERS)
+    assert snapshot(metadata) == before
+
+
+@pytest.mark.parametrize(("existing", "new"), [("a.b", "a_b"), ("a_b", "a.b"), ("x.y_z", "x_y.z")])
+def test_names_colliding_on_dot_and_underscore(existing: str, new: str) -> None:
+    metadata = created(existing)
+    with refused(ErrorCode.invalid_topic_exception):
+        metadata.create_topic(new, "id-2", 1, 1, {}, BROKERS)
+
+
+def test_similar_names_that_do_not_collide() -> None:
+    metadata = created("a.b")
+    apply(metadata, metadata.create_topic("a-b", "id-2", 1, 1, {}, BROKERS))
+    apply(metadata, metadata.create_topic("a.bc", "id-3", 1, 1, {}, BROKERS))
+    assert set(metadata.topics) == {"a.b", "a-b", "a.bc"}
+
+
+@pytest.mark.parametrize("partitions", [0, -1, -5])
+def test_invalid_partitions(partitions: int) -> None:
+    with refused(ErrorCode.invalid_partitions):
+        ClusterMetadata().create_topic("t", "id", partitions, 1, {}, BROKERS)
+
+
+@pytest.mark.parametrize(("replication", "brokers"), [(0, BROKERS), (-1, BROKERS), (4, BROKERS),
+                                                      (1, ())])
+def test_invalid_replication_factor(replication: int, brokers: tuple[int, ...]) -> None:
+    with refused(ErrorCode.invalid_replication_factor):
+        ClusterMetadata().create_topic("t", "id", 1, replication, {}, brokers)
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [{"retention.ms": "soon"}, {"no.such.config": "1"}, {"segment.bytes": "1"},
+     {"retention.ms": None},
+     {"cleanup.policy": "shred"}, {"log.retention.ms": "1"}, {"retention.ms": "1",
+                                                              "min.insync.replicas": "0"}],
+)
+def test_invalid_config(configs: dict[str, str]) -> None:
+    with refused(ErrorCode.invalid_config):
+        ClusterMetadata().create_topic("t", "id", 1, 1, configs, BROKERS)
+
+
+def test_manual_assignment() -> None:
+    metadata = ClusterMetadata()
+    records = metadata.create_topic("t", "id", -1, -1, {}, BROKERS, {1: [3, 1], 0: [2, 3]})
+    assert records[1:] == [PartitionRecord("id", 0, (2, 3), (2, 3), 2),
+                           PartitionRecord("id", 1, (3, 1), (3, 1), 3)]
+
+
+@pytest.mark.parametrize(
+    "assignments",
+    [
+        {0: [1], 2: [2]},  # a gap
+        {1: [1]},  # does not start at 0
+        {0: [1, 1]},  # duplicate replica
+        {0: []},  # no replica
+        {0: [1, 2], 1: [3]},  # inconsistent replication factor
+        {0: [1, 99]},  # one unknown broker
+    ],
+)
+def test_invalid_manual_assignment(assignments: dict[int, list[int]]) -> None:
+    with refused(ErrorCode.invalid_replica_assignment):
+        ClusterMetadata().create_topic("t", "id", -1, -1, {}, BROKERS, assignments)
+
+
+def test_assignment_to_unknown_brokers_only() -> None:
+    with pytest.raises(MetadataError) as raised:
+        ClusterMetadata().create_topic("t", "id", -1, -1, {}, BROKERS, {0: [98, 99]})
+    assert raised.value.error_code in (ErrorCode.broker_not_available,
+                                       ErrorCode.invalid_replica_assignment)
+
+
+# --- delete_topic --------------------------------------------------------------------------
+
+
+def test_delete_then_recreate() -> None:
+    metadata = created("orders")
+    assert metadata.delete_topic("orders") == [RemoveTopicRecord("id-orders")]
+    apply(metadata, metadata.delete_topic("orders"))
+    assert metadata.topics == {} and metadata.topic_names_by_id == {}
+    with refused(ErrorCode.unknown_topic_or_partition):
+        metadata.delete_topic("orders")
+    apply(metadata, metadata.create_topic("orders", "id-new", 1, 1, {}, BROKERS))
+    assert metadata.topic("orders").topic_id == "id-new"
+
+
+# --- create_partitions ---------------------------------------------------------------------
+
+
+def test_create_partitions_extends_round_robin_with_the_same_replication() -> None:
+    metadata = created("orders", 2, 2)
+    records = metadata.create_partitions("orders", 4, BROKERS)
+    assert records == [PartitionRecord("id-orders", 2, (3, 1), (3, 1), 3),
+                       PartitionRecord("id-orders", 3, (1, 2), (1, 2), 1)]
+    apply(metadata, records)
+    assert sorted(metadata.topic("orders").partitions) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_create_partitions_cannot_shrink_or_stay(count: int) -> None:
+    metadata = created("orders", 2, 1)
+    with refused(ErrorCode.invalid_partitions):
+        metadata.create_partitions("orders", count, BROKERS)
+
+
+def test_create_partitions_of_an_unknown_topic() -> None:
+    with refused(ErrorCode.unknown_topic_or_partition):
+        ClusterMetadata().create_partitions("nope", 3, BROKERS)
+
+
+def test_create_partitions_with_assignments() -> None:
+    metadata = created("orders", 1, 2)
+    records = metadata.create_partitions("orders", 3, BROKERS, [[3, 2], [2, 1]])
+    assert records == [PartitionRecord("id-orders", 1, (3, 2), (3, 2), 3),
+                       PartitionRecord("id-orders", 2, (2, 1), (2, 1), 2)]
+
+
+@pytest.mark.parametrize(
+    "assignments",
+    [[[1, 2]], [[1, 2], [2, 3], [3, 1]], [[1, 1], [2, 3]], [[1], [2, 3]], [[1, 2], [2, 99]]],
+)
+def test_create_partitions_with_invalid_assignments(assignments: list[list[int]]) -> None:
+    metadata = created("orders", 1, 2)
+    with refused(ErrorCode.invalid_replica_assignment):
+        metadata.create_partitions("orders", 3, BROKERS, assignments)
+
+
+@pytest.mark.parametrize("brokers", [(1,), ()])
+def test_create_partitions_with_fewer_brokers_than_the_replication_factor(
+    brokers: tuple[int, ...],
+) -> None:
+    """A broker gone since the topic was created: Kafka refuses rather than placing two
+    replicas of a partition on one broker."""
+    metadata = created("orders", 1, 2)
+    with refused(ErrorCode.invalid_replication_factor):
+        metadata.create_partitions("orders", 2, brokers)
+
+
+# --- alter_topic_configs -------------------------------------------------------------------
+
+
+def test_alter_topic_configs_sets_and_removes() -> None:
+    metadata = created("orders", configs={"retention.ms": "1000", "segment.ms": "5000"})
+    records = metadata.alter_topic_configs("orders", {"retention.ms": None,
+                                                      "cleanup.policy": "compact"})
+    assert records == [ConfigRecord(ResourceType.TOPIC, "orders", "retention.ms", None),
+                       ConfigRecord(ResourceType.TOPIC, "orders", "cleanup.policy", "compact")]
+    assert metadata.topic("orders").configs == {"retention.ms": "1000", "segment.ms": "5000"}
+    apply(metadata, records)
+    assert metadata.topic("orders").configs == {"segment.ms": "5000",
+                                                "cleanup.policy": "compact"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"retention.ms": "forever"}, {"unknown.name": "1"}, {"unknown.name": None},
+     {"segment.ms": "1", "max.message.bytes": "-1"}],
+)
+def test_alter_topic_configs_refuses_invalid_changes(changes: dict[str, str | None]) -> None:
+    metadata = created("orders")
+    with refused(ErrorCode.invalid_config):
+        metadata.alter_topic_configs("orders", changes)
+
+
+def test_alter_configs_of_an_unknown_topic() -> None:
+    with refused(ErrorCode.unknown_topic_or_partition):
+        ClusterMetadata().alter_topic_configs("nope", {"retention.ms": "1"})
+
+
+def test_broker_config_records_replay_into_broker_configs() -> None:
+    metadata = ClusterMetadata()
+    apply(metadata, metadata.alter_broker_configs({"log.retention.ms": "5", "x": None}))
+    assert metadata.broker_configs == {"log.retention.ms": "5"}
+    apply(metadata, metadata.alter_broker_configs({"log.retention.ms": None}))
+    assert metadata.broker_configs == {}
+
+
+# --- records JSON --------------------------------------------------------------------------
+
+SAMPLE_RECORDS: list[MetadataRecord] = [
+    TopicRecord("orders", new_topic_id()),
+    PartitionRecord("id", 7, (1, 2, 3), (2,), 2, leader_epoch=9),
+    RemoveTopicRecord("id"),
+    ConfigRecord(ResourceType.TOPIC, "orders", "retention.ms", "1000"),
+    ConfigRecord(ResourceType.BROKER, "", "log.retention.ms", None),
+]
+
+
+@pytest.mark.parametrize("record", SAMPLE_RECORDS, ids=lambda r: type(r).__name__)
+def test_records_json_round_trip(record: MetadataRecord) -> None:
+    line = to_json(record)
+    assert "\n" not in line
+    assert json.loads(line)["type"] == type(record).__name__
+    back = from_json(line)
+    assert back == record
+    assert type(back) is type(record)
+    if isinstance(back, PartitionRecord):
+        assert type(back.replicas) is tuple and type(back.isr) is tuple
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["", "not json", '{"name": "t", "topic_id": "x"}', '{"type": "Nope"}',
+     '{"type": "TopicRecord", "name": "t"}', '{"type": "TopicRecord", "name": "t", '
+     '"topic_id": "x", "extra": 1}'],
+)
+def test_malformed_json_lines(line: str) -> None:
+    with pytest.raises((ValueError, KeyError, TypeError)):
+        from_json(line)
+
+
+def test_new_topic_ids_are_distinct_uuids() -> None:
+    ids = {new_topic_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(len(i) == 36 and i.count("-") == 4 for i in ids)
+
+
+# --- replay equivalence --------------------------------------------------------------------
+
+
+@dataclass
+class Model:
+    """What the state should be, kept independently of ClusterMetadata."""
+
+    partitions: dict[str, int] = field(default_factory=dict)
+    replication: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+NAMES = st.sampled_from(["a", "b", "c.d", "c_d", "bad name"])
+CONFIG_CHANGES = st.dictionaries(
+    st.sampled_from(["retention.ms", "segment.ms", "cleanup.policy", "unknown.key"]),
+    st.one_of(st.none(), st.sampled_from(["1000", "compact", "-3", "x"])),
+    max_size=3,
+)
+OPERATIONS = st.one_of(
+    st.tuples(st.just("create"), NAMES, st.integers(-1, 4), st.integers(-1, 4), CONFIG_CHANGES),
+    st.tuples(st.just("delete"), NAMES),
+    st.tuples(st.just("partitions"), NAMES, st.integers(0, 6)),
+    st.tuples(st.just("configs"), NAMES, CONFIG_CHANGES),
+)
+
+
+def run(metadata: ClusterMetadata, model: Model, operation: tuple, serial: int,
+        log: list[MetadataRecord]) -> None:
+    kind, name, *args = operation
+    before = snapshot(metadata)
+    try:
+        if kind == "create":
+            partitions, replication, configs = args
+            records = metadata.create_topic(name, f"id-{serial}", partitions, replication,
+                                            configs, BROKERS)
+        elif kind == "delete":
+            records = metadata.delete_topic(name)
+        elif kind == "partitions":
+            records = metadata.create_partitions(name, args[0], BROKERS)
+        else:
+            records = metadata.alter_topic_configs(name, args[0])
+    except MetadataError:
+        assert snapshot(metadata) == before, "a refused request must not change state"
+        return
+    assert snapshot(metadata) == before, "handlers must not change state"
+    apply(metadata, records)
+    log += records
+    if kind == "create":
+        model.partitions[name], model.replication[name] = args[0], args[1]
+        model.configs[name] = {k: v for k, v in args[2].items() if v is not None}
+    elif kind == "delete":
+        for table in (model.partitions, model.replication, model.configs):
+            del table[name]
+    elif kind == "partitions":
+        model.partitions[name] = args[0]
+    else:
+        for key, value in args[0].items():
+            if value is None:
+                model.configs[name].pop(key, None)
+            else:
+                model.configs[name][key] = value
+
+
+def check(metadata: ClusterMetadata, model: Model) -> None:
+    assert set(metadata.topics) == set(model.partitions)
+    assert set(metadata.topic_names_by_id.values()) == set(model.partitions)
+    for name, state in metadata.topics.items():
+        assert metadata.topic_names_by_id[state.topic_id] == name
+        assert sorted(state.partitions) == list(range(model.partitions[name]))
+        for record in state.partitions.values():
+            assert record.topic_id == state.topic_id
+            assert len(record.replicas) == model.replication[name]
+            assert len(set(record.replicas)) == len(record.replicas)
+            assert set(record.replicas) <= set(BROKERS)
+            assert record.leader == record.replicas[0] and record.isr == record.replicas
+        assert state.configs == model.configs[name]
+
+
+@given(operations=st.lists(OPERATIONS, max_size=25))
+@settings(max_examples=150, deadline=None)
+def test_replaying_the_returned_records_yields_the_expected_state(
+    operations: list[tuple],
+) -> None:
+    metadata, model = ClusterMetadata(), Model()
+    log: list[MetadataRecord] = []
+    for serial, operation in enumerate(operations):
+        run(metadata, model, operation, serial, log)
+        check(metadata, model)
+    reloaded = ClusterMetadata()
+    apply(reloaded, (from_json(to_json(record)) for record in log))
+    assert snapshot(reloaded) == snapshot(metadata)
