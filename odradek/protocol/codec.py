@@ -24,6 +24,8 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from odradek.protocol.guard import StructureError, entity_step
+
 API_VERSIONS_KEY = 18
 _HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -127,6 +129,17 @@ def decode_body(header: RequestHeader, frame: bytes | bytearray, offset: int) ->
 
     Bytes after the body are ignored, as Kafka's request parser ignores them (librdkafka
     sends some)."""
+    known = schema_versions(header.api_key)
+    if not known or not known[0] <= header.api_version <= known[1]:
+        raise RequestDecodeError(
+            f"no schema for API key {header.api_key} version {header.api_version}"
+        )
+    try:
+        entity_step(load_request_schema(header.api_key, header.api_version))(frame, offset)
+    except StructureError as error:
+        raise RequestDecodeError(
+            f"{api_name(header.api_key)} v{header.api_version}: {error}"
+        ) from None
     # kio's native reader refuses writable buffers; a read-only view avoids copying
     readable = memoryview(frame).toreadonly() if isinstance(frame, bytearray) else frame
     try:
