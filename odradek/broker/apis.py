@@ -18,6 +18,7 @@ from odradek.broker.handlers.configs import (
     handle_describe_configs,
     handle_incremental_alter_configs,
 )
+from odradek.broker.handlers.coordinator import handle_find_coordinator
 from odradek.broker.handlers.delete_records import handle_delete_records
 from odradek.broker.handlers.fetch import handle_fetch
 from odradek.broker.handlers.list_offsets import handle_list_offsets
@@ -39,6 +40,7 @@ API_TABLE: list[Api] = [
     Api(1, 4, 17, handle_fetch),
     Api(2, 1, 10, handle_list_offsets),
     Api(3, 0, 12, handle_metadata),
+    Api(10, 0, 6, handle_find_coordinator),
     Api(18, 0, 4, handle_api_versions),
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),

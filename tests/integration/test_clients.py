@@ -141,17 +141,8 @@ def test_headers_round_trip(broker: BrokerProcess, producer: str) -> None:
 # --- compression -----------------------------------------------------------------------------
 
 
-LZ4_NEEDS_FIND_COORDINATOR = pytest.mark.xfail(
-    strict=True,
-    reason="librdkafka enables LZ4 only when ApiVersions lists FindCoordinator (key 10), which "
-    "comes with consumer groups; until then it sends lz4 batches uncompressed",
-)
-
-
 @pytest.mark.parametrize(("producer", "codec"), [
-    pytest.param(producer, codec, id=f"{producer}-{codec}",
-                 marks=[LZ4_NEEDS_FIND_COORDINATOR] if (producer, codec) == ("confluent", "lz4")
-                 else [])
+    pytest.param(producer, codec, id=f"{producer}-{codec}")
     for producer in CLIENTS for codec in CODECS
 ])
 def test_compressed_batches_are_stored_as_sent_and_read_by_every_client(
