@@ -96,7 +96,7 @@ class Dispatcher:
         else:
             code = result.get("error_code")
             if code:
-                self.broker.metrics.errors.labels(api.name, ErrorCode(code).name).inc()
+                self.broker.metrics.count_error(api.name, code)
             frame = [codec.encode_response(header, result)]
         self.broker.metrics.total_time_ms.labels(api.name).observe(
             (time.perf_counter() - started) * 1000

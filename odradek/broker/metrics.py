@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -47,6 +48,10 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS_MS, registry=registry,
         )
         registry.register(_LogSizeCollector(partition_sizes))
+
+    def count_error(self, request: str, code: int) -> None:
+        """Kafka's ErrorsPerSec: every error code a response carries, at any level."""
+        self.errors.labels(request, ErrorCode(code).name.upper()).inc()
 
 
 class _LogSizeCollector(Collector):

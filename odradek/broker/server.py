@@ -76,6 +76,9 @@ class KafkaConnection(asyncio.Protocol):
             except ConnectionAbort as error:
                 self._abort(str(error))
                 return
+            except Exception as error:
+                self._abort(f"request failed: {error!r}", exc=error)
+                return
             if isinstance(result, Awaitable):
                 future = asyncio.ensure_future(result)
                 future.add_done_callback(self._on_done)

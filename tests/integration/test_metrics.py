@@ -19,6 +19,7 @@ BATCHES = 5
 RECORDS_PER_BATCH = 10
 VALUE_SIZE = 200
 CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -115,12 +116,19 @@ def test_rejected_produce_is_counted_as_failed_and_not_as_messages_in(
     corrupt = bytearray(good)
     corrupt[-1] ^= 0xFF
 
+    before = scrape(broker)
     assert client.produce_partition(topic, 0, good).error_code == 0
     assert client.produce_partition(topic, 0, bytes(corrupt)).error_code == CORRUPT_MESSAGE
+    assert client.produce_partition(topic, 7, good).error_code == UNKNOWN_TOPIC_OR_PARTITION
     after = scrape(broker)
+    errors = "kafka_network_requestmetrics_errors_total"
+    assert increase(before, after, errors, request="Produce", error="CORRUPT_MESSAGE") == 1
+    assert increase(
+        before, after, errors, request="Produce", error="UNKNOWN_TOPIC_OR_PARTITION"
+    ) == 1
 
     assert sample(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 1
     assert sample(after, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) == len(good)
     assert sample(after, "kafka_server_brokertopicmetrics_failedproducerequests_total",
-                  topic=topic) == 1
+                  topic=topic) == 2
     assert sample(after, "kafka_log_log_size", topic=topic, partition="0") == len(good)

@@ -352,16 +352,20 @@ class Model:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-NAMES = st.sampled_from(["a", "b", "c.d", "c_d", "bad name"])
-CONFIG_CHANGES = st.dictionaries(
-    st.sampled_from(["retention.ms", "segment.ms", "cleanup.policy", "unknown.key"]),
-    st.one_of(st.none(), st.sampled_from(["1000", "compact", "-3", "x"])),
-    max_size=3,
-)
+NAMES = st.sampled_from(["a", "b", "a", "b", "c.d", "c_d", "bad name"])
+SETTINGS = [("retention.ms", "1000"), ("retention.ms", "-1"), ("segment.ms", "5000"),
+            ("cleanup.policy", "compact"), ("cleanup.policy", "delete")]
+REFUSED = [("retention.ms", "x"), ("unknown.key", "1"), ("segment.ms", "0")]
+REMOVALS = [("retention.ms", None), ("segment.ms", None), ("unknown.key", None)]
+CREATE_CONFIGS = st.lists(st.sampled_from(SETTINGS * 3 + REFUSED[:1]), max_size=3).map(dict)
+CONFIG_CHANGES = st.lists(
+    st.sampled_from(SETTINGS * 2 + REMOVALS * 2 + REFUSED), min_size=1, max_size=3
+).map(dict)
 OPERATIONS = st.one_of(
-    st.tuples(st.just("create"), NAMES, st.integers(-1, 4), st.integers(-1, 4), CONFIG_CHANGES),
+    st.tuples(st.just("create"), NAMES, st.sampled_from([1, 2, 4, 0]),
+              st.sampled_from([1, 2, 3, 0, 4]), CREATE_CONFIGS),
     st.tuples(st.just("delete"), NAMES),
-    st.tuples(st.just("partitions"), NAMES, st.integers(0, 6)),
+    st.tuples(st.just("partitions"), NAMES, st.integers(1, 6)),
     st.tuples(st.just("configs"), NAMES, CONFIG_CHANGES),
 )
 
@@ -418,14 +422,15 @@ def check(metadata: ClusterMetadata, model: Model) -> None:
         assert state.configs == model.configs[name]
 
 
-@given(operations=st.lists(OPERATIONS, max_size=25))
+@given(operations=st.lists(OPERATIONS, max_size=30))
 @settings(max_examples=150, deadline=None)
 def test_replaying_the_returned_records_yields_the_expected_state(
     operations: list[tuple],
 ) -> None:
     metadata, model = ClusterMetadata(), Model()
     log: list[MetadataRecord] = []
-    for serial, operation in enumerate(operations):
+    prelude = [("create", "a", 2, 2, {}), ("create", "b", 1, 3, {"retention.ms": "1000"})]
+    for serial, operation in enumerate(prelude + operations):
         run(metadata, model, operation, serial, log)
         check(metadata, model)
     reloaded = ClusterMetadata()

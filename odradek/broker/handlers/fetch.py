@@ -110,7 +110,9 @@ def _read(
             total += len(records)
             remaining = max(remaining - len(records), 0)
             bytes_out.labels(item.topic).inc(len(records))
-        failed |= partition.error_code != ErrorCode.none
+        if partition.error_code:
+            failed = True
+            broker.metrics.count_error("Fetch", partition.error_code)
         key = (item.topic, item.topic_id)
         topic = topics.get(key)
         if topic is None:

@@ -16,6 +16,8 @@ from odradek.metadata.image import MetadataError, TopicState, validate_topic_nam
 
 log = logging.getLogger("odradek.broker.metadata")
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+COORDINATOR_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Internal topics their coordinators create; Metadata never auto-creates them."""
 
 
 def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
@@ -37,6 +39,8 @@ def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable
 
 async def _auto_create_then_describe(broker: Broker, request: Any, names: list[str]) -> Result:
     for name in dict.fromkeys(names):
+        if name in COORDINATOR_TOPICS:
+            continue
         try:
             validate_topic_name(name)
         except MetadataError:

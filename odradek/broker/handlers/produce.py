@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.log.partition import RecordBatchTooLargeError
 from odradek.protocol.records import BatchInfo, InvalidRecordsError, validate_batches
 
 log = logging.getLogger("odradek.broker.produce")
@@ -29,6 +30,10 @@ def handle_produce(context: RequestContext, request: Any) -> Result:
         }
         for topic in request.topic_data
     ]
+    for topic in responses:
+        for partition in topic["partition_responses"]:
+            if partition["error_code"]:
+                broker.metrics.count_error("Produce", partition["error_code"])
     if request.acks == 0:
         return None
     if request.acks not in (1, -1):
@@ -64,9 +69,10 @@ def produce_partition(
     broker: Broker, topic: str, index: int, records: bytes | None
 ) -> dict[str, Any]:
     log_ = broker.partition(topic, index)
-    if log_ is None:
-        return _error(index, ErrorCode.unknown_topic_or_partition)
     metrics = broker.metrics
+    if log_ is None:
+        metrics.failed_produce.labels(topic).inc()
+        return _error(index, ErrorCode.unknown_topic_or_partition)
     if not records:
         metrics.failed_produce.labels(topic).inc()
         return _error(index, ErrorCode.corrupt_message, "empty record set")
@@ -81,7 +87,11 @@ def produce_partition(
     if problem:
         metrics.failed_produce.labels(topic).inc()
         return _error(index, ErrorCode.invalid_timestamp, problem)
-    result = log_.append(bytearray(records), batches, now)
+    try:
+        result = log_.append(bytearray(records), batches, now)
+    except RecordBatchTooLargeError as error:
+        metrics.failed_produce.labels(topic).inc()
+        return _error(index, ErrorCode.record_list_too_large, str(error))
     log_.high_watermark = log_.log_end_offset
     broker.waiters.wake((topic, index))
     metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
