@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--override", action="append", type=_override, default=[],
                      metavar="KEY=VALUE", help="set a broker config (repeatable)")
     dev.add_argument("--log-level", default="INFO")
+    dev.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                     help="uvloop (default; falls back to asyncio when missing) or asyncio")
     from odradek.perf import add_perf_parser
 
     add_perf_parser(commands)
@@ -63,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         from odradek.broker.app import run_broker
 
-        run_broker(config)
+        run_broker(config, prefer_uvloop=args.event_loop == "uvloop")
         return 0
     result: int = args.run(args)
     return result

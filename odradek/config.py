@@ -7,7 +7,7 @@ Every default Odradek uses comes from here. Topic configs fall back to their bro
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -383,8 +383,3 @@ def effective_topic_config(
     values = broker.topic_defaults()
     values.update(validate_topic_configs(overrides))
     return values
-
-
-def describe_names(definitions: Mapping[str, ConfigDef], wanted: Iterable[str] | None) -> list[str]:
-    """Names to describe: all (sorted) when `wanted` is None, else those asked for."""
-    return sorted(definitions) if wanted is None else list(wanted)

@@ -128,8 +128,10 @@ def _unlink_all(paths: list[Path]) -> None:
             os.unlink(path)
 
 
-def install_event_loop() -> str:
-    """uvloop when available, else the standard loop; returns which."""
+def install_event_loop(prefer_uvloop: bool = True) -> str:
+    """uvloop when wanted and available, else the standard loop; returns which."""
+    if not prefer_uvloop:
+        return "asyncio"
     try:
         import uvloop
     except ImportError:
@@ -138,8 +140,8 @@ def install_event_loop() -> str:
     return "uvloop"
 
 
-def run_broker(config: BrokerConfig) -> None:
-    loop_name = install_event_loop()
+def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
+    loop_name = install_event_loop(prefer_uvloop)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -156,7 +156,6 @@ class ClusterMetadata:
         records += [
             ConfigRecord(ResourceType.TOPIC, name, key, value)
             for key, value in sorted(configs.items())
-            if value is not None
         ]
         return records
 
@@ -177,9 +176,7 @@ class ClusterMetadata:
         unknown = [r for r in replicas if r not in broker_ids]
         if unknown:
             raise MetadataError(
-                ErrorCode.broker_not_available
-                if len(unknown) == len(replicas)
-                else ErrorCode.invalid_replica_assignment,
+                ErrorCode.invalid_replica_assignment,
                 f"Unknown broker(s) {unknown} in replica assignment",
             )
 

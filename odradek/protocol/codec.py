@@ -22,7 +22,6 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
-from kio.static.constants import EntityType
 
 from odradek.protocol.guard import StructureError, entity_step
 
@@ -272,11 +271,3 @@ def encode_response(header: RequestHeader, data: Mapping[str, Any] | Any) -> byt
     body = encode_body(build_response(header.api_key, header.api_version, data))
     head = response_header(header)
     return INT32.pack(len(head) + len(body)) + head + body
-
-
-def request_schema(api_key: int, version: int) -> type:
-    return load_request_schema(api_key, version)
-
-
-def is_response_schema(cls: type) -> bool:
-    return getattr(cls, "__type__", None) is EntityType.response

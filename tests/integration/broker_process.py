@@ -23,12 +23,13 @@ class BrokerProcess:
     """One broker process; `start`, `stop` (SIGTERM), `kill` (SIGKILL), `restart`."""
 
     def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, extra_args: list[str] | None = None) -> None:
         self.data_dir = data_dir
         self.log_path = log_path
         self.port = port or free_port()
         self.metrics_port = free_port()
         self.overrides = {"metrics.port": str(self.metrics_port), **(overrides or {})}
+        self.extra_args = extra_args or []
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -39,7 +40,7 @@ class BrokerProcess:
         command = [*ODRADEK, "dev", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         for key, value in self.overrides.items():
             command += ["--override", f"{key}={value}"]
-        return command
+        return command + self.extra_args
 
     def start(self, timeout: float = 30.0) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process

@@ -135,18 +135,22 @@ class RawClient:
         return partition_response
 
     def fetch_partition(self, topic: str, partition: int, offset: int,
-                        max_bytes: int = 1 << 20) -> Any:
-        """Fetch without waiting; returns the partition's response."""
+                        max_bytes: int = 1 << 20, max_wait_ms: int = 0, min_bytes: int = 0,
+                        session_id: int = 0, session_epoch: int = -1) -> Any:
+        """Fetch one partition (by default without waiting); returns the partition's response,
+        or the whole response when it carries no topics (a top-level error)."""
         fetch_partition = FetchRequest.FetchTopic.FetchPartition(
             partition=partition, current_leader_epoch=-1, fetch_offset=offset,
             log_start_offset=-1, partition_max_bytes=max_bytes)
         request = FetchRequest[FETCH_VERSION](
-            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1,
+            replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+            isolation_level=0, session_id=session_id, session_epoch=session_epoch,
             topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fetch_partition])],
             forgotten_topics_data=[], rack_id="",
         )
         response = self.request(request, FetchResponse, FETCH_VERSION)
+        if not response.responses:
+            return response
         (topic_response,) = response.responses
         (partition_response,) = topic_response.partitions
         return partition_response

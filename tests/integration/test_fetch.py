@@ -1,0 +1,93 @@
+"""Fetch semantics over a raw socket: long polling woken by new data, byte limits (KIP-74),
+the high watermark bound, and the sessionless KIP-227 path."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.protocol.records import decode_records
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.raw_client import RawClient, batch_of
+
+FETCH_SESSION_ID_NOT_FOUND = 70
+OFFSET_OUT_OF_RANGE = 1
+
+
+def new_topic(broker: BrokerProcess) -> str:
+    topic = f"fetch-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+    return topic
+
+
+def test_long_poll_returns_as_soon_as_data_arrives(broker: BrokerProcess) -> None:
+    topic = new_topic(broker)
+    waiting, producing = RawClient(broker.bootstrap), RawClient(broker.bootstrap)
+
+    def produce_later() -> None:
+        time.sleep(0.5)
+        assert producing.produce_partition(topic, 0, batch_of([(b"k", b"wake")])).error_code == 0
+
+    thread = threading.Thread(target=produce_later)
+    started = time.monotonic()
+    thread.start()
+    response = waiting.fetch_partition(topic, 0, 0, max_wait_ms=20_000, min_bytes=1)
+    elapsed = time.monotonic() - started
+    thread.join()
+    assert [r.value for r in decode_records(response.records)] == [b"wake"]
+    # the wait ends with the produce, far before max_wait (a poller would sit out 20 s)
+    assert elapsed < 10
+
+
+def test_long_poll_without_data_waits_max_wait(broker: BrokerProcess) -> None:
+    topic = new_topic(broker)
+    client = RawClient(broker.bootstrap)
+    started = time.monotonic()
+    response = client.fetch_partition(topic, 0, 0, max_wait_ms=700, min_bytes=1)
+    assert time.monotonic() - started >= 0.65
+    assert response.error_code == 0 and not response.records
+    assert response.high_watermark == 0
+
+
+def test_partition_max_bytes_returns_whole_batches_and_at_least_one(
+    broker: BrokerProcess,
+) -> None:
+    topic = new_topic(broker)
+    client = RawClient(broker.bootstrap)
+    batches = [batch_of([(None, bytes([i]) * 1000)]) for i in range(5)]
+    for batch in batches:
+        assert client.produce_partition(topic, 0, batch).error_code == 0
+    size = len(batches[0])
+
+    two = client.fetch_partition(topic, 0, 0, max_bytes=2 * size + size // 2)
+    assert [r.offset for r in decode_records_all(two.records)] == [0, 1]
+    # KIP-74: a first batch larger than the limit still comes back whole
+    tiny = client.fetch_partition(topic, 0, 3, max_bytes=10)
+    assert [r.offset for r in decode_records_all(tiny.records)] == [3]
+    assert tiny.high_watermark == 5
+
+
+def test_out_of_range_and_session_errors(broker: BrokerProcess) -> None:
+    topic = new_topic(broker)
+    client = RawClient(broker.bootstrap)
+    assert client.produce_partition(topic, 0, batch_of([(None, b"x")])).error_code == 0
+    assert client.fetch_partition(topic, 0, 5).error_code == OFFSET_OUT_OF_RANGE
+    stale = client.fetch_partition(topic, 0, 0, session_id=1234, session_epoch=3)
+    assert stale.error_code == FETCH_SESSION_ID_NOT_FOUND
+    # the sessionless full fetch still works on the same connection
+    assert [r.value for r in decode_records(client.fetch_partition(topic, 0, 0).records)] == [b"x"]
+
+
+def decode_records_all(blob: bytes) -> list:  # type: ignore[type-arg]
+    """Every record of every whole batch in a Fetch records blob."""
+    from odradek.protocol.records import iter_batches
+
+    return [
+        record
+        for batch in iter_batches(blob)
+        for record in decode_records(memoryview(blob)[batch.position : batch.end])
+    ]
