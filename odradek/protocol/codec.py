@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
-from odradek.protocol.guard import StructureError, entity_step
+from odradek.protocol.guard import StructureError, entity_step, skip_tagged_fields
 
 API_VERSIONS_KEY = 18
 _HEADER = struct.Struct(">hhi")
@@ -62,32 +62,6 @@ def is_flexible(api_key: int, version: int) -> bool:
     return bool(load_request_schema(api_key, version).__flexible__)
 
 
-def _read_varint(buffer: bytes | bytearray, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if position >= len(buffer):
-            raise RequestDecodeError("truncated varint")
-        byte = buffer[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-        if shift > 28:
-            raise RequestDecodeError("varint too long")
-
-
-def _skip_tagged_fields(buffer: bytes | bytearray, position: int) -> int:
-    count, position = _read_varint(buffer, position)
-    for _ in range(count):
-        _, position = _read_varint(buffer, position)
-        size, position = _read_varint(buffer, position)
-        position += size
-        if position > len(buffer):
-            raise RequestDecodeError("truncated tagged field")
-    return position
-
-
 def decode_header(frame: bytes | bytearray) -> tuple[RequestHeader, int]:
     """Parse the request header (v1, or v2 for flexible versions); returns it and the body offset.
 
@@ -111,7 +85,10 @@ def decode_header(frame: bytes | bytearray) -> tuple[RequestHeader, int]:
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
     known = schema_versions(api_key)
     if known and known[0] <= api_version <= known[1] and is_flexible(api_key, api_version):
-        position = _skip_tagged_fields(frame, position)
+        try:
+            position = skip_tagged_fields(frame, position)
+        except StructureError as error:
+            raise RequestDecodeError(f"request header: {error}") from None
     return header, position
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
@@ -28,11 +28,12 @@ _FIXED_SIZES = {
     "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
     "int64": 8, "timedelta_i64": 8, "float64": 8, "uuid": 16,
 }
+_NONE: Mapping[int, Step] = {}
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
 
-def _uvarint(buf: Buffer, position: int) -> tuple[int, int]:
+def read_uvarint(buf: Buffer, position: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if position >= len(buf):
@@ -63,7 +64,7 @@ def _length_prefixed(flexible: bool, wide: bool) -> Step:
 
     def step(buf: Buffer, position: int) -> int:
         if flexible:
-            length, position = _uvarint(buf, position)
+            length, position = read_uvarint(buf, position)
             return _advance(buf, position, max(length - 1, 0))
         prefix = _INT32 if wide else _INT16
         _advance(buf, position, prefix.size)
@@ -86,7 +87,7 @@ def _primitive(kafka_type: str, flexible: bool) -> Step:
 def _array(element: Step, flexible: bool) -> Step:
     def step(buf: Buffer, position: int) -> int:
         if flexible:
-            count, position = _uvarint(buf, position)
+            count, position = read_uvarint(buf, position)
             count -= 1
         else:
             _advance(buf, position, 4)
@@ -129,6 +130,20 @@ def _field_step(kind: Any, kafka_type: str | None, flexible: bool) -> Step:
     return _primitive(str(kafka_type), flexible)
 
 
+def skip_tagged_fields(buf: Buffer, position: int, known: Mapping[int, Step] = _NONE) -> int:
+    """Past a tagged-field section; the content of each `known` tag is walked too."""
+    count, position = read_uvarint(buf, position)
+    for _ in range(count):
+        tag, position = read_uvarint(buf, position)
+        size, position = read_uvarint(buf, position)
+        end = _advance(buf, position, size)
+        step = known.get(tag)
+        if step is not None and step(buf[:end], position) != end:
+            raise StructureError(f"tagged field {tag} does not fill its {size} bytes")
+        position = end
+    return position
+
+
 @cache
 def entity_step(cls: type) -> Step:
     """The walk over one entity (request body or nested struct) of kio's schemas."""
@@ -153,16 +168,6 @@ def entity_step(cls: type) -> Step:
     def walk(buf: Buffer, position: int) -> int:
         for step in steps:
             position = step(buf, position)
-        if flexible:
-            count, position = _uvarint(buf, position)
-            for _ in range(count):
-                tag, position = _uvarint(buf, position)
-                size, position = _uvarint(buf, position)
-                end = _advance(buf, position, size)
-                known = tagged.get(tag)
-                if known is not None and known(buf[:end], position) != end:
-                    raise StructureError(f"tagged field {tag} does not fill its {size} bytes")
-                position = end
-        return position
+        return skip_tagged_fields(buf, position, tagged) if flexible else position
 
     return walk

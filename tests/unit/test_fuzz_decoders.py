@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.apis import API_TABLE
@@ -30,7 +31,6 @@ from odradek.protocol.codec import (
     decode_header,
     encode_body,
     is_flexible,
-    request_schema,
 )
 from odradek.protocol.frames import FrameDecoder, FrameError
 
@@ -131,7 +131,7 @@ def _sample(kind: Any) -> Any:
 @cache
 def valid_frame(api_key: int, version: int) -> bytes:
     """A well-formed request frame (without size prefix) for the version."""
-    entity = _sample(request_schema(api_key, version))
+    entity = _sample(load_request_schema(api_key, version))
     frame = request_header(api_key, version) + encode_body(entity)
     header, offset = decode_header(frame)
     assert decode_body(header, frame, offset) == entity

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.partitions import answer_each_partition
 from odradek.log.partition import OffsetOutOfRangeError
 
 HIGH_WATERMARK = -1
@@ -19,19 +20,9 @@ INVALID_LOW_WATERMARK = -1
 def handle_delete_records(context: RequestContext, request: Any) -> Result:
     broker = context.broker
     return {
-        "topics": [
-            {
-                "name": topic.name,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        **_delete(broker, topic.name, p.partition_index, p.offset),
-                    }
-                    for p in topic.partitions
-                ],
-            }
-            for topic in request.topics
-        ]
+        "topics": answer_each_partition(
+            request.topics, lambda topic, p: _delete(broker, topic, p.partition_index, p.offset)
+        )
     }
 
 

@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.partitions import answer_each_partition
 
 LATEST = -1
 EARLIEST = -2
@@ -19,19 +20,10 @@ LATEST_TIERED = -5
 def handle_list_offsets(context: RequestContext, request: Any) -> Result:
     broker = context.broker
     return {
-        "topics": [
-            {
-                "name": topic.name,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        **_lookup(broker, topic.name, p.partition_index, p.timestamp),
-                    }
-                    for p in topic.partitions
-                ],
-            }
-            for topic in request.topics
-        ]
+        "topics": answer_each_partition(
+            request.topics,
+            lambda topic, p: _lookup(broker, topic, p.partition_index, p.timestamp),
+        )
     }
 
 
