@@ -120,16 +120,17 @@ class RawClient:
         )
         return self.request(request, MetadataResponse, METADATA_VERSION)
 
-    def produce_partition(self, topic: str, partition: int, records: bytes) -> Any:
+    def produce_partition(self, topic: str, partition: int, records: bytes,
+                          version: int = PRODUCE_VERSION) -> Any:
         """Produce one records blob (acks=1); returns the partition's response."""
         partition_data = ProduceRequest.TopicProduceData.PartitionProduceData(
             index=partition, records=records)
-        request = ProduceRequest[PRODUCE_VERSION](
+        request = ProduceRequest[version](
             transactional_id=None, acks=1, timeout_ms=10_000,
             topic_data=[ProduceRequest.TopicProduceData(name=topic,
                                                         partition_data=[partition_data])],
         )
-        response = self.request(request, ProduceResponse, PRODUCE_VERSION)
+        response = self.request(request, ProduceResponse, version)
         (topic_response,) = response.responses
         (partition_response,) = topic_response.partition_responses
         return partition_response

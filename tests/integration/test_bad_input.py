@@ -26,7 +26,7 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest
 
-from odradek.protocol.records import decode_records, iter_batches
+from odradek.protocol.records import ZSTD, build_batch, decode_records, iter_batches
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.raw_client import RawClient, batch_of, frame, header_v1, now_ms
 
@@ -281,6 +281,9 @@ BAD_RECORDS: dict[str, tuple[Callable[[], bytes], int]] = {
     "a truncated batch": (lambda: truncated_batch(batch_of([(b"k", b"v" * 50)])),
                           CORRUPT_MESSAGE),
     "a magic 1 message set": (lambda: magic_1_message(b"k", b"v" * 50), INVALID_RECORD),
+    # produce v3+ carries exactly one batch per partition (Kafka's ProduceRequest rule)
+    "two batches in one partition": (
+        lambda: batch_of([(b"k", b"one")]) + batch_of([(b"k", b"two")]), INVALID_RECORD),
 }
 
 
@@ -305,6 +308,20 @@ def test_bad_records_are_rejected_and_not_appended(
     finally:
         client.close()
     assert_still_served(broker, healthy)
+
+
+def test_zstd_before_produce_v7_is_unsupported_compression_type(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(admin)
+    client = RawClient(broker.bootstrap)
+    try:
+        zstd = build_batch([(b"k", b"z" * 100)], timestamp_ms=now_ms(), compression=ZSTD)
+        assert client.produce_partition(topic, 0, zstd, version=6).error_code == 76
+        assert client.latest_offset(topic, 0) == 0
+        assert client.produce_partition(topic, 0, zstd, version=7).error_code == 0
+    finally:
+        client.close()
 
 
 def test_batch_above_max_message_bytes_is_message_too_large(

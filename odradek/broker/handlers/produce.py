@@ -12,10 +12,11 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.log.partition import RecordBatchTooLargeError
-from odradek.protocol.records import BatchInfo, InvalidRecordsError, validate_batches
+from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
 
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
+FIRST_ZSTD_VERSION = 7
 
 
 def handle_produce(context: RequestContext, request: Any) -> Result:
@@ -24,7 +25,7 @@ def handle_produce(context: RequestContext, request: Any) -> Result:
         {
             "name": topic.name,
             "partition_responses": [
-                produce_partition(broker, topic.name, data.index, data.records)
+                produce_partition(broker, topic.name, data.index, data.records, context.version)
                 for data in topic.partition_data
             ],
         }
@@ -65,8 +66,22 @@ def _timestamp_problem(
     return None
 
 
+def _request_problem(batches: list[BatchInfo], version: int) -> tuple[ErrorCode, str] | None:
+    """Kafka's ProduceRequest rules: one batch per partition, zstd only from v7."""
+    if len(batches) != 1:
+        return ErrorCode.invalid_record, (
+            "Produce requests with version 3 and above must contain exactly one record batch "
+            f"per partition, got {len(batches)}"
+        )
+    if batches[0].compression == ZSTD and version < FIRST_ZSTD_VERSION:
+        return ErrorCode.unsupported_compression_type, (
+            f"zstd-compressed batches need Produce v{FIRST_ZSTD_VERSION} or later"
+        )
+    return None
+
+
 def produce_partition(
-    broker: Broker, topic: str, index: int, records: bytes | None
+    broker: Broker, topic: str, index: int, records: bytes | None, version: int
 ) -> dict[str, Any]:
     log_ = broker.partition(topic, index)
     metrics = broker.metrics
@@ -82,6 +97,10 @@ def produce_partition(
         metrics.failed_produce.labels(topic).inc()
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
+    refused = _request_problem(batches, version)
+    if refused:
+        metrics.failed_produce.labels(topic).inc()
+        return _error(index, *refused)
     now = now_ms()
     problem = _timestamp_problem(broker, topic, batches, now)
     if problem:
