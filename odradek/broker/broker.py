@@ -28,7 +28,6 @@ from odradek.metadata.records import (
     PartitionRecord,
     RemoveTopicRecord,
     ResourceType,
-    TopicRecord,
 )
 
 log = logging.getLogger("odradek.broker")
@@ -156,34 +155,44 @@ class Broker:
         return self.logs.get(topic, partition)
 
     async def apply(self, records: list[MetadataRecord]) -> None:
-        """Persist metadata records durably, then replay them and create/delete logs."""
+        """Persist metadata records durably, replay them, then create and delete partition
+        logs in a worker thread (creation and removal fsync the log dir)."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.store.append, records)
-        doomed: list[Path] = []
+        created: list[TopicPartition] = []
+        detached: list[PartitionLog] = []
+        reconfigured: set[str] = set()
         for record in records:
-            removed = (
-                self.metadata.topics[self.metadata.topic_names_by_id[record.topic_id]]
-                if isinstance(record, RemoveTopicRecord)
-                else None
-            )
+            if isinstance(record, RemoveTopicRecord):
+                name = self.metadata.topic_names_by_id[record.topic_id]
+                self._topic_configs.pop(name, None)
+                detached += [
+                    self.logs.detach(name, p)
+                    for p in self.metadata.topics[name].partitions
+                    if self.logs.get(name, p) is not None
+                ]
             self.metadata.replay(record)
             match record:
                 case PartitionRecord(topic_id=topic_id, partition=partition):
-                    topic = self.metadata.topic_names_by_id[topic_id]
-                    self.logs.create(topic, partition, now_ms())
-                case RemoveTopicRecord() if removed is not None:
-                    self._topic_configs.pop(removed.name, None)
-                    doomed += [self.logs.delete(removed.name, p) for p in removed.partitions]
+                    created.append((self.metadata.topic_names_by_id[topic_id], partition))
                 case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
-                    self._reconfigure(topic)
+                    reconfigured.add(topic)
                 case ConfigRecord(resource_type=ResourceType.BROKER):
                     self.config.set_dynamic({record.name: record.value})
-                    for topic in self.metadata.topics:
-                        self._reconfigure(topic)
-                case TopicRecord():
-                    pass
-        if doomed:
-            loop.run_in_executor(None, _remove_trees, doomed)
+                    reconfigured.update(self.metadata.topics)
+        for topic in reconfigured:
+            self._reconfigure(topic)
+        if created:
+            await loop.run_in_executor(None, self._create_logs, created)
+        if detached:
+            loop.run_in_executor(None, self._remove_logs, detached)
+
+    def _create_logs(self, partitions: list[TopicPartition]) -> None:
+        for topic, partition in partitions:
+            self.logs.create(topic, partition, now_ms())
+
+    def _remove_logs(self, logs: list[PartitionLog]) -> None:
+        _remove_trees([self.logs.retire(log_) for log_ in logs])
 
     def _reconfigure(self, topic: str) -> None:
         self._topic_configs.pop(topic, None)

@@ -90,13 +90,20 @@ class LogManager:
         return log
 
     def delete(self, topic: str, partition: int) -> Path:
-        """Close the log and rename its dir `<topic>-<partition>.<uuid hex>-delete`.
+        """Detach and retire the log; returns the renamed dir for the caller to remove."""
+        return self.retire(self.detach(topic, partition))
 
-        Returns the renamed dir for the caller to remove (shutil.rmtree) in a worker thread.
-        """
+    def detach(self, topic: str, partition: int) -> PartitionLog:
+        """Forget and close the log (cheap: safe on the event loop)."""
         log = self._logs.pop((topic, partition))
         log.close()
-        target = self.log_dir / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        return log
+
+    def retire(self, log: PartitionLog) -> Path:
+        """Rename a detached log's dir `<topic>-<partition>.<uuid hex>-delete` and fsync the
+        log dir (blocking: run in a worker thread). Returns the renamed dir, for the caller to
+        remove (shutil.rmtree) in a worker thread."""
+        target = self.log_dir / f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         os.replace(log.directory, target)
         fsync_directory(self.log_dir)
         return target
