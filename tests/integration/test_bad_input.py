@@ -35,6 +35,7 @@ TIMEOUT = 15.0
 
 OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
+INVALID_REQUIRED_ACKS = 21
 UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION = 17
@@ -308,6 +309,19 @@ def test_bad_records_are_rejected_and_not_appended(
     finally:
         client.close()
     assert_still_served(broker, healthy)
+
+
+def test_invalid_acks_is_refused_before_anything_is_appended(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(admin)
+    client = RawClient(broker.bootstrap)
+    try:
+        response = client.produce_partition(topic, 0, batch_of([(None, b"v")]), acks=2)
+        assert (response.error_code, response.base_offset) == (INVALID_REQUIRED_ACKS, -1)
+        assert client.latest_offset(topic, 0) == 0
+    finally:
+        client.close()
 
 
 def test_zstd_before_produce_v7_is_unsupported_compression_type(

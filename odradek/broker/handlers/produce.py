@@ -17,15 +17,19 @@ from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, valid
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 FIRST_ZSTD_VERSION = 7
+VALID_ACKS = (0, 1, -1)
 
 
 def handle_produce(context: RequestContext, request: Any) -> Result:
     broker = context.broker
+    acks = request.acks
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
                 produce_partition(broker, topic.name, data.index, data.records, context.version)
+                if acks in VALID_ACKS
+                else _error(data.index, ErrorCode.invalid_required_acks)
                 for data in topic.partition_data
             ],
         }
@@ -35,13 +39,7 @@ def handle_produce(context: RequestContext, request: Any) -> Result:
         for partition in topic["partition_responses"]:
             if partition["error_code"]:
                 broker.metrics.count_error("Produce", partition["error_code"])
-    if request.acks == 0:
-        return None
-    if request.acks not in (1, -1):
-        for topic in responses:
-            for partition in topic["partition_responses"]:
-                partition.update(error_code=ErrorCode.invalid_required_acks, base_offset=-1)
-    return {"responses": responses}
+    return None if acks == 0 else {"responses": responses}
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
