@@ -7,7 +7,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,10 +44,12 @@ class Api:
     min_version: int
     max_version: int
     handler: Handler
+    name: str = field(init=False)
+    """Kafka's request name (`Produce`, `ApiVersions`), as metrics label it."""
 
-    @property
-    def name(self) -> str:
-        return "".join(part.title() for part in codec.api_name(self.key).split("_"))
+    def __post_init__(self) -> None:
+        name = "".join(part.title() for part in codec.api_name(self.key).split("_"))
+        object.__setattr__(self, "name", name)
 
 
 class Dispatcher:
