@@ -36,7 +36,9 @@ def handle_api_versions(context: RequestContext, request: Any) -> Result:
 
 
 API_TABLE: list[Api] = [
-    Api(0, 3, 12, handle_produce),
+    # Produce v0-v2 are listed but refused, as Kafka 4 does (KAFKA-18659): librdkafka before
+    # 2.11 turns compression off unless ApiVersions shows Produce overlapping v0-v2.
+    Api(0, 3, 12, handle_produce, advertised_min_version=0),
     Api(1, 4, 17, handle_fetch),
     Api(2, 1, 10, handle_list_offsets),
     Api(3, 0, 12, handle_metadata),
@@ -57,6 +59,12 @@ API_TABLE: list[Api] = [
 
 def api_versions() -> list[dict[str, int]]:
     return [
-        {"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}
+        {
+            "api_key": api.key,
+            "min_version": api.min_version
+            if api.advertised_min_version is None
+            else api.advertised_min_version,
+            "max_version": api.max_version,
+        }
         for api in sorted(API_TABLE, key=lambda a: a.key)
     ]

@@ -44,6 +44,8 @@ class Api:
     min_version: int
     max_version: int
     handler: Handler
+    advertised_min_version: int | None = None
+    """A lower minimum to list in ApiVersions than the one served (see apis.py, Produce)."""
     name: str = field(init=False)
     """Kafka's request name (`Produce`, `ApiVersions`), as metrics label it."""
 

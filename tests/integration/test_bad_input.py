@@ -182,6 +182,10 @@ BAD_STREAMS: dict[str, tuple[bytes, str]] = {
     "Produce v13 (response has no error code)": (
         produce_request(13, batch_of([(None, b"v")])).encode(header=True, framed=True),
         "Produce v13 unsupported (supported 3-12)"),
+    # listed in ApiVersions for old librdkafka's sake (KAFKA-18659), but never served
+    "Produce v2 (listed, refused)": (
+        frame(header_v1(0, 2, 1) + b"\x00\x01\x00\x00\x75\x30\x00\x00\x00\x00"),
+        "Produce v2 unsupported (supported 3-12)"),
 }
 
 

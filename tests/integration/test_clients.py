@@ -465,6 +465,20 @@ def test_kcat_produces_consumes_and_lists_metadata(broker: BrokerProcess) -> Non
     }]
 
 
+@pytest.mark.parametrize("codec", CODECS)
+def test_kcat_librdkafka_2_0_2_compresses_with_every_codec(
+    broker: BrokerProcess, codec: str
+) -> None:
+    """librdkafka before 2.11 turns gzip, snappy and lz4 off unless ApiVersions lists Produce
+    overlapping v0-v2 (KAFKA-18659): the broker lists them, so kcat really compresses."""
+    topic = create_topic(broker.bootstrap, unique(f"kcat-{codec}"))
+    lines = [f"kcat {codec} record {i} " + "compressible " * 20 for i in range(30)]
+    kcat(broker, "-P", "-t", topic, "-p", "0", "-z", codec, stdin="\n".join(lines) + "\n")
+    consumed, _ = kcat(broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e")
+    assert consumed.splitlines() == lines
+    assert set(stored_codecs(broker, topic)) == {CODECS[codec]}
+
+
 def test_kcat_librdkafka_2_0_2_parses_the_api_versions_response(broker: BrokerProcess) -> None:
     """librdkafka 2.0.2 drops ApiVersions v3 responses it cannot parse and falls back to
     guessed versions; its `feature` debug log lists the table it actually parsed."""
