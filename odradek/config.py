@@ -286,20 +286,20 @@ def _normalise_aliases(raw: Mapping[str, str]) -> dict[str, str]:
 
 
 class BrokerConfig:
-    """Static broker configuration: parsed once at start-up; unknown keys are refused."""
+    """A broker's configuration in Kafka's layers, highest precedence first: per-broker dynamic
+    (broker resource named by node id), cluster-default dynamic (broker resource ""), static
+    (server properties, parsed once at start-up; unknown keys are refused), default."""
 
     def __init__(self, raw: Mapping[str, str]) -> None:
         self.static_raw = _normalise_aliases(raw)
         unknown = sorted(set(self.static_raw) - set(BROKER_CONFIGS))
         if unknown:
             raise InvalidConfigError(f"Unknown broker config(s): {', '.join(unknown)}")
-        self._values: dict[str, Value] = {
-            name: parse_value(definition, self.static_raw[name])
-            if name in self.static_raw
-            else definition.default
-            for name, definition in BROKER_CONFIGS.items()
-        }
-        self.dynamic_raw: dict[str, str] = {}
+        self.dynamic_broker_raw: dict[str, str] = {}
+        """This broker's own dynamic configs (source DYNAMIC_BROKER_CONFIG)."""
+        self.dynamic_default_raw: dict[str, str] = {}
+        """Cluster-wide dynamic defaults (source DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+        self._values = {name: self._resolve(name) for name in BROKER_CONFIGS}
 
     def __getitem__(self, name: str) -> Value:
         return self._values[name]
@@ -313,27 +313,60 @@ class BrokerConfig:
         value = self._values[name]
         return format_value(value) or ""
 
-    def source(self, name: str) -> ConfigSource:
-        if name in self.dynamic_raw:
-            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        if name in self.static_raw:
-            return ConfigSource.STATIC_BROKER_CONFIG
-        return ConfigSource.DEFAULT_CONFIG
+    def _raw_layers(self) -> tuple[tuple[ConfigSource, dict[str, str]], ...]:
+        """The layers holding raw strings, highest precedence first; the one place that
+        orders them."""
+        return (
+            (ConfigSource.DYNAMIC_BROKER_CONFIG, self.dynamic_broker_raw),
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default_raw),
+            (ConfigSource.STATIC_BROKER_CONFIG, self.static_raw),
+        )
 
-    def set_dynamic(self, changes: Mapping[str, str | None]) -> None:
-        """Apply cluster-wide dynamic broker configs (None deletes); validates all first."""
-        parsed = validate_dynamic_broker_configs(changes)
+    def synonyms(self, name: str) -> list[tuple[ConfigSource, str]]:
+        """Every layer that sets a broker config, with its raw value, highest precedence
+        first: DescribeConfigs' synonyms order. A default of None is not a layer."""
+        layers = [(source, raw[name]) for source, raw in self._raw_layers() if name in raw]
+        default = format_value(BROKER_CONFIGS[name].default)
+        if default is not None:
+            layers.append((ConfigSource.DEFAULT_CONFIG, default))
+        return layers
+
+    def source(self, name: str) -> ConfigSource:
+        return next(
+            (source for source, raw in self._raw_layers() if name in raw),
+            ConfigSource.DEFAULT_CONFIG,
+        )
+
+    def dynamic_layer(self, resource_name: str) -> dict[str, str] | None:
+        """The dynamic layer a broker config resource writes: "" is the cluster default, this
+        broker's node id its per-broker layer; another broker's resource has none here."""
+        if resource_name == "":
+            return self.dynamic_default_raw
+        if resource_name == str(self.integer("node.id")):
+            return self.dynamic_broker_raw
+        return None
+
+    def set_dynamic(self, changes: Mapping[str, str | None], resource_name: str = "") -> None:
+        """Apply dynamic configs of the broker resource `resource_name` ("" for the cluster
+        default, else a node id); None deletes. Validates all changes first. Another broker's
+        configs are ignored, as a Kafka broker ignores them."""
+        validate_dynamic_broker_configs(changes)
+        layer = self.dynamic_layer(resource_name)
+        if layer is None:
+            return
         for name, raw in changes.items():
             if raw is None:
-                self.dynamic_raw.pop(name, None)
-                static = self.static_raw.get(name)
-                definition = BROKER_CONFIGS[name]
-                self._values[name] = (
-                    parse_value(definition, static) if static is not None else definition.default
-                )
+                layer.pop(name, None)
             else:
-                self.dynamic_raw[name] = raw
-                self._values[name] = parsed[name]
+                layer[name] = raw
+            self._values[name] = self._resolve(name)
+
+    def _resolve(self, name: str) -> Value:
+        definition = BROKER_CONFIGS[name]
+        for _, raw in self._raw_layers():
+            if name in raw:
+                return parse_value(definition, raw[name])
+        return definition.default
 
     def topic_defaults(self) -> dict[str, Value]:
         """Effective default of every topic config, from its broker synonym."""

@@ -137,7 +137,8 @@ class Broker:
         """Replay metadata and open (recover) every partition log. Blocking: run in a thread."""
         for record in self.store.load():
             self.metadata.replay(record)
-        self.config.set_dynamic(self.metadata.broker_configs)
+        for resource_name, configs in self.metadata.broker_configs.items():
+            self.config.set_dynamic(configs, resource_name)
         self.logs.load(now_ms())
         for topic, state in self.metadata.topics.items():
             for partition in state.partitions:
@@ -177,8 +178,8 @@ class Broker:
                     created.append((self.metadata.topic_names_by_id[topic_id], partition))
                 case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
                     reconfigured.add(topic)
-                case ConfigRecord(resource_type=ResourceType.BROKER):
-                    self.config.set_dynamic({record.name: record.value})
+                case ConfigRecord(resource_type=ResourceType.BROKER, resource_name=resource):
+                    self.config.set_dynamic({record.name: record.value}, resource)
                     reconfigured.update(self.metadata.topics)
         for topic in reconfigured:
             self._reconfigure(topic)

@@ -62,7 +62,9 @@ class ClusterMetadata:
     def __init__(self) -> None:
         self.topics: dict[str, TopicState] = {}
         self.topic_names_by_id: dict[str, str] = {}
-        self.broker_configs: dict[str, str] = {}
+        self.broker_configs: dict[str, dict[str, str]] = {}
+        """Dynamic broker configs by broker resource name: "" the cluster default, a node id
+        that broker's own."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -78,8 +80,11 @@ class ClusterMetadata:
                 del self.topics[name]
             case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
                 self._apply_config(self.topics[topic].configs, record)
-            case ConfigRecord(resource_type=ResourceType.BROKER):
-                self._apply_config(self.broker_configs, record)
+            case ConfigRecord(resource_type=ResourceType.BROKER, resource_name=resource):
+                configs = self.broker_configs.setdefault(resource, {})
+                self._apply_config(configs, record)
+                if not configs:
+                    del self.broker_configs[resource]
 
     @staticmethod
     def _apply_config(configs: dict[str, str], record: ConfigRecord) -> None:
@@ -258,6 +263,11 @@ class ClusterMetadata:
             )
         return [ConfigRecord(ResourceType.TOPIC, name, k, v) for k, v in changes.items()]
 
-    def alter_broker_configs(self, changes: Mapping[str, str | None]) -> list[MetadataRecord]:
-        """Records for cluster-wide dynamic broker configs; validation is the caller's."""
-        return [ConfigRecord(ResourceType.BROKER, "", k, v) for k, v in changes.items()]
+    def alter_broker_configs(
+        self, resource_name: str, changes: Mapping[str, str | None]
+    ) -> list[MetadataRecord]:
+        """Records for the dynamic configs of a broker resource ("" for the cluster default,
+        else a node id); validation is the caller's."""
+        return [
+            ConfigRecord(ResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
+        ]

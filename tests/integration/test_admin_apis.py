@@ -46,6 +46,7 @@ from tests.integration.broker_process import BrokerProcess
 NODE_ID = 1
 TIMEOUT = 15.0
 TOPIC_CONFIG = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+DYNAMIC_BROKER = ConfigSource.DYNAMIC_BROKER_CONFIG.value
 DYNAMIC_DEFAULT = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
 STATIC = ConfigSource.STATIC_BROKER_CONFIG.value
 DEFAULT = ConfigSource.DEFAULT_CONFIG.value
@@ -135,6 +136,18 @@ def send(client: KafkaAdminClient, request: Any) -> Any:
         return await client._manager.send(request, node_id=NODE_ID)
 
     return client._manager.run(call)
+
+
+def layered(client: KafkaAdminClient, resource_type: str, name: str,
+            key: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """A config's value, source and synonyms (source, value), read with kafka-python (librdkafka
+    keys synonyms by name, so it cannot show a broker config's layers)."""
+    entry = client.describe_configs(
+        [KConfigResource(resource_type, name, [key])], include_synonyms=True,
+        config_filter="all",
+    )[resource_type.lower()][name][key]
+    return (entry["value"], entry["config_source"],
+            [(s["source"], s["value"]) for s in entry["synonyms"]])
 
 
 def broker_default_configs(client: KafkaAdminClient) -> dict[str, Any]:
@@ -485,6 +498,7 @@ def test_cluster_default_broker_configs(fresh_broker: BrokerProcess) -> None:
 
 def test_broker_config_changes_that_kafka_refuses(kadmin: KafkaAdminClient) -> None:
     before = broker_default_configs(kadmin)
+    per_broker_before = describe_broker_modified(kadmin)
 
     read_only = send(kadmin, IncrementalAlterConfigsRequest(
         resources=[(4, "", [("node.id", SET, "7")])], validate_only=False))
@@ -492,11 +506,17 @@ def test_broker_config_changes_that_kafka_refuses(kadmin: KafkaAdminClient) -> N
         resources=[(4, "", [("log.retention.ms", "forever")])], validate_only=False))
     other_node = send(kadmin, IncrementalAlterConfigsRequest(
         resources=[(4, "2", [("log.retention.ms", SET, "1")])], validate_only=False))
-    per_broker = kadmin.alter_configs(
-        [KConfigResource("BROKER", str(NODE_ID), {"log.retention.ms": "1"})],
-        raise_on_unknown=False)
+    not_a_number = send(kadmin, IncrementalAlterConfigsRequest(
+        resources=[(4, "1_0", [("log.retention.ms", SET, "1")])], validate_only=False))
+    per_broker_read_only = kadmin.alter_configs(
+        [KConfigResource("BROKER", str(NODE_ID), {"node.id": "7"})], raise_on_unknown=False)
+    per_broker_bad_value = send(kadmin, AlterConfigsRequest(
+        resources=[(4, str(NODE_ID), [("log.segment.bytes", "tiny")])], validate_only=False))
     validate_only = send(kadmin, IncrementalAlterConfigsRequest(
         resources=[(4, "", [("log.retention.ms", SET, "1")])], validate_only=True))
+    per_broker_validate_only = kadmin.alter_configs(
+        [KConfigResource("BROKER", str(NODE_ID), {"log.retention.ms": "1"})],
+        validate_only=True)
 
     # Kafka answers INVALID_REQUEST for broker configs that fail validation (KAFKA-13609).
     assert read_only.responses[0].error_code == INVALID_REQUEST
@@ -504,9 +524,125 @@ def test_broker_config_changes_that_kafka_refuses(kadmin: KafkaAdminClient) -> N
     assert bad_value.responses[0].error_code == INVALID_REQUEST
     assert "Invalid value forever" in bad_value.responses[0].error_message
     assert other_node.responses[0].error_code == INVALID_REQUEST
-    assert "Per-broker dynamic configs are not supported" in per_broker["broker"]["1"]
+    assert other_node.responses[0].error_message == (
+        "Unexpected broker id, expected 1, but received 2")
+    assert not_a_number.responses[0].error_message == "Node id must be an integer, but it is: 1_0"
+    assert "InvalidRequestError: Cannot update node.id dynamically" in (
+        per_broker_read_only["broker"]["1"])
+    assert per_broker_bad_value.responses[0].error_code == INVALID_REQUEST
+    assert "Invalid value tiny" in per_broker_bad_value.responses[0].error_message
     assert validate_only.responses[0].error_code == 0
+    assert per_broker_validate_only == {"broker": {"1": "OK"}}
     assert broker_default_configs(kadmin).keys() == before.keys()
+    assert describe_broker_modified(kadmin) == per_broker_before
+
+
+def describe_broker_modified(client: KafkaAdminClient) -> dict[str, Any]:
+    """This broker's per-broker dynamic configs (kafka-python's "modified" filter)."""
+    configs: dict[str, Any] = client.describe_configs(
+        [KConfigResource("BROKER", str(NODE_ID))])["broker"][str(NODE_ID)]
+    return configs
+
+
+def test_per_broker_configs_through_confluent(fresh_broker: BrokerProcess) -> None:
+    """Per-broker over cluster default over static over default, as Kafka layers them; a topic
+    without an override inherits the winning layer and reports its source."""
+    fresh_broker.overrides["log.retention.ms"] = "86400000"
+    fresh_broker.start()
+    admin = admin_for(fresh_broker)
+    topic = new_topic(admin)
+    this_broker = ConfigResource(ResourceType.BROKER, str(NODE_ID), incremental_configs=[
+        ConfigEntry("log.retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    chain = [
+        ("DYNAMIC_BROKER_CONFIG", "3600000"),
+        ("DYNAMIC_DEFAULT_BROKER_CONFIG", "7200000"),
+        ("STATIC_BROKER_CONFIG", "86400000"),
+        ("DEFAULT_CONFIG", "604800000"),
+    ]
+    client = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)
+    try:
+        response = send(client, IncrementalAlterConfigsRequest(
+            resources=[(4, "", [("log.retention.ms", SET, "7200000")])], validate_only=False))
+        assert response.responses[0].error_code == 0
+
+        admin.incremental_alter_configs([this_broker])[this_broker].result(TIMEOUT)
+
+        retention = describe_broker(admin)["log.retention.ms"]
+        assert (retention.value, source(retention)) == ("3600000", DYNAMIC_BROKER)
+        assert layered(client, "BROKER", str(NODE_ID), "log.retention.ms") == (
+            "3600000", "DYNAMIC_BROKER_CONFIG", chain)
+        topic_retention = describe_topic(admin, topic)["retention.ms"]
+        assert (topic_retention.value, source(topic_retention)) == ("3600000", DYNAMIC_BROKER)
+        # A topic without an override lists its broker synonym's layers.
+        assert layered(client, "TOPIC", topic, "retention.ms") == (
+            "3600000", "DYNAMIC_BROKER_CONFIG", chain)
+        # The cluster-default resource still lists only its own layer.
+        assert broker_default_configs(client)["log.retention.ms"].value == "7200000"
+    finally:
+        client.close()
+
+    fresh_broker.restart()
+    admin = admin_for(fresh_broker)
+    client = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)
+    try:
+        assert layered(client, "BROKER", str(NODE_ID), "log.retention.ms") == (
+            "3600000", "DYNAMIC_BROKER_CONFIG", chain)
+        topic_retention = describe_topic(admin, topic)["retention.ms"]
+        assert (topic_retention.value, source(topic_retention)) == ("3600000", DYNAMIC_BROKER)
+
+        delete = ConfigResource(ResourceType.BROKER, str(NODE_ID), incremental_configs=[
+            ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+        admin.incremental_alter_configs([delete])[delete].result(TIMEOUT)
+
+        assert layered(client, "BROKER", str(NODE_ID), "log.retention.ms") == (
+            "7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG", chain[1:])
+        topic_retention = describe_topic(admin, topic)["retention.ms"]
+        assert (topic_retention.value, source(topic_retention)) == ("7200000", DYNAMIC_DEFAULT)
+
+        response = send(client, IncrementalAlterConfigsRequest(
+            resources=[(4, "", [("log.retention.ms", DELETE, None)])], validate_only=False))
+        assert response.responses[0].error_code == 0
+        retention = describe_broker(admin)["log.retention.ms"]
+        assert (retention.value, source(retention)) == ("86400000", STATIC)
+        topic_retention = describe_topic(admin, topic)["retention.ms"]
+        assert (topic_retention.value, source(topic_retention)) == ("86400000", STATIC)
+    finally:
+        client.close()
+
+
+def test_per_broker_configs_through_kafka_python(fresh_broker: BrokerProcess) -> None:
+    fresh_broker.start()
+    client = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)
+    this_broker = str(NODE_ID)
+    try:
+        legacy = client.alter_configs(
+            [KConfigResource("BROKER", this_broker, {"log.retention.ms": "5000",
+                                                     "log.segment.bytes": "1048576"})],
+            incremental=False)
+        incremental_ = client.alter_configs([KConfigResource("BROKER", this_broker, {
+            "log.cleanup.policy": ("APPEND", "compact"),
+            "log.segment.bytes": ("DELETE", None),
+        })])
+        after_incremental = describe_broker_modified(client)
+        # Legacy AlterConfigs replaces this broker's whole set (here: leaves only num.partitions).
+        replaced = send(client, AlterConfigsRequest(
+            resources=[(4, this_broker, [("num.partitions", "3")])], validate_only=False))
+
+        assert legacy == {"broker": {this_broker: "OK"}}
+        assert incremental_ == {"broker": {this_broker: "OK"}}
+        assert {n: (c["value"], c["config_source"]) for n, c in after_incremental.items()} == {
+            "log.retention.ms": ("5000", "DYNAMIC_BROKER_CONFIG"),
+            "log.cleanup.policy": ("delete,compact", "DYNAMIC_BROKER_CONFIG"),
+        }
+        assert replaced.responses[0].error_code == 0
+        assert {n: (c["value"], c["config_source"])
+                for n, c in describe_broker_modified(client).items()} == {
+            "num.partitions": ("3", "DYNAMIC_BROKER_CONFIG"),
+        }
+        assert layered(client, "BROKER", this_broker, "log.retention.ms") == (
+            "604800000", "DEFAULT_CONFIG", [("DEFAULT_CONFIG", "604800000")])
+    finally:
+        client.close()
 
 
 # --- DescribeCluster -----------------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from odradek.config import (
     BROKER_CONFIGS,
@@ -299,7 +301,114 @@ def test_set_dynamic_is_all_or_nothing(changes: dict[str, str | None], message: 
         config.set_dynamic(changes)
     assert config.integer("log.retention.ms") == 1000
     assert config.source("log.retention.ms") is ConfigSource.STATIC_BROKER_CONFIG
-    assert config.dynamic_raw == {}
+    assert config.dynamic_default_raw == {}
+
+
+def test_per_broker_dynamic_beats_cluster_default_beats_static() -> None:
+    config = BrokerConfig({"node.id": "1", "log.retention.ms": "1000"})
+    config.set_dynamic({"log.retention.ms": "2000"}, "")
+    config.set_dynamic({"log.retention.ms": "3000"}, "1")
+
+    assert config.integer("log.retention.ms") == 3000
+    assert config.source("log.retention.ms") is ConfigSource.DYNAMIC_BROKER_CONFIG
+    assert config.synonyms("log.retention.ms") == [
+        (ConfigSource.DYNAMIC_BROKER_CONFIG, "3000"),
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, "2000"),
+        (ConfigSource.STATIC_BROKER_CONFIG, "1000"),
+        (ConfigSource.DEFAULT_CONFIG, "604800000"),
+    ]
+    assert config.topic_defaults()["retention.ms"] == 3000
+
+    config.set_dynamic({"log.retention.ms": None}, "1")
+    assert (config.integer("log.retention.ms"), config.source("log.retention.ms")) == (
+        2000, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    config.set_dynamic({"log.retention.ms": None}, "")
+    assert (config.integer("log.retention.ms"), config.source("log.retention.ms")) == (
+        1000, ConfigSource.STATIC_BROKER_CONFIG)
+
+
+def test_deleting_the_cluster_default_keeps_the_per_broker_value() -> None:
+    config = BrokerConfig({"node.id": "4"})
+    config.set_dynamic({"log.segment.bytes": "2048"}, "4")
+    config.set_dynamic({"log.segment.bytes": "4096"}, "")
+    config.set_dynamic({"log.segment.bytes": None}, "")
+
+    assert config.integer("log.segment.bytes") == 2048
+    assert config.synonyms("log.segment.bytes") == [
+        (ConfigSource.DYNAMIC_BROKER_CONFIG, "2048"),
+        (ConfigSource.DEFAULT_CONFIG, "1073741824"),
+    ]
+
+
+def test_synonyms_leave_out_a_default_of_none() -> None:
+    config = BrokerConfig({})
+    assert config.synonyms("broker.rack") == []
+    assert config.synonyms("cluster.id") == []
+    assert BrokerConfig({"broker.rack": "r1"}).synonyms("broker.rack") == [
+        (ConfigSource.STATIC_BROKER_CONFIG, "r1")]
+
+
+@pytest.mark.parametrize("resource_name", ["2", "01", "x"])
+def test_other_brokers_configs_are_validated_and_ignored(resource_name: str) -> None:
+    config = BrokerConfig({"node.id": "1"})
+    config.set_dynamic({"log.retention.ms": "5"}, resource_name)
+    assert config.dynamic_layer(resource_name) is None
+    assert config.source("log.retention.ms") is ConfigSource.DEFAULT_CONFIG
+    assert (config.dynamic_broker_raw, config.dynamic_default_raw) == ({}, {})
+    with pytest.raises(InvalidConfigError, match="read-only"):
+        config.set_dynamic({"node.id": "2"}, resource_name)
+
+
+def test_dynamic_layer_by_resource_name() -> None:
+    config = BrokerConfig({"node.id": "3"})
+    config.set_dynamic({"num.partitions": "2"}, "")
+    config.set_dynamic({"num.partitions": "4"}, "3")
+    assert config.dynamic_layer("") == {"num.partitions": "2"}
+    assert config.dynamic_layer("3") == {"num.partitions": "4"}
+    assert config.integer("num.partitions") == 4
+
+
+def test_set_dynamic_per_broker_is_all_or_nothing() -> None:
+    config = BrokerConfig({"node.id": "1"})
+    config.set_dynamic({"log.retention.ms": "7"}, "1")
+    with pytest.raises(InvalidConfigError, match="num.partitions"):
+        config.set_dynamic({"log.retention.ms": "8", "num.partitions": "0"}, "1")
+    assert config.dynamic_broker_raw == {"log.retention.ms": "7"}
+    assert config.integer("log.retention.ms") == 7
+
+
+LAYER_CHANGES = st.lists(
+    st.tuples(
+        st.sampled_from(["", "1"]),
+        st.sampled_from(["log.retention.ms", "log.cleanup.policy"]),
+        st.sampled_from([None, "5", "6"]),
+    ),
+    max_size=12,
+)
+
+
+@given(changes=LAYER_CHANGES, static=st.booleans())
+def test_value_source_and_synonyms_agree_with_a_model_of_the_layers(
+    changes: list[tuple[str, str, str | None]], static: bool
+) -> None:
+    config = BrokerConfig({"node.id": "1", **({"log.retention.ms": "9"} if static else {})})
+    model: dict[str, dict[str, str]] = {"1": {}, "": {}}
+    for resource_name, name, raw in changes:
+        value = None if raw is None else raw if name == "log.retention.ms" else "compact"
+        config.set_dynamic({name: value}, resource_name)
+        if value is None:
+            model[resource_name].pop(name, None)
+        else:
+            model[resource_name][name] = value
+    for name in ("log.retention.ms", "log.cleanup.policy"):
+        layers = [(ConfigSource.DYNAMIC_BROKER_CONFIG, model["1"].get(name)),
+                  (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, model[""].get(name)),
+                  (ConfigSource.STATIC_BROKER_CONFIG, config.static_raw.get(name)),
+                  (ConfigSource.DEFAULT_CONFIG, format_value(BROKER_CONFIGS[name].default))]
+        expected = [(source, raw) for source, raw in layers if raw is not None]
+        assert config.synonyms(name) == expected
+        assert config.source(name) is expected[0][0]
+        assert config.text(name) == expected[0][1]
 
 
 def test_validate_dynamic_broker_configs_returns_the_values_being_set() -> None:

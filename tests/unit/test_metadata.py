@@ -43,7 +43,7 @@ def snapshot(metadata: ClusterMetadata) -> tuple[object, ...]:
         {name: (s.name, s.topic_id, dict(s.partitions), dict(s.configs))
          for name, s in metadata.topics.items()},
         dict(metadata.topic_names_by_id),
-        dict(metadata.broker_configs),
+        {name: dict(configs) for name, configs in metadata.broker_configs.items()},
     )
 
 
@@ -293,10 +293,32 @@ def test_alter_configs_of_an_unknown_topic() -> None:
 
 def test_broker_config_records_replay_into_broker_configs() -> None:
     metadata = ClusterMetadata()
-    apply(metadata, metadata.alter_broker_configs({"log.retention.ms": "5", "x": None}))
-    assert metadata.broker_configs == {"log.retention.ms": "5"}
-    apply(metadata, metadata.alter_broker_configs({"log.retention.ms": None}))
+    apply(metadata, metadata.alter_broker_configs("", {"log.retention.ms": "5", "x": None}))
+    assert metadata.broker_configs == {"": {"log.retention.ms": "5"}}
+    apply(metadata, metadata.alter_broker_configs("", {"log.retention.ms": None}))
     assert metadata.broker_configs == {}
+
+
+def test_per_broker_and_cluster_default_configs_replay_apart() -> None:
+    metadata = ClusterMetadata()
+
+    records = metadata.alter_broker_configs("1", {"log.retention.ms": "10"})
+    records += metadata.alter_broker_configs("", {"log.retention.ms": "20"})
+    records += metadata.alter_broker_configs("2", {"log.segment.bytes": "1048576"})
+    apply(metadata, records)
+
+    assert [(r.resource_type, r.resource_name) for r in records if isinstance(r, ConfigRecord)] \
+        == [(ResourceType.BROKER, "1"), (ResourceType.BROKER, ""), (ResourceType.BROKER, "2")]
+    assert metadata.broker_configs == {
+        "1": {"log.retention.ms": "10"},
+        "": {"log.retention.ms": "20"},
+        "2": {"log.segment.bytes": "1048576"},
+    }
+    apply(metadata, metadata.alter_broker_configs("1", {"log.retention.ms": None}))
+    assert metadata.broker_configs == {
+        "": {"log.retention.ms": "20"},
+        "2": {"log.segment.bytes": "1048576"},
+    }
 
 
 # --- records JSON --------------------------------------------------------------------------
@@ -307,6 +329,7 @@ SAMPLE_RECORDS: list[MetadataRecord] = [
     RemoveTopicRecord("id"),
     ConfigRecord(ResourceType.TOPIC, "orders", "retention.ms", "1000"),
     ConfigRecord(ResourceType.BROKER, "", "log.retention.ms", None),
+    ConfigRecord(ResourceType.BROKER, "1", "log.retention.ms", "60000"),
 ]
 
 
@@ -349,6 +372,7 @@ class Model:
     partitions: dict[str, int] = field(default_factory=dict)
     replication: dict[str, int] = field(default_factory=dict)
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 NAMES = st.sampled_from(["a", "b", "a", "b", "c.d", "c_d", "bad name"])
@@ -366,6 +390,9 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("delete"), NAMES),
     st.tuples(st.just("partitions"), NAMES, st.integers(1, 6)),
     st.tuples(st.just("configs"), NAMES, CONFIG_CHANGES),
+    st.tuples(st.just("broker"), st.sampled_from(["", "1", "2"]), st.lists(st.sampled_from(
+        [("log.retention.ms", "1000"), ("log.retention.ms", None), ("log.segment.bytes", "2048"),
+         ("log.segment.bytes", None)]), min_size=1, max_size=3).map(dict)),
 )
 
 
@@ -382,6 +409,8 @@ def run(metadata: ClusterMetadata, model: Model, operation: tuple, serial: int,
             records = metadata.delete_topic(name)
         elif kind == "partitions":
             records = metadata.create_partitions(name, args[0], BROKERS)
+        elif kind == "broker":
+            records = metadata.alter_broker_configs(name, args[0])
         else:
             records = metadata.alter_topic_configs(name, args[0])
     except MetadataError:
@@ -399,11 +428,15 @@ def run(metadata: ClusterMetadata, model: Model, operation: tuple, serial: int,
     elif kind == "partitions":
         model.partitions[name] = args[0]
     else:
+        table = model.broker_configs if kind == "broker" else model.configs
+        configs = table.setdefault(name, {})
         for key, value in args[0].items():
             if value is None:
-                model.configs[name].pop(key, None)
+                configs.pop(key, None)
             else:
-                model.configs[name][key] = value
+                configs[key] = value
+        if kind == "broker" and not configs:
+            del table[name]
 
 
 def check(metadata: ClusterMetadata, model: Model) -> None:
@@ -419,6 +452,7 @@ def check(metadata: ClusterMetadata, model: Model) -> None:
             assert set(record.replicas) <= set(BROKERS)
             assert record.leader == record.replicas[0] and record.isr == record.replicas
         assert state.configs == model.configs[name]
+    assert metadata.broker_configs == model.broker_configs
 
 
 @given(operations=st.lists(OPERATIONS, max_size=30))

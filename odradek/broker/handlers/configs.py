@@ -1,12 +1,14 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
 
-Topic overrides live in the metadata image; broker configs are static (server properties)
-overlaid with cluster-wide dynamic defaults (the broker resource named ""). Per-broker dynamic
-configs (a broker resource named by node id) can be described but not altered.
+Topic overrides live in the metadata image. Broker configs come in Kafka's layers (see
+BrokerConfig): this broker's own dynamic configs (the broker resource named by its node id) over
+cluster-wide dynamic defaults (the broker resource named "") over static server properties over
+defaults. Both dynamic resources can be described and altered.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -17,6 +19,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.config import (
     BROKER_CONFIGS,
+    INT_MAX,
     TOPIC_CONFIGS,
     BrokerConfig,
     ConfigDef,
@@ -45,6 +48,8 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 Changes = dict[str, str | None]
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 
 # --- DescribeConfigs ---------------------------------------------------------------------
@@ -105,12 +110,13 @@ def _describe(
         config = broker.config
         if not resource.resource_name:
             # The cluster-wide default resource lists only dynamic defaults.
+            defaults = config.dynamic_default_raw
             return [
-                _broker_entry(config, BROKER_CONFIGS[n], config.dynamic_raw[n], include_synonyms,
+                _broker_entry(config, BROKER_CONFIGS[n], defaults[n], include_synonyms,
                               include_docs, only=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
-                for n in selected(config.dynamic_raw)
+                for n in selected(defaults)
             ]
-        if _broker_id(resource.resource_name) != broker.node_id:
+        if _broker_id(resource.resource_name, "Broker id") != broker.node_id:
             raise MetadataError(ErrorCode.invalid_request,
                                 f"Unexpected broker id, expected {broker.node_id} or empty string, "
                                 f"but received {resource.resource_name}")
@@ -123,12 +129,12 @@ def _describe(
                         f"Unsupported resource type: {RESOURCE_TYPES[resource.resource_type]}")
 
 
-def _broker_id(name: str) -> int:
-    try:
-        return int(name)
-    except ValueError:
+def _broker_id(name: str, what: str) -> int:
+    """A broker resource name as Java's Integer.parseInt reads it (no spaces, no '_', 32 bits)."""
+    if not _JAVA_INT.fullmatch(name) or not -INT_MAX - 1 <= int(name) <= INT_MAX:
         raise MetadataError(ErrorCode.invalid_request,
-                            f"Broker id must be an integer, but it is: {name}") from None
+                            f"{what} must be an integer, but it is: {name}")
+    return int(name)
 
 
 def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
@@ -136,18 +142,10 @@ def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, An
 
 
 def _broker_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[dict[str, Any]]:
-    """The layers that set a broker config, highest precedence first, in Kafka's order:
-    dynamic cluster default, static properties, default."""
-    definition = BROKER_CONFIGS[name]
-    layers = (
-        (config.dynamic_raw.get(name), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (config.static_raw.get(name), ConfigSource.STATIC_BROKER_CONFIG),
-        (format_value(definition.default), ConfigSource.DEFAULT_CONFIG),
-    )
+    """The layers that set a broker config, highest precedence first (BrokerConfig.synonyms)."""
     return [
         _synonym(name, None if sensitive else value, source)
-        for value, source in layers
-        if value is not None
+        for source, value in config.synonyms(name)
     ]
 
 
@@ -245,35 +243,30 @@ def _alter_records(broker: Broker, resource: Any, incremental: bool) -> list[Met
         changes = _changes(current, resource.configs, TOPIC_CONFIGS, incremental)
         return broker.metadata.alter_topic_configs(name, changes) if changes else []
     if resource.resource_type == BROKER:
-        _check_alterable_broker(broker, resource.resource_name)
-        changes = _changes(broker.config.dynamic_raw, resource.configs, BROKER_CONFIGS,
-                           incremental)
+        name = _alterable_broker_resource(broker, resource.resource_name)
+        current = broker.metadata.broker_configs.get(name, {})
+        changes = _changes(current, resource.configs, BROKER_CONFIGS, incremental)
         try:
             validate_dynamic_broker_configs(changes)
         except InvalidConfigError as error:
             # Kafka answers INVALID_REQUEST for broker configs that fail validation (KAFKA-13609).
             raise MetadataError(ErrorCode.invalid_request, str(error)) from None
-        return broker.metadata.alter_broker_configs(changes) if changes else []
+        return broker.metadata.alter_broker_configs(name, changes) if changes else []
     kind = RESOURCE_TYPES.get(resource.resource_type)
     raise MetadataError(ErrorCode.invalid_request,
                         f"Unsupported resource type {kind}" if kind
                         else f"Unknown resource type {resource.resource_type}")
 
 
-def _check_alterable_broker(broker: Broker, name: str) -> None:
+def _alterable_broker_resource(broker: Broker, name: str) -> str:
+    """The resource name the records carry: "" for the cluster default, else this broker's
+    node id in canonical form ("01" is written as "1", the name the broker applies)."""
     if not name:
-        return
-    try:
-        node_id = int(name)
-    except ValueError:
-        raise MetadataError(ErrorCode.invalid_request,
-                            f"Node id must be an integer, but it is: {name}") from None
-    if node_id != broker.node_id:
+        return ""
+    if _broker_id(name, "Node id") != broker.node_id:
         raise MetadataError(ErrorCode.invalid_request,
                             f"Unexpected broker id, expected {broker.node_id}, but received {name}")
-    raise MetadataError(ErrorCode.invalid_request,
-                        "Per-broker dynamic configs are not supported; alter the "
-                        'cluster-wide default broker resource (resource name "") instead')
+    return str(broker.node_id)
 
 
 def _changes(
