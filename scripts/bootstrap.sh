@@ -17,6 +17,15 @@ if [[ ${1:-} == --dev ]]; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq kcat >/dev/null
   fi
+  kafkajs=tests/integration/kafkajs # installed lock copied into node_modules marks it current
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: node/npm not found; the kafkajs integration tests will skip" \
+      "(install Node.js >= 14 with npm to run them)" >&2
+  elif ! cmp -s "$kafkajs/package-lock.json" "$kafkajs/node_modules/.bootstrap-package-lock.json"; then
+    echo "bootstrap: installing kafkajs for the integration tests (npm ci)" >&2
+    npm ci --prefix "$kafkajs" --no-audit --no-fund >&2
+    cp "$kafkajs/package-lock.json" "$kafkajs/node_modules/.bootstrap-package-lock.json"
+  fi
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}" 2>&1 \
   | grep -v "^WARNING: Location" >&2 || true
