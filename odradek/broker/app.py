@@ -61,8 +61,9 @@ class BrokerApp:
         await loop.run_in_executor(None, broker.load)
         dispatcher = Dispatcher(broker, API_TABLE)
         max_request = self.config.integer("socket.request.max.bytes")
+        connections: set[KafkaConnection] = set()
         server = await loop.create_server(
-            lambda: KafkaConnection(dispatcher, max_request),
+            lambda: KafkaConnection(dispatcher, max_request, connections),
             self.bind_host, self.bind_port, reuse_address=True, backlog=1024,
         )
         self._start_metrics()
@@ -80,8 +81,10 @@ class BrokerApp:
         finally:
             log.info("shutting down")
             server.close()
+            in_flight = [request for c in list(connections) if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
 

@@ -19,7 +19,7 @@ from odradek.broker.metadata_store import MetadataStore
 from odradek.broker.metrics import BrokerMetrics
 from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log.config import LogConfig
-from odradek.log.manager import LogManager
+from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import (
@@ -101,6 +101,7 @@ class Broker:
         self.metrics = BrokerMetrics(self.registry, self._partition_sizes)
         self.admin_lock = asyncio.Lock()
         self._topic_configs: dict[str, dict[str, Any]] = {}
+        self._flushes: dict[PartitionLog, asyncio.Future[None]] = {}
 
     @property
     def broker_ids(self) -> list[int]:
@@ -149,15 +150,31 @@ class Broker:
         known = {(t, p) for t, s in self.metadata.topics.items() for p in s.partitions}
         for key, _ in list(self.logs.logs()):
             if key not in known:
-                log.warning("removing log of unknown partition %s-%d", *key)
-                shutil.rmtree(self.logs.delete(*key), ignore_errors=True)
+                stray = self.logs.retire(self.logs.detach(*key), STRAY_DIR_SUFFIX)
+                log.warning("partition %s-%d is not in the metadata: moved aside to %s",
+                            *key, stray)
 
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get(topic, partition)
 
+    async def flush(self, log_: PartitionLog) -> None:
+        """fsync `log_` up to its current end, sharing one in-flight flush per log."""
+        target = log_.log_end_offset
+        loop = asyncio.get_running_loop()
+        while log_.recovery_point < target:
+            flushing = self._flushes.get(log_)
+            if flushing is None:
+                flushing = self._flushes[log_] = loop.run_in_executor(None, log_.flush)
+                flushing.add_done_callback(lambda _: self._flushes.pop(log_, None))
+            await asyncio.shield(flushing)
+
     async def apply(self, records: list[MetadataRecord]) -> None:
-        """Persist metadata records durably, replay them, then create and delete partition
-        logs in a worker thread (creation and removal fsync the log dir)."""
+        """Persist metadata records durably, replay them, then create and retire partition
+        logs in a worker thread (both fsync the log dir). Shielded: a client that hangs up
+        mid-request cannot leave records persisted but not applied."""
+        await asyncio.shield(self._apply(records))
+
+    async def _apply(self, records: list[MetadataRecord]) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.store.append, records)
         created: list[TopicPartition] = []
@@ -178,22 +195,25 @@ class Broker:
                     created.append((self.metadata.topic_names_by_id[topic_id], partition))
                 case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
                     reconfigured.add(topic)
-                case ConfigRecord(resource_type=ResourceType.BROKER, resource_name=resource):
-                    self.config.set_dynamic({record.name: record.value}, resource)
+                case ConfigRecord(resource_type=ResourceType.BROKER):
+                    self.config.set_dynamic({record.name: record.value}, record.resource_name)
                     reconfigured.update(self.metadata.topics)
         for topic in reconfigured:
             self._reconfigure(topic)
-        if created:
-            await loop.run_in_executor(None, self._create_logs, created)
-        if detached:
-            loop.run_in_executor(None, self._remove_logs, detached)
+        if created or detached:
+            # retired before anything is created, so a re-created topic never finds the old
+            # directory; checkpoints rewritten so no stale log start offset outlives its log
+            retired = await loop.run_in_executor(None, self._change_logs, created, detached)
+            loop.run_in_executor(None, _remove_trees, retired)
 
-    def _create_logs(self, partitions: list[TopicPartition]) -> None:
-        for topic, partition in partitions:
+    def _change_logs(
+        self, created: list[TopicPartition], detached: list[PartitionLog]
+    ) -> list[Path]:
+        retired = [self.logs.retire(log_) for log_ in detached]
+        for topic, partition in created:
             self.logs.create(topic, partition, now_ms())
-
-    def _remove_logs(self, logs: list[PartitionLog]) -> None:
-        _remove_trees([self.logs.retire(log_) for log_ in logs])
+        self.logs.checkpoint()
+        return retired
 
     def _reconfigure(self, topic: str) -> None:
         self._topic_configs.pop(topic, None)

@@ -1,7 +1,10 @@
 """The Kafka listener: one asyncio Protocol per connection over the sans-IO frame decoder.
 
-Requests on a connection may be pipelined; responses leave in request order. A connection
-whose bytes cannot be framed or decoded is closed with a log line; others are unaffected.
+Like Kafka, a connection executes one request at a time: frames are queued as they arrive
+and the next is dispatched only when the previous request's handler has completed, so
+responses leave in request order. Reading pauses while the queue is full or the peer is
+not reading its responses. A connection whose bytes cannot be framed or decoded is closed
+with a log line; others are unaffected.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ Response = Sequence[bytes | memoryview] | None
 Dispatch = Callable[[bytes | bytearray, str], Response | Awaitable[Response]]
 """Handles one frame from a peer; raises ConnectionAbort to drop the connection."""
 
-MAX_PIPELINED = 100
+MAX_QUEUED_FRAMES = 8
+"""Reading pauses once this many received frames wait for dispatch."""
+MAX_QUEUED_BYTES = 16 << 20
+"""Reading pauses once the frames waiting for dispatch hold this many bytes."""
+WRITE_BUFFER_HIGH = 4 << 20
+"""Dispatch and reading pause while the transport buffers more unsent bytes than this."""
 
 
 class ConnectionAbort(Exception):
@@ -30,10 +38,20 @@ class ConnectionAbort(Exception):
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, dispatch: Dispatch, max_request_bytes: int) -> None:
+    """One client connection; `connections`, when given, holds it while it is open."""
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        max_request_bytes: int,
+        connections: set[KafkaConnection] | None = None,
+    ) -> None:
         self._dispatch = dispatch
         self._decoder = FrameDecoder(max_request_bytes)
-        self._pending: deque[asyncio.Future[Response] | Response] = deque()
+        self._connections = connections
+        self._queue: deque[bytes | bytearray] = deque()
+        self._queued_bytes = 0
+        self._in_flight: asyncio.Future[Response] | None = None
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._reading_paused = False
@@ -44,14 +62,20 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self._transport.set_write_buffer_limits(high=4 << 20)
+        self._transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        if self._connections is not None:
+            self._connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
-        for item in self._pending:
-            if isinstance(item, asyncio.Future):
-                item.cancel()
-        self._pending.clear()
+        self._close()
+
+    def close(self) -> asyncio.Future[Response] | None:
+        """Abort the connection (broker shutdown); returns the cancelled in-flight request."""
+        in_flight = self._in_flight
+        if self._transport is not None and not self._closed:
+            self._transport.abort()
+        self._close()
+        return in_flight
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -59,70 +83,76 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._flush()
-        self._update_reading()
+        self._run()
 
     def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
         try:
             frames = self._decoder.feed(data)
         except FrameError as error:
             self._abort(str(error))
             return
-        for frame in frames:
+        self._queue.extend(frames)
+        self._queued_bytes += sum(len(frame) for frame in frames)
+        self._run()
+
+    def _run(self) -> None:
+        """Dispatch queued frames until one is still running or writing is paused."""
+        queue = self._queue
+        while queue and self._in_flight is None and not self._writing_paused:
             if self._closed:
                 return
+            frame = queue.popleft()
+            self._queued_bytes -= len(frame)
             try:
                 result = self._dispatch(frame, self._peer)
-            except ConnectionAbort as error:
-                self._abort(str(error))
-                return
             except Exception as error:
-                self._abort(f"request failed: {error!r}", exc=error)
+                self._fail(error)
                 return
             if isinstance(result, Awaitable):
                 future = asyncio.ensure_future(result)
-                future.add_done_callback(self._on_done)
-                self._pending.append(future)
+                if not future.done():
+                    self._in_flight = future
+                    future.add_done_callback(self._on_done)
+                    break
+                if not self._complete(future):
+                    return
             else:
-                self._pending.append(result)
-        self._flush()
+                self._write(result)
         self._update_reading()
 
     def _on_done(self, future: asyncio.Future[Response]) -> None:
-        if future.cancelled() or self._closed:
+        if future is not self._in_flight:
             return
+        self._in_flight = None
+        if self._complete(future):
+            self._run()
+
+    def _complete(self, future: asyncio.Future[Response]) -> bool:
+        """Write a finished request's response; False when the connection is now closed."""
+        if self._closed or future.cancelled():
+            return False
         error = future.exception()
         if error is not None:
-            self._abort(
-                str(error) if isinstance(error, ConnectionAbort) else repr(error),
-                exc=None if isinstance(error, ConnectionAbort) else error,
-            )
-            return
-        self._flush()
-        self._update_reading()
+            self._fail(error)
+            return False
+        self._write(future.result())
+        return True
 
-    def _flush(self) -> None:
-        transport = self._transport
-        pending = self._pending
-        if transport is None or self._closed:
-            return
-        while pending:
-            head = pending[0]
-            if isinstance(head, asyncio.Future):
-                if not head.done():
-                    break
-                response = head.result()
-            else:
-                response = head
-            pending.popleft()
-            if response is not None:
-                transport.writelines(response)
+    def _write(self, response: Response) -> None:
+        if response is not None and self._transport is not None and not self._closed:
+            self._transport.writelines(response)
 
     def _update_reading(self) -> None:
         transport = self._transport
         if transport is None or self._closed:
             return
-        should_pause = self._writing_paused or len(self._pending) >= MAX_PIPELINED
+        should_pause = (
+            self._writing_paused
+            or len(self._queue) >= MAX_QUEUED_FRAMES
+            or self._queued_bytes >= MAX_QUEUED_BYTES
+        )
         if should_pause and not self._reading_paused:
             transport.pause_reading()
             self._reading_paused = True
@@ -130,8 +160,24 @@ class KafkaConnection(asyncio.Protocol):
             transport.resume_reading()
             self._reading_paused = False
 
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, ConnectionAbort):
+            self._abort(str(error))
+        else:
+            self._abort(f"request failed: {error!r}", exc=error)
+
     def _abort(self, reason: str, exc: BaseException | None = None) -> None:
         log.warning("closing connection from %s: %s", self._peer, reason, exc_info=exc)
-        self._closed = True
-        if self._transport is not None:
+        if self._transport is not None and not self._closed:
             self._transport.abort()
+        self._close()
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._in_flight is not None:
+            self._in_flight.cancel()
+            self._in_flight = None
+        self._queue.clear()
+        self._queued_bytes = 0
+        if self._connections is not None:
+            self._connections.discard(self)

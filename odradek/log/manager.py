@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -31,6 +32,8 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_TOPIC = "__cluster_metadata"
 """The metadata log's dir lives beside the partition logs but is not one (as in Kafka)."""
 DELETE_DIR_SUFFIX = "-delete"
+STRAY_DIR_SUFFIX = "-stray"
+"""A partition dir the metadata does not know: kept aside, never loaded (Kafka 3.7+)."""
 _NO_RECOVERY = 2**63 - 1
 
 
@@ -47,6 +50,7 @@ class LogManager:
         self.log_dir = log_dir
         self._config_for = config_for
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._checkpoint_lock = threading.Lock()
 
     def load(self, now_ms: int) -> None:
         """Open every partition dir; recover from the checkpoints unless shut down cleanly."""
@@ -99,11 +103,11 @@ class LogManager:
         log.close()
         return log
 
-    def retire(self, log: PartitionLog) -> Path:
+    def retire(self, log: PartitionLog, suffix: str = DELETE_DIR_SUFFIX) -> Path:
         """Rename a detached log's dir `<topic>-<partition>.<uuid hex>-delete` and fsync the
         log dir (blocking: run in a worker thread). Returns the renamed dir, for the caller to
         remove (shutil.rmtree) in a worker thread."""
-        target = self.log_dir / f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        target = self.log_dir / f"{log.directory.name}.{uuid.uuid4().hex}{suffix}"
         os.replace(log.directory, target)
         fsync_directory(self.log_dir)
         return target
@@ -118,6 +122,10 @@ class LogManager:
         As in Kafka, a log start offset is recorded only when it lies past the log's first
         segment base offset (otherwise loading derives it).
         """
+        with self._checkpoint_lock:
+            self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
         logs = self.logs()
         write_checkpoint(
             self.log_dir / RECOVERY_POINT_CHECKPOINT,

@@ -20,6 +20,10 @@ from odradek.metadata.records import (
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
+METADATA_TOPIC = "__cluster_metadata"
+"""KRaft's metadata log; its directory holds the metadata store."""
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Kafka's controller refuses larger batches of new partitions (POLICY_VIOLATION)."""
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -45,6 +49,10 @@ def validate_topic_name(name: str | None) -> str:
         raise MetadataError(ErrorCode.invalid_topic_exception, "Topic name is empty")
     if name in (".", ".."):
         raise MetadataError(ErrorCode.invalid_topic_exception, f"Topic name cannot be {name!r}")
+    if name == METADATA_TOPIC:
+        raise MetadataError(
+            ErrorCode.invalid_request, f"Creation of internal topic {name} is prohibited."
+        )
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise MetadataError(
             ErrorCode.invalid_topic_exception,
@@ -56,6 +64,15 @@ def validate_topic_name(name: str | None) -> str:
             f"Topic name {name!r} is illegal: only ASCII alphanumerics, '.', '_' and '-' allowed",
         )
     return name
+
+
+def _check_batch_size(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise MetadataError(
+            ErrorCode.policy_violation,
+            f"Excessively large number of partitions per request: {new_partitions} "
+            f"(at most {MAX_PARTITIONS_PER_REQUEST})",
+        )
 
 
 class ClusterMetadata:
@@ -129,6 +146,7 @@ class ClusterMetadata:
             raise MetadataError(ErrorCode.invalid_config, str(error)) from None
         if assignments:
             replica_sets = [list(assignments[p]) for p in sorted(assignments)]
+            _check_batch_size(len(assignments))
             if sorted(assignments) != list(range(len(assignments))):
                 raise MetadataError(
                     ErrorCode.invalid_replica_assignment,
@@ -141,6 +159,7 @@ class ClusterMetadata:
                 raise MetadataError(
                     ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
                 )
+            _check_batch_size(num_partitions)
             if replication_factor < 1:
                 raise MetadataError(
                     ErrorCode.invalid_replication_factor,
@@ -217,6 +236,7 @@ class ClusterMetadata:
             raise MetadataError(
                 ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
             )
+        _check_batch_size(count - current)
         replication_factor = len(state.partitions[0].replicas)
         if assignments is not None:
             if len(assignments) != count - current:

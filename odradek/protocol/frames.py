@@ -1,7 +1,8 @@
 """Sans-IO splitting of a byte stream into Kafka's size-prefixed frames.
 
-Every byte is copied once: a frame that arrives whole is sliced out of the chunk, and a
-frame spread over several chunks is filled into a buffer of its announced size.
+A frame that arrives whole is sliced out of the chunk (one copy). A frame spread over
+several chunks is grown as its bytes arrive, never allocated from the announced size alone,
+so a peer that sends only a size prefix costs no memory.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ class FrameError(Exception):
 class FrameDecoder:
     """Feed bytes as they arrive; collect whole frames (the bytes after each size prefix)."""
 
-    __slots__ = ("_max_size", "_prefix", "_frame", "_filled")
+    __slots__ = ("_max_size", "_prefix", "_frame", "_size")
 
     def __init__(self, max_size: int) -> None:
         self._max_size = max_size
         self._prefix = bytearray()
         self._frame: bytearray | None = None
-        self._filled = 0
+        self._size = 0
 
     def _check(self, size: int) -> int:
         if size < 0 or size > self._max_size:
@@ -58,13 +59,12 @@ class FrameDecoder:
                             break
                         size = self._check(_SIZE.unpack(prefix)[0])
                         prefix.clear()
-                    frame = self._frame = bytearray(size)
-                    self._filled = 0
-                take = min(len(frame) - self._filled, end - position)
-                frame[self._filled : self._filled + take] = view[position : position + take]
-                self._filled += take
+                    frame = self._frame = bytearray()
+                    self._size = size
+                take = min(self._size - len(frame), end - position)
+                frame += view[position : position + take]
                 position += take
-                if self._filled == len(frame):
+                if len(frame) == self._size:
                     frames.append(frame)
                     self._frame = None
         return frames
@@ -72,4 +72,4 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes held for a frame not yet complete."""
-        return len(self._prefix) + (4 + self._filled if self._frame is not None else 0)
+        return len(self._prefix) + (4 + len(self._frame) if self._frame is not None else 0)

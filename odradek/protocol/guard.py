@@ -138,7 +138,7 @@ def skip_tagged_fields(buf: Buffer, position: int, known: Mapping[int, Step] = _
         size, position = read_uvarint(buf, position)
         end = _advance(buf, position, size)
         step = known.get(tag)
-        if step is not None and step(buf[:end], position) != end:
+        if step is not None and step(memoryview(buf)[:end], position) != end:
             raise StructureError(f"tagged field {tag} does not fill its {size} bytes")
         position = end
     return position

@@ -142,13 +142,14 @@ def assert_closed(broker: BrokerProcess, data: bytes, reason: str) -> None:
 # --- bad framing and headers: the connection is closed ---------------------------------------
 
 
-def produce_request(version: int, records: bytes, topic: str = "t") -> ProduceRequest:
+def produce_request(version: int, records: bytes, topic: str = "t",
+                    acks: int = 1) -> ProduceRequest:
     partition_data = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=records)
     topic_data = (ProduceRequest.TopicProduceData(name=topic, partition_data=[partition_data])
                   if version < 13 else
                   ProduceRequest.TopicProduceData(topic_id=uuid.uuid4(),
                                                   partition_data=[partition_data]))
-    request = ProduceRequest[version](transactional_id=None, acks=1, timeout_ms=1000,
+    request = ProduceRequest[version](transactional_id=None, acks=acks, timeout_ms=1000,
                                       topic_data=[topic_data])
     request.with_header(correlation_id=1, client_id="raw")
     return request
@@ -523,4 +524,22 @@ def test_healthy_clients_are_exact_while_garbage_connections_come_and_go(
             assert stored == values
     finally:
         check.close()
+    assert_still_served(broker, healthy)
+
+
+def test_failed_acks_0_produce_closes_the_connection(
+    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+) -> None:
+    """An acks=0 producer gets no response; Kafka closes the connection so it notices."""
+    topic = create_topic(admin)
+    client = RawClient(broker.bootstrap)
+    try:
+        ok = produce_request(9, batch_of([(None, b"fine")]), acks=0, topic=topic)
+        client.send_raw(ok.encode(header=True, framed=True))
+        assert client.api_versions().error_code == 0
+        bad = produce_request(9, corrupt_crc(batch_of([(None, b"bad")])), acks=0, topic=topic)
+        client.send_raw(bad.encode(header=True, framed=True))
+        assert client.closed_by_peer()
+    finally:
+        client.close()
     assert_still_served(broker, healthy)

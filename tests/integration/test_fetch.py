@@ -91,3 +91,23 @@ def decode_records_all(blob: bytes) -> list:  # type: ignore[type-arg]
         for batch in iter_batches(blob)
         for record in decode_records(memoryview(blob)[batch.position : batch.end])
     ]
+
+
+def test_old_fetch_versions_without_session_fields(broker: BrokerProcess) -> None:
+    """Fetch v4-v6 (advertised) carry no session id or epoch."""
+    from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+    topic = new_topic(broker)
+    client = RawClient(broker.bootstrap)
+    assert client.produce_partition(topic, 0, batch_of([(None, b"old")])).error_code == 0
+    for version in (4, 5, 6):
+        partition = FetchRequest.FetchTopic.FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+            partition_max_bytes=1 << 20)
+        request = FetchRequest[version](
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])])
+        response = client.request(request, FetchResponse, version)
+        (fetched,) = response.responses[0].partitions
+        assert fetched.error_code == 0
+        assert [r.value for r in decode_records(fetched.records)] == [b"old"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -114,3 +115,16 @@ def test_max_size_is_per_decoder() -> None:
     assert FrameDecoder(100).feed(stream) == [b"x" * 100]
     with pytest.raises(FrameError):
         FrameDecoder(99).feed(stream)
+
+
+def test_size_prefix_alone_allocates_nothing_for_the_announced_size() -> None:
+    """A peer announcing a large frame and sending little costs what it sent, not the size."""
+    decoder = FrameDecoder(64 << 20)
+    tracemalloc.start()
+    try:
+        decoder.feed(struct.pack(">i", 64 << 20) + b"x")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert decoder.buffered == 5

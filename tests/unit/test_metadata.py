@@ -469,3 +469,22 @@ def test_replaying_the_returned_records_yields_the_expected_state(
     reloaded = ClusterMetadata()
     apply(reloaded, (from_json(to_json(record)) for record in log))
     assert snapshot(reloaded) == snapshot(metadata)
+
+
+def test_the_metadata_topic_name_is_reserved() -> None:
+    with pytest.raises(MetadataError) as raised:
+        ClusterMetadata().create_topic("__cluster_metadata", "id", 1, 1, {}, BROKERS)
+    assert raised.value.error_code == ErrorCode.invalid_request
+
+
+def test_excessive_partition_counts_are_a_policy_violation() -> None:
+    metadata = ClusterMetadata()
+    with pytest.raises(MetadataError) as raised:
+        metadata.create_topic("big", "id", 10_001, 1, {}, BROKERS)
+    assert raised.value.error_code == ErrorCode.policy_violation
+    for record in metadata.create_topic("t", "id", 1, 1, {}, BROKERS):
+        metadata.replay(record)
+    with pytest.raises(MetadataError) as raised:
+        metadata.create_partitions("t", 10_002, BROKERS)
+    assert raised.value.error_code == ErrorCode.policy_violation
+    assert len(metadata.create_partitions("t", 10_001, BROKERS)) == 10_000

@@ -36,24 +36,29 @@ class _Wanted:
 
 
 def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
-    if request.session_id != 0:
+    # v4-v6 carry no session fields; an epoch above 0 names an incremental session, and this
+    # broker keeps none (session id 0 in every answer tells the client to fetch in full).
+    if getattr(request, "session_epoch", -1) > 0:
         return _top_level_error(ErrorCode.fetch_session_id_not_found)
-    if request.session_epoch not in (-1, 0):
-        return _top_level_error(ErrorCode.invalid_fetch_session_epoch)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    response, size, failed = _read(broker, wanted, request.max_bytes, context.version)
+    read = _read(broker, wanted, request.max_bytes, context.version)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
-    if size >= request.min_bytes or max_wait_ms <= 0 or failed:
-        return response
+    if read.size >= request.min_bytes or max_wait_ms <= 0 or read.failed:
+        return read.send(broker)
+    # registered before returning, so a produce handled before the coroutine starts wakes it
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
     return _wait_and_read(
-        broker, wanted, request.max_bytes, request.min_bytes, max_wait_ms, context.version
+        broker, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms,
+        context.version,
     )
 
 
 async def _wait_and_read(
     broker: Broker,
     wanted: list[_Wanted],
+    waiter: asyncio.Future[None],
     max_bytes: int,
     min_bytes: int,
     max_wait_ms: int,
@@ -63,15 +68,15 @@ async def _wait_and_read(
     deadline = loop.time() + max_wait_ms / 1000
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
     while True:
-        waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
-        remaining = deadline - loop.time()
         try:
-            await asyncio.wait_for(waiter, max(remaining, 0))
+            await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))
         except TimeoutError:
-            return _read(broker, wanted, max_bytes, version)[0]
-        response, size, failed = _read(broker, wanted, max_bytes, version)
-        if size >= min_bytes or failed or loop.time() >= deadline:
-            return response
+            return _read(broker, wanted, max_bytes, version).send(broker)
+        waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
+        read = _read(broker, wanted, max_bytes, version)
+        if read.size >= min_bytes or read.failed or loop.time() >= deadline:
+            waiter.cancel()
+            return read.send(broker)
 
 
 def _top_level_error(code: ErrorCode) -> Result:
@@ -94,31 +99,45 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
     return wanted
 
 
-def _read(
-    broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int
-) -> tuple[EncodedBody, int, bool]:
-    """The encoded response, the record bytes it carries, and whether any partition failed."""
+@dataclass(slots=True)
+class _Read:
+    """A Fetch response built but not yet sent, and what it carries."""
+
+    topics: list[FetchedTopic]
+    version: int
+    size: int
+    failed: bool
+
+    def send(self, broker: Broker) -> EncodedBody:
+        """Encode it and count its bytes and errors (only responses actually sent count)."""
+        metrics = broker.metrics
+        for topic in self.topics:
+            for partition in topic.partitions:
+                if partition.records:
+                    metrics.bytes_out.labels(topic.name).inc(len(partition.records))
+                if partition.error_code:
+                    metrics.count_error("Fetch", partition.error_code)
+        return EncodedBody(encode_fetch_body(self.version, self.topics))
+
+
+def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int) -> _Read:
     topics: dict[tuple[str | None, uuid.UUID | None], FetchedTopic] = {}
     remaining = max_bytes
     total = 0
     failed = False
-    bytes_out = broker.metrics.bytes_out
     for item in wanted:
         partition = _read_partition(broker, item, remaining, first=total == 0)
         records = partition.records
         if records:
             total += len(records)
             remaining = max(remaining - len(records), 0)
-            bytes_out.labels(item.topic).inc(len(records))
-        if partition.error_code:
-            failed = True
-            broker.metrics.count_error("Fetch", partition.error_code)
+        failed |= partition.error_code != ErrorCode.none
         key = (item.topic, item.topic_id)
         topic = topics.get(key)
         if topic is None:
             topic = topics[key] = FetchedTopic(item.topic or "", item.topic_id, [])
         topic.partitions.append(partition)
-    return EncodedBody(encode_fetch_body(version, list(topics.values()))), total, failed
+    return _Read(list(topics.values()), version, total, failed)
 
 
 def _read_partition(

@@ -16,6 +16,7 @@ from odradek.metadata.image import MetadataError, TopicState, validate_topic_nam
 
 log = logging.getLogger("odradek.broker.metadata")
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+NULLABLE_NAME_VERSION = 12
 COORDINATOR_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 """Internal topics their coordinators create; Metadata never auto-creates them."""
 
@@ -33,11 +34,13 @@ def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable
         if t.name is not None and t.name not in broker.metadata.topics
     ]
     if allow_auto and missing:
-        return _auto_create_then_describe(broker, request, missing)
-    return _response(broker, [_lookup(broker, t) for t in topics])
+        return _auto_create_then_describe(broker, request, missing, context.version)
+    return _response(broker, [_lookup(broker, t, context.version) for t in topics])
 
 
-async def _auto_create_then_describe(broker: Broker, request: Any, names: list[str]) -> Result:
+async def _auto_create_then_describe(
+    broker: Broker, request: Any, names: list[str], version: int
+) -> Result:
     for name in dict.fromkeys(names):
         if name in COORDINATOR_TOPICS:
             continue
@@ -53,16 +56,18 @@ async def _auto_create_then_describe(broker: Broker, request: Any, names: list[s
         except MetadataError as error:
             if error.error_code != ErrorCode.topic_already_exists:
                 log.warning("auto-creation of %s failed: %s", name, error.message)
-    return _response(broker, [_lookup(broker, t) for t in request.topics])
+    return _response(broker, [_lookup(broker, t, version) for t in request.topics])
 
 
-def _lookup(broker: Broker, topic: Any) -> dict[str, Any]:
+def _lookup(broker: Broker, topic: Any, version: int) -> dict[str, Any]:
     name = topic.name
     if name is None:
         topic_id = getattr(topic, "topic_id", None)
         name = broker.metadata.topic_names_by_id.get(str(topic_id))
         if name is None:
-            return {"error_code": ErrorCode.unknown_topic_id, "name": None,
+            # the name is nullable only from v12 on
+            return {"error_code": ErrorCode.unknown_topic_id,
+                    "name": None if version >= NULLABLE_NAME_VERSION else "",
                     "topic_id": topic_id, "partitions": []}
     state = broker.metadata.topics.get(name)
     if state is not None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
-from odradek.log.partition import RecordBatchTooLargeError
+from odradek.broker.server import ConnectionAbort
+from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
 
 log = logging.getLogger("odradek.broker.produce")
@@ -20,14 +22,17 @@ FIRST_ZSTD_VERSION = 7
 VALID_ACKS = (0, 1, -1)
 
 
-def handle_produce(context: RequestContext, request: Any) -> Result:
+def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
     broker = context.broker
     acks = request.acks
+    flushes: list[PartitionLog] = []
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
-                produce_partition(broker, topic.name, data.index, data.records, context.version)
+                produce_partition(
+                    broker, topic.name, data.index, data.records, context.version, flushes
+                )
                 if acks in VALID_ACKS
                 else _error(data.index, ErrorCode.invalid_required_acks)
                 for data in topic.partition_data
@@ -35,11 +40,33 @@ def handle_produce(context: RequestContext, request: Any) -> Result:
         }
         for topic in request.topic_data
     ]
-    for topic in responses:
-        for partition in topic["partition_responses"]:
-            if partition["error_code"]:
-                broker.metrics.count_error("Produce", partition["error_code"])
-    return None if acks == 0 else {"responses": responses}
+    failed = [
+        partition["error_code"]
+        for topic in responses
+        for partition in topic["partition_responses"]
+        if partition["error_code"]
+    ]
+    for code in failed:
+        broker.metrics.count_error("Produce", code)
+    if acks == 0:
+        if failed:
+            # Kafka closes the connection: the only way an acks=0 producer learns of it
+            raise ConnectionAbort(f"acks=0 produce failed: {ErrorCode(failed[0]).name}")
+        for log_ in flushes:
+            asyncio.ensure_future(broker.flush(log_))
+        return None
+    response = {"responses": responses}
+    if flushes:
+        return _after_flushes(broker, flushes, response)
+    return response
+
+
+async def _after_flushes(
+    broker: Broker, flushes: list[PartitionLog], response: dict[str, Any]
+) -> Result:
+    """flush.messages/flush.ms say these writes are acknowledged only once fsynced."""
+    await asyncio.gather(*(broker.flush(log_) for log_ in flushes))
+    return response
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -78,43 +105,55 @@ def _request_problem(batches: list[BatchInfo], version: int) -> tuple[ErrorCode,
     return None
 
 
+def _count_failure(broker: Broker, topic: str) -> None:
+    """Per-topic failure counts, for topics that exist (client-chosen names make no series)."""
+    if topic in broker.metadata.topics:
+        broker.metrics.failed_produce.labels(topic).inc()
+
+
 def produce_partition(
-    broker: Broker, topic: str, index: int, records: bytes | None, version: int
+    broker: Broker,
+    topic: str,
+    index: int,
+    records: bytes | None,
+    version: int,
+    flushes: list[PartitionLog],
 ) -> dict[str, Any]:
+    """Append one partition's batch; logs whose flush policy is due go to `flushes`."""
     log_ = broker.partition(topic, index)
     metrics = broker.metrics
     if log_ is None:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         return _error(index, ErrorCode.unknown_topic_or_partition)
     if not records:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         return _error(index, ErrorCode.corrupt_message, "empty record set")
     try:
         batches = validate_batches(records, log_.config.max_message_bytes)
     except InvalidRecordsError as error:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
     refused = _request_problem(batches, version)
     if refused:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         return _error(index, *refused)
     now = now_ms()
     problem = _timestamp_problem(broker, topic, batches, now)
     if problem:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_timestamp, problem)
     try:
         result = log_.append(bytearray(records), batches, now)
     except RecordBatchTooLargeError as error:
-        metrics.failed_produce.labels(topic).inc()
+        _count_failure(broker, topic)
         return _error(index, ErrorCode.record_list_too_large, str(error))
     log_.high_watermark = log_.log_end_offset
     broker.waiters.wake((topic, index))
     metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
     metrics.bytes_in.labels(topic).inc(len(records))
     if result.flush_due:
-        asyncio.get_running_loop().run_in_executor(None, log_.flush)
+        flushes.append(log_)
     return {
         "index": index,
         "error_code": ErrorCode.none,

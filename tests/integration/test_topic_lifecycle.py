@@ -1,0 +1,66 @@
+"""Deleting and re-creating a topic at once: the new topic never sees the old one's data,
+directories or checkpointed log start offset, even across a kill -9."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import (
+    TIMEOUT,
+    Out,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+    unique,
+)
+
+PARTITIONS = 40
+
+
+def wait_for_checkpointed_start(data_dir: Path, topic: str) -> bool:
+    path = data_dir / "log-start-offset-checkpoint"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists() and f"{topic} 0 2" in path.read_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_delete_then_recreate_then_kill_keeps_only_the_new_data(
+    fresh_broker: BrokerProcess,
+) -> None:
+    fresh_broker.overrides["log.flush.offset.checkpoint.interval.ms"] = "100"
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = unique("reborn")
+    for generation in range(3):
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(TIMEOUT)
+        outs = [Out(None, f"gen{generation}-{p}".encode(), now_ms(), partition=p)
+                for p in range(PARTITIONS) for _ in range(3)]
+        produce_confluent(bootstrap, topic, outs)
+        # a log start offset past 0 gets checkpointed for the old generation
+        deleted = admin.delete_records([CTopicPartition(topic, 0, 2)])
+        deleted[CTopicPartition(topic, 0, 2)].result(TIMEOUT)
+        assert wait_for_checkpointed_start(fresh_broker.data_dir, topic)
+        admin.delete_topics([topic])[topic].result(TIMEOUT)
+
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(TIMEOUT)
+    fresh = [Out(None, f"new-{p}".encode(), now_ms(), partition=p) for p in range(PARTITIONS)]
+    acked = produce_confluent(bootstrap, topic, fresh)
+    assert {(r.partition, r.offset) for r in acked} == {(p, 0) for p in range(PARTITIONS)}
+
+    fresh_broker.kill()
+    fresh_broker.start()
+    stored = read_confluent(fresh_broker.bootstrap, topic, partitions=range(PARTITIONS))
+    assert [(r.partition, r.offset, r.value) for r in stored] == [
+        (p, 0, f"new-{p}".encode()) for p in range(PARTITIONS)
+    ]
+    leftovers = [d.name for d in fresh_broker.data_dir.iterdir() if d.name.endswith("-stray")]
+    assert leftovers == []
