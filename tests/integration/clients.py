@@ -12,6 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -262,3 +263,17 @@ CLIENTS = tuple(READERS)
 def read_with(client: str, bootstrap: str, topic: str,
               partitions: Sequence[int] = (0,)) -> list[Rec]:
     return READERS[client](bootstrap, topic, partitions)
+
+
+def stored_codecs(data_dir: Path, topic: str, partition: int = 0) -> list[int]:
+    """The compression codec of every batch in the partition's segment files, read from the
+    raw bytes (batch length at 8, attributes at 21) rather than through the broker's code."""
+    codecs = []
+    for path in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+        data = path.read_bytes()
+        position = 0
+        while position + 23 <= len(data):
+            length = int.from_bytes(data[position + 8 : position + 12], "big")
+            codecs.append(int.from_bytes(data[position + 21 : position + 23], "big") & 0x7)
+            position += 12 + length
+    return codecs

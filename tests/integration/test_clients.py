@@ -43,6 +43,7 @@ from tests.integration.clients import (
     produce_with,
     read_confluent,
     read_with,
+    stored_codecs,
     unique,
 )
 
@@ -59,20 +60,6 @@ def digested(records: Sequence[Rec]) -> list[Rec]:
     """Values replaced by their SHA-256, so a mismatch of large records prints short."""
     return [r._replace(value=hashlib.sha256(r.value or b"").hexdigest().encode())
             for r in records]
-
-
-def stored_codecs(broker: BrokerProcess, topic: str, partition: int = 0) -> list[int]:
-    """The compression codec of every batch in the partition's segment files."""
-    codecs = []
-    for path in sorted((broker.data_dir / f"{topic}-{partition}").glob("*.log")):
-        data = path.read_bytes()
-        position = 0
-        while position + 23 <= len(data):
-            length = int.from_bytes(data[position + 8 : position + 12], "big")
-            attributes = int.from_bytes(data[position + 21 : position + 23], "big")
-            codecs.append(attributes & 0x7)
-            position += 12 + length
-    return codecs
 
 
 # --- keyed produce and consume ---------------------------------------------------------------
@@ -159,7 +146,7 @@ def test_compressed_batches_are_stored_as_sent_and_read_by_every_client(
     acked = produce_with(producer, broker.bootstrap, topic, outs, compression=codec)
 
     assert [r.offset for r in acked] == list(range(40))
-    codecs = stored_codecs(broker, topic)
+    codecs = stored_codecs(broker.data_dir, topic)
     assert codecs and set(codecs) == {CODECS[codec]}
     assert len(codecs) < 40  # batched, so the codec had more than one record to work on
     for reader in CLIENTS:
@@ -476,7 +463,7 @@ def test_kcat_librdkafka_2_0_2_compresses_with_every_codec(
     kcat(broker, "-P", "-t", topic, "-p", "0", "-z", codec, stdin="\n".join(lines) + "\n")
     consumed, _ = kcat(broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e")
     assert consumed.splitlines() == lines
-    assert set(stored_codecs(broker, topic)) == {CODECS[codec]}
+    assert set(stored_codecs(broker.data_dir, topic)) == {CODECS[codec]}
 
 
 def test_kcat_librdkafka_2_0_2_parses_the_api_versions_response(broker: BrokerProcess) -> None:

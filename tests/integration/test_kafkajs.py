@@ -34,6 +34,7 @@ from tests.integration.clients import (
     now_ms,
     read_confluent,
     stored,
+    stored_codecs,
     unique,
 )
 
@@ -160,19 +161,6 @@ def watermarks(broker: BrokerProcess, topic: str, partition: int) -> tuple[int, 
         consumer.close()
 
 
-def batch_codecs(broker: BrokerProcess, topic: str, partition: int) -> list[int]:
-    """The compression codec of every batch in the partition's segment files."""
-    codecs = []
-    for path in sorted((broker.data_dir / f"{topic}-{partition}").glob("*.log")):
-        data = path.read_bytes()
-        position = 0
-        while position + 23 <= len(data):
-            length = int.from_bytes(data[position + 8 : position + 12], "big")
-            codecs.append(int.from_bytes(data[position + 21 : position + 23], "big") & 0x7)
-            position += 12 + length
-    return codecs
-
-
 def offsets(topic_offsets: Sequence[dict[str, Any]]) -> dict[int, tuple[int, int]]:
     """fetchTopicOffsets' answer as {partition: (low, high)}, checking `offset` is `high`."""
     assert all(p["offset"] == p["high"] for p in topic_offsets), topic_offsets
@@ -218,7 +206,7 @@ def test_produce_reads_back_exactly(broker: BrokerProcess, acks: int,
                       key=lambda r: (r.partition, r.offset))
     assert read_confluent(broker.bootstrap, topic, partitions=range(3)) == expected
     codec = GZIP if compression else 0
-    assert all(batch_codecs(broker, topic, p) == [codec, codec] for p in range(3))
+    assert all(stored_codecs(broker.data_dir, topic, p) == [codec, codec] for p in range(3))
 
 
 def test_produce_acks_zero_reads_back_exactly(broker: BrokerProcess) -> None:
