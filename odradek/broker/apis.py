@@ -18,11 +18,27 @@ from odradek.broker.handlers.configs import (
     handle_describe_configs,
     handle_incremental_alter_configs,
 )
-from odradek.broker.handlers.coordinator import handle_find_coordinator
 from odradek.broker.handlers.delete_records import handle_delete_records
 from odradek.broker.handlers.fetch import handle_fetch
+from odradek.broker.handlers.groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_find_coordinator,
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_list_groups,
+    handle_sync_group,
+)
 from odradek.broker.handlers.list_offsets import handle_list_offsets
 from odradek.broker.handlers.metadata import handle_metadata
+from odradek.broker.handlers.offsets import (
+    handle_offset_commit,
+    handle_offset_delete,
+    handle_offset_fetch,
+)
 from odradek.broker.handlers.produce import handle_produce
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
@@ -42,7 +58,15 @@ API_TABLE: list[Api] = [
     Api(1, 4, 17, handle_fetch),
     Api(2, 1, 10, handle_list_offsets),
     Api(3, 0, 12, handle_metadata),
+    Api(8, 2, 9, handle_offset_commit),
+    Api(9, 1, 9, handle_offset_fetch),
     Api(10, 0, 6, handle_find_coordinator),
+    Api(11, 0, 9, handle_join_group),
+    Api(12, 0, 4, handle_heartbeat),
+    Api(13, 0, 5, handle_leave_group),
+    Api(14, 0, 5, handle_sync_group),
+    Api(15, 0, 6, handle_describe_groups),
+    Api(16, 0, 5, handle_list_groups),
     Api(18, 0, 4, handle_api_versions),
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),
@@ -51,8 +75,12 @@ API_TABLE: list[Api] = [
     Api(33, 0, 2, handle_alter_configs),
     Api(35, 1, 4, handle_describe_log_dirs),
     Api(37, 0, 3, handle_create_partitions),
+    Api(42, 0, 2, handle_delete_groups),
     Api(44, 0, 1, handle_incremental_alter_configs),
+    Api(47, 0, 0, handle_offset_delete),
     Api(60, 0, 1, handle_describe_cluster),
+    Api(68, 0, 1, handle_consumer_group_heartbeat),
+    Api(69, 0, 1, handle_consumer_group_describe),
     Api(75, 0, 0, handle_describe_topic_partitions),
 ]
 

@@ -18,8 +18,10 @@ from prometheus_client import start_http_server
 from odradek.broker.apis import API_TABLE
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import Dispatcher
+from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.server import KafkaConnection
 from odradek.config import BrokerConfig, InvalidConfigError
+from odradek.metadata.image import OFFSETS_TOPIC
 
 log = logging.getLogger("odradek.broker.app")
 
@@ -53,12 +55,15 @@ class BrokerApp:
         host, port = parse_listener(advertised[0])
         self.config = config
         self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port)
+        self.broker.groups = GroupCoordinatorRuntime(self.broker)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         broker = self.broker
         await loop.run_in_executor(None, broker.load)
+        if OFFSETS_TOPIC in broker.metadata.topics:
+            await broker.groups.ensure_loaded()
         dispatcher = Dispatcher(broker, API_TABLE)
         max_request = self.config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
@@ -72,6 +77,8 @@ class BrokerApp:
             _every(self.config.integer("log.flush.scheduler.interval.ms"), self.flush_by_time),
             _every(self.config.integer("log.flush.offset.checkpoint.interval.ms") or 60000,
                    self.checkpoint),
+            _every(self.config.integer("offsets.retention.check.interval.ms"),
+                   broker.groups.expire_offsets),
         ]
         log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
                  broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
@@ -81,6 +88,7 @@ class BrokerApp:
         finally:
             log.info("shutting down")
             server.close()
+            broker.groups.close()
             in_flight = [request for c in list(connections) if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()

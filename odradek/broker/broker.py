@@ -11,7 +11,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -22,6 +22,9 @@ from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import ClusterMetadata
+
+if TYPE_CHECKING:
+    from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.metadata.records import (
     ConfigRecord,
     MetadataRecord,
@@ -84,6 +87,9 @@ def read_or_create_cluster_id(directory: Path, node_id: int, configured: str | N
 
 
 class Broker:
+    groups: GroupCoordinatorRuntime
+    """The group coordinator; set by the app, which wires the services together."""
+
     def __init__(self, config: BrokerConfig, host: str, port: int) -> None:
         self.config = config
         self.node_id = config.integer("node.id")

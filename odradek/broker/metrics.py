@@ -13,6 +13,12 @@ from prometheus_client.registry import Collector
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 
 PartitionSizes = Callable[[], Iterable[tuple[str, int, int]]]
+GroupStates = Callable[[], Iterable[tuple[str, str, str, int]]]
+"""(group id, group type `classic`/`consumer`, state, member count) of every group."""
+GroupOffsets = Callable[[], Iterable[tuple[str, str, int, int, int]]]
+"""(group id, topic, partition, committed offset, log end offset) of every commit."""
+
+CLASSIC_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
 
 
 class BrokerMetrics:
@@ -48,6 +54,23 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS_MS, registry=registry,
         )
         registry.register(_LogSizeCollector(partition_sizes))
+        self.rebalances = Counter(
+            "kafka_server_group_coordinator_metrics_group_rebalance",
+            "Rebalances completed (classic: a generation synced; consumer: a new group epoch).",
+            ["protocol"], registry=registry,
+        )
+        self.rebalance_time_ms = Histogram(
+            "kafka_server_group_coordinator_metrics_rebalance_time_ms",
+            "Time from a rebalance's start to its completion, in milliseconds.", ["protocol"],
+            buckets=LATENCY_BUCKETS_MS, registry=registry,
+        )
+
+    def register_groups(self, states: GroupStates, offsets: GroupOffsets) -> None:
+        self.registry.register(_GroupCollector(states, offsets))
+
+    def count_rebalance(self, protocol: str, duration_ms: int) -> None:
+        self.rebalances.labels(protocol).inc()
+        self.rebalance_time_ms.labels(protocol).observe(duration_ms)
 
     def count_error(self, request: str, code: int) -> None:
         """Kafka's ErrorsPerSec: every error code a response carries, at any level."""
@@ -66,3 +89,72 @@ class _LogSizeCollector(Collector):
         for topic, partition, size in self._partition_sizes():
             family.add_metric([topic, str(partition)], size)
         yield family
+
+
+class _GroupCollector(Collector):
+    """Group counts under Kafka's names (GroupMetadataManager's NumGroups* and KIP-848's
+    group-coordinator-metrics), and lag under kafka_exporter's, which dashboards chart."""
+
+    def __init__(self, states: GroupStates, offsets: GroupOffsets) -> None:
+        self._states = states
+        self._offsets = offsets
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        prefix = "kafka_coordinator_group_groupmetadatamanager_"
+        by_state = {state: 0 for state in CLASSIC_STATES}
+        by_protocol = {"classic": 0, "consumer": 0}
+        consumer_states: dict[str, int] = {}
+        members = GaugeMetricFamily("kafka_consumergroup_members",
+                                    "Members of a consumer group.", labels=["consumergroup"])
+        total = 0
+        for group_id, group_type, state, member_count in self._states():
+            total += 1
+            by_protocol[group_type] = by_protocol.get(group_type, 0) + 1
+            if group_type == "classic":
+                by_state[state] = by_state.get(state, 0) + 1
+            else:
+                consumer_states[state.lower()] = consumer_states.get(state.lower(), 0) + 1
+            members.add_metric([group_id], member_count)
+        yield GaugeMetricFamily(prefix + "numgroups", "Groups on this coordinator.", total)
+        for state in CLASSIC_STATES:
+            yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
+                                    f"Classic groups in state {state}.", by_state[state])
+        counts = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
+                                   "Groups per protocol.", labels=["protocol"])
+        for protocol, count in sorted(by_protocol.items()):
+            counts.add_metric([protocol], count)
+        yield counts
+        consumer = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_consumer_group_count",
+            "Consumer-protocol (KIP-848) groups per state.", labels=["state"])
+        for state, count in sorted(consumer_states.items()):
+            consumer.add_metric([state], count)
+        yield consumer
+        yield members
+        yield from self._lag()
+
+    def _lag(self) -> Iterable[GaugeMetricFamily]:
+        labels = ["consumergroup", "topic", "partition"]
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset",
+                                    "Committed offset of a group on a partition.", labels=labels)
+        lag = GaugeMetricFamily("kafka_consumergroup_lag",
+                                "Log end offset minus the group's committed offset.",
+                                labels=labels)
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum",
+                                    "Lag of a group summed over a topic's partitions.",
+                                    labels=["consumergroup", "topic"])
+        sums: dict[tuple[str, str], int] = {}
+        offsets = 0
+        for group_id, topic, partition, committed, end in self._offsets():
+            offsets += 1
+            behind = max(end - committed, 0)
+            current.add_metric([group_id, topic, str(partition)], committed)
+            lag.add_metric([group_id, topic, str(partition)], behind)
+            sums[(group_id, topic)] = sums.get((group_id, topic), 0) + behind
+        for (group_id, topic), total in sorted(sums.items()):
+            lag_sum.add_metric([group_id, topic], total)
+        yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numoffsets",
+                                "Committed offsets held by this coordinator.", offsets)
+        yield current
+        yield lag
+        yield lag_sum

@@ -22,6 +22,11 @@ from odradek.metadata.records import (
 MAX_TOPIC_NAME_LENGTH = 249
 METADATA_TOPIC = "__cluster_metadata"
 """KRaft's metadata log; its directory holds the metadata store."""
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+"""Topics the coordinators create and write; clients may read them but not create or
+produce to them."""
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller refuses larger batches of new partitions (POLICY_VIOLATION)."""
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -44,12 +49,12 @@ class TopicState:
     configs: dict[str, str] = field(default_factory=dict)
 
 
-def validate_topic_name(name: str | None) -> str:
+def validate_topic_name(name: str | None, internal: bool = False) -> str:
     if not name:
         raise MetadataError(ErrorCode.invalid_topic_exception, "Topic name is empty")
     if name in (".", ".."):
         raise MetadataError(ErrorCode.invalid_topic_exception, f"Topic name cannot be {name!r}")
-    if name == METADATA_TOPIC:
+    if name == METADATA_TOPIC or (name in INTERNAL_TOPICS and not internal):
         raise MetadataError(
             ErrorCode.invalid_request, f"Creation of internal topic {name} is prohibited."
         )
@@ -129,8 +134,9 @@ class ClusterMetadata:
         configs: Mapping[str, str | None],
         broker_ids: Sequence[int],
         assignments: Mapping[int, Sequence[int]] | None = None,
+        internal: bool = False,
     ) -> list[MetadataRecord]:
-        validate_topic_name(name)
+        validate_topic_name(name, internal)
         if name in self.topics:
             raise MetadataError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         collision = name.replace(".", "_")

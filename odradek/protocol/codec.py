@@ -194,6 +194,9 @@ def _converter(kind: Any) -> Converter:
             return lambda value: value
         if issubclass(kind, uuid.UUID):
             return lambda value: value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+        if issubclass(kind, str):
+            # a null in a version that cannot carry one is sent as "", as Kafka does
+            return lambda value: "" if value is None else value
     return lambda value: value
 
 

@@ -64,7 +64,7 @@ def refused(code: ErrorCode) -> pytest.RaisesExc[MetadataError]:
 
 @pytest.mark.parametrize(
     "name",
-    ["a", "orders", "Orders.v2", "__consumer_offsets", "a-b_c.d", "...", ".a", "a..",
+    ["a", "orders", "Orders.v2", "__consumer_offsetz", "a-b_c.d", "...", ".a", "a..",
      "x" * MAX_TOPIC_NAME_LENGTH, "0123456789"],
 )
 def test_legal_topic_names(name: str) -> None:
@@ -79,6 +79,13 @@ def test_legal_topic_names(name: str) -> None:
 def test_illegal_topic_names(name: str | None) -> None:
     with refused(ErrorCode.invalid_topic_exception):
         validate_topic_name(name)
+
+
+@pytest.mark.parametrize("name", ["__consumer_offsets", "__transaction_state"])
+def test_internal_topics_are_created_only_by_their_coordinators(name: str) -> None:
+    with refused(ErrorCode.invalid_request):
+        validate_topic_name(name)
+    assert validate_topic_name(name, internal=True) == name
 
 
 def test_create_topic_refuses_illegal_names_before_anything_else() -> None:

@@ -12,14 +12,13 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
-from odradek.metadata.image import MetadataError, TopicState, validate_topic_name
+from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, validate_topic_name
 
 log = logging.getLogger("odradek.broker.cluster")
 
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2
 ZERO_UUID = uuid.UUID(int=0)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 # Kafka's AclOperation codes.
 READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8

@@ -12,12 +12,11 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.topics import create_topic
-from odradek.metadata.image import MetadataError, TopicState, validate_topic_name
+from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, validate_topic_name
 
 log = logging.getLogger("odradek.broker.metadata")
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 NULLABLE_NAME_VERSION = 12
-COORDINATOR_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 """Internal topics their coordinators create; Metadata never auto-creates them."""
 
 
@@ -42,7 +41,7 @@ async def _auto_create_then_describe(
     broker: Broker, request: Any, names: list[str], version: int
 ) -> Result:
     for name in dict.fromkeys(names):
-        if name in COORDINATOR_TOPICS:
+        if name in INTERNAL_TOPICS:
             continue
         try:
             validate_topic_name(name)
@@ -85,7 +84,7 @@ def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
         "error_code": ErrorCode.none,
         "name": state.name,
         "topic_id": uuid.UUID(state.topic_id),
-        "is_internal": state.name.startswith("__"),
+        "is_internal": state.name in INTERNAL_TOPICS,
         "partitions": [
             {
                 "error_code": ErrorCode.none,

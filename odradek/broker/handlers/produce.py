@@ -14,6 +14,7 @@ from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.server import ConnectionAbort
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
+from odradek.metadata.image import INTERNAL_TOPICS
 from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
 
 log = logging.getLogger("odradek.broker.produce")
@@ -125,6 +126,10 @@ def produce_partition(
     if log_ is None:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.unknown_topic_or_partition)
+    if topic in INTERNAL_TOPICS:
+        _count_failure(broker, topic)
+        return _error(index, ErrorCode.invalid_topic_exception,
+                      f"Cannot append to internal topic {topic}")
     if not records:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.corrupt_message, "empty record set")

@@ -30,6 +30,7 @@ async def create_topic(
     configs: Mapping[str, str | None],
     assignments: Mapping[int, list[int]] | None = None,
     validate_only: bool = False,
+    internal: bool = False,
 ) -> str:
     """Validate, then (unless validate_only) durably create a topic; returns its id."""
     async with broker.admin_lock:
@@ -42,6 +43,7 @@ async def create_topic(
             configs,
             broker.broker_ids,
             assignments,
+            internal,
         )
         if not validate_only:
             await broker.apply(records)

@@ -1,0 +1,267 @@
+"""The shell around the group coordinator: one shard per partition of `__consumer_offsets`,
+loaded by replaying that partition, fed requests and timer ticks on the event loop (so one
+shard serves one thing at a time), its records appended before its responses go out."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker, now_ms
+from odradek.broker.handlers.topics import create_topic
+from odradek.group.classic import Output, Token
+from odradek.group.coordinator import GroupCoordinatorShard, group_type
+from odradek.group.model import GroupConfig, TopicInfo
+from odradek.group.record_codec import (
+    RecordFormatError,
+    UnknownRecordType,
+    decode_record,
+    encode_record,
+)
+from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.protocol.records import build_batch, decode_records, iter_batches, validate_batches
+
+log = logging.getLogger("odradek.broker.groups")
+
+LOAD_READ_BYTES = 1 << 20
+T = TypeVar("T")
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """Kafka's choice of coordinator partition: Utils.abs(groupId.hashCode()) % partitions,
+    with Java's String.hashCode over UTF-16 code units."""
+    data = group_id.encode("utf-16-be")
+    value = 0
+    for i in range(0, len(data), 2):
+        value = (31 * value + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    if value >= 1 << 31:
+        value -= 1 << 32
+    return (0 if value == -(1 << 31) else abs(value)) % partitions
+
+
+class BrokerTopics:
+    """The broker's metadata image as the coordinator's TopicsView."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._metadata = broker.metadata
+
+    def by_name(self, name: str) -> TopicInfo | None:
+        state = self._metadata.topics.get(name)
+        return None if state is None else TopicInfo(state.topic_id, name, len(state.partitions))
+
+    def by_id(self, topic_id: str) -> TopicInfo | None:
+        name = self._metadata.topic_names_by_id.get(topic_id)
+        return None if name is None else self.by_name(name)
+
+    def names(self) -> Iterable[str]:
+        return list(self._metadata.topics)
+
+
+class GroupCoordinatorRuntime:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = GroupConfig.from_broker_config(broker.config)
+        self.topics = BrokerTopics(broker)
+        self.rng = random.Random()
+        self.shards: dict[int, GroupCoordinatorShard] = {}
+        self._waiting: dict[Token, asyncio.Future[Any]] = {}
+        self._tokens = itertools.count()
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._creating: asyncio.Lock | None = None
+        broker.metrics.register_groups(self._group_states, self._group_offsets)
+
+    @property
+    def num_partitions(self) -> int:
+        state = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        return len(state.partitions) if state is not None else 0
+
+    def is_loaded(self) -> bool:
+        return bool(self.shards)
+
+    # Loading.
+
+    def load(self) -> None:
+        """Replay every partition of `__consumer_offsets` into a fresh shard, as at startup.
+        Blocking: run it in a thread before serving."""
+        for partition in range(self.num_partitions):
+            self.shards[partition] = self._load_shard(partition)
+
+    def _load_shard(self, partition: int) -> GroupCoordinatorShard:
+        shard = GroupCoordinatorShard(self.config, self.topics, self.rng)
+        count = 0
+        for key, value in self._read_partition(partition):
+            try:
+                record = decode_record(key, value)
+            except UnknownRecordType as error:
+                log.warning("%s-%d: skipping a record of unknown type: %s",
+                            OFFSETS_TOPIC, partition, error)
+                continue
+            except RecordFormatError as error:
+                log.error("%s-%d: skipping a malformed record: %s", OFFSETS_TOPIC, partition,
+                          error)
+                continue
+            shard.replay(*record)
+            count += 1
+        shard.loaded(now_ms())
+        if count:
+            log.info("loaded %d records, %d groups from %s-%d", count, len(shard.groups),
+                     OFFSETS_TOPIC, partition)
+        return shard
+
+    def _read_partition(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        log_ = self.broker.partition(OFFSETS_TOPIC, partition)
+        if log_ is None:
+            return
+        offset = log_.log_start_offset
+        while offset < log_.log_end_offset:
+            data = bytes(log_.read(offset, LOAD_READ_BYTES).records)
+            if not data:
+                break
+            for batch in iter_batches(data):
+                for record in decode_records(memoryview(data)[batch.position:]):
+                    if record.key is not None and record.offset >= offset:
+                        yield record.key, record.value
+                offset = batch.base_offset + batch.last_offset_delta + 1
+
+    async def ensure_loaded(self) -> None:
+        """Create `__consumer_offsets` on first use, as Kafka does on the first
+        FindCoordinator, and load its shards."""
+        if self.shards:
+            return
+        if self._creating is None:
+            self._creating = asyncio.Lock()
+        async with self._creating:
+            if self.shards:
+                return
+            if OFFSETS_TOPIC not in self.broker.metadata.topics:
+                config = self.broker.config
+                await create_topic(
+                    self.broker, OFFSETS_TOPIC,
+                    config.integer("offsets.topic.num.partitions"),
+                    config.integer("offsets.topic.replication.factor"),
+                    {"cleanup.policy": "compact", "compression.type": "producer",
+                     "segment.bytes": str(config.integer("offsets.topic.segment.bytes"))},
+                    internal=True,
+                )
+            await asyncio.get_running_loop().run_in_executor(None, self.load)
+            for partition in self.shards:
+                self._schedule(partition)
+
+    # Serving.
+
+    def shard_for(self, group_id: str) -> tuple[int, GroupCoordinatorShard]:
+        partition = partition_for(group_id, self.num_partitions)
+        return partition, self.shards[partition]
+
+    def run(self, group_id: str,
+            handler: Callable[[GroupCoordinatorShard, int], tuple[T, Output]]) -> T:
+        """Run a handler on the group's shard and commit its output; returns its result."""
+        partition, shard = self.shard_for(group_id)
+        result, out = handler(shard, now_ms())
+        self._commit(partition, out)
+        return result
+
+    async def run_deferred(self, group_id: str,
+                           handler: Callable[[GroupCoordinatorShard, Token, int], Output]
+                           ) -> Any:
+        """Run a handler whose response may come later (JoinGroup, SyncGroup)."""
+        partition, shard = self.shard_for(group_id)
+        token = next(self._tokens)
+        waiting = asyncio.get_running_loop().create_future()
+        self._waiting[token] = waiting
+        try:
+            self._commit(partition, handler(shard, token, now_ms()))
+            return await waiting
+        finally:
+            self._waiting.pop(token, None)
+
+    def _commit(self, partition: int, out: Output) -> None:
+        if out.records:
+            try:
+                self._append(partition, out)
+            except Exception:
+                log.exception("appending to %s-%d failed: reloading its groups",
+                              OFFSETS_TOPIC, partition)
+                self.shards[partition] = self._load_shard(partition)
+                for token, _ in out.responses:
+                    waiting = self._waiting.get(token)
+                    if waiting is not None and not waiting.done():
+                        waiting.set_exception(CoordinatorUnavailable())
+                raise
+        for token, response in out.responses:
+            waiting = self._waiting.get(token)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(response)
+        for protocol, duration_ms in out.rebalances:
+            self.broker.metrics.count_rebalance(protocol, duration_ms)
+        self._schedule(partition)
+
+    def _append(self, partition: int, out: Output) -> None:
+        log_ = self.broker.partition(OFFSETS_TOPIC, partition)
+        if log_ is None:
+            raise CoordinatorUnavailable()
+        now = now_ms()
+        batch = bytearray(build_batch([encode_record(*r) for r in out.records], timestamp_ms=now))
+        batches = validate_batches(batch, len(batch), from_client=False)
+        result = log_.append(batch, batches, now)
+        log_.high_watermark = log_.log_end_offset
+        self.broker.waiters.wake((OFFSETS_TOPIC, partition))
+        if result.flush_due:
+            asyncio.get_running_loop().create_task(self.broker.flush(log_))
+
+    # Time.
+
+    def _schedule(self, partition: int) -> None:
+        handle = self._timers.pop(partition, None)
+        if handle is not None:
+            handle.cancel()
+        deadline = self.shards[partition].next_deadline()
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(deadline - now_ms(), 0) / 1000
+        self._timers[partition] = loop.call_later(delay, self._tick, partition)
+
+    def _tick(self, partition: int) -> None:
+        self._timers.pop(partition, None)
+        try:
+            self._commit(partition, self.shards[partition].tick(now_ms()))
+        except Exception:
+            log.exception("group coordinator timers of %s-%d failed", OFFSETS_TOPIC, partition)
+
+    async def expire_offsets(self) -> None:
+        for partition, shard in list(self.shards.items()):
+            self._commit(partition, shard.expire_offsets(now_ms()))
+
+    def _group_states(self) -> Iterator[tuple[str, str, str, int]]:
+        for shard in list(self.shards.values()):
+            for group in list(shard.groups.values()):
+                yield group.group_id, group_type(group), group.state, len(group.members)
+
+    def _group_offsets(self) -> Iterator[tuple[str, str, int, int, int]]:
+        for shard in list(self.shards.values()):
+            for group_id, committed in list(shard.offsets.items()):
+                for (topic, partition), value in list(committed.items()):
+                    log_ = self.broker.partition(topic, partition)
+                    if log_ is not None:
+                        yield group_id, topic, partition, value.offset, log_.high_watermark
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(CoordinatorUnavailable())
+
+
+class CoordinatorUnavailable(Exception):
+    """The coordinator cannot serve now; clients get COORDINATOR_NOT_AVAILABLE."""
+
+    error_code = ErrorCode.coordinator_not_available

@@ -1,0 +1,198 @@
+"""FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat and
+ConsumerGroupDescribe. Each turns the decoded request into the coordinator core's terms
+and its answer back into the response schema."""
+
+from __future__ import annotations
+
+import uuid
+from functools import partial
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.group_runtime import CoordinatorUnavailable
+from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
+from odradek.group.consumer_group import HeartbeatRequest
+from odradek.group.coordinator import GroupCoordinatorShard
+from odradek.group.model import GroupError
+from odradek.group.records import TopicPartitions
+
+BATCHED_KEYS_VERSION = 4
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+NO_TRANSACTIONS = "Odradek has no transaction coordinator yet."
+BATCHED_LEAVE_VERSION = 3
+
+
+def _milliseconds(value: Any) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+def _client_host(context: RequestContext) -> str:
+    return "/" + context.peer.rsplit(":", 1)[0]
+
+
+async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    broker = context.broker
+    if key_type == TRANSACTION_KEY:
+        code, message = ErrorCode.coordinator_not_available, NO_TRANSACTIONS
+    elif key_type != GROUP_KEY:
+        code, message = ErrorCode.invalid_request, f"Unknown key type {key_type}"
+    else:
+        await broker.groups.ensure_loaded()
+        endpoint = broker.endpoint()
+        return {"key": key, "node_id": endpoint["node_id"], "host": endpoint["host"],
+                "port": endpoint["port"], "error_code": ErrorCode.none, "error_message": None}
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
+            "error_message": message}
+
+
+async def handle_find_coordinator(context: RequestContext, request: Any) -> Result:
+    key_type = getattr(request, "key_type", GROUP_KEY)
+    if context.version >= BATCHED_KEYS_VERSION:
+        return {"coordinators": [await _coordinator(context, key, key_type)
+                                 for key in request.coordinator_keys]}
+    return await _coordinator(context, request.key, key_type)
+
+
+async def handle_join_group(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    session_timeout = _milliseconds(request.session_timeout)
+    rebalance = getattr(request, "rebalance_timeout", None)
+    join = JoinRequest(
+        request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+        session_timeout, session_timeout if rebalance is None else _milliseconds(rebalance),
+        request.protocol_type, tuple((p.name, p.metadata) for p in request.protocols),
+        context.header.client_id or "", _client_host(context), context.version,
+    )
+    try:
+        await groups.ensure_loaded()
+        response: dict[str, Any] = await groups.run_deferred(
+            join.group_id, lambda shard, token, now: shard.join_group(token, join, now))
+    except CoordinatorUnavailable as error:
+        return join_error(request.member_id, GroupError(error.error_code))
+    return response
+
+
+async def handle_sync_group(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    sync = SyncRequest(
+        request.group_id, request.generation_id, request.member_id,
+        getattr(request, "group_instance_id", None), getattr(request, "protocol_type", None),
+        getattr(request, "protocol_name", None),
+        tuple((a.member_id, a.assignment) for a in request.assignments),
+    )
+    try:
+        await groups.ensure_loaded()
+        response: dict[str, Any] = await groups.run_deferred(
+            sync.group_id, lambda shard, token, now: shard.sync_group(token, sync, now))
+    except CoordinatorUnavailable as error:
+        return sync_error(GroupError(error.error_code))
+    return response
+
+
+async def handle_heartbeat(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    code = groups.run(request.group_id, lambda shard, now: (shard.heartbeat(
+        request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+        request.generation_id, now), Output()))
+    return {"error_code": code}
+
+
+async def handle_leave_group(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    if context.version >= BATCHED_LEAVE_VERSION:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    errors = groups.run(request.group_id,
+                        lambda shard, now: shard.leave_group(request.group_id, members, now))
+    if context.version < BATCHED_LEAVE_VERSION:
+        return {"error_code": errors[0]}
+    return {
+        "error_code": ErrorCode.none,
+        "members": [{"member_id": member_id, "group_instance_id": instance_id,
+                     "error_code": code}
+                    for (member_id, instance_id), code in zip(members, errors, strict=True)],
+    }
+
+
+async def handle_list_groups(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    if not groups.is_loaded():
+        return {"error_code": ErrorCode.none, "groups": []}
+    states = getattr(request, "states_filter", ())
+    types = getattr(request, "types_filter", ())
+    listed = [
+        {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
+         "group_type": g.group_type}
+        for shard in groups.shards.values() for g in shard.list_groups(states, types)
+    ]
+    return {"error_code": ErrorCode.none, "groups": listed}
+
+
+async def handle_describe_groups(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    described = []
+    for group_id in request.groups:
+        _, shard = groups.shard_for(group_id)
+        described.append(shard.describe_group(group_id, context.version))
+    return {"groups": described}
+
+
+async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    return {"results": [
+        {"group_id": group_id,
+         "error_code": groups.run(group_id, partial(_delete_group, group_id))}
+        for group_id in request.groups_names
+    ]}
+
+
+def _delete_group(group_id: str, shard: GroupCoordinatorShard,
+                  now_ms: int) -> tuple[ErrorCode, Output]:
+    return shard.delete_group(group_id)
+
+
+async def handle_consumer_group_heartbeat(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    owned = None if request.topic_partitions is None else tuple(
+        TopicPartitions(str(tp.topic_id), tuple(tp.partitions))
+        for tp in request.topic_partitions
+    )
+    heartbeat = HeartbeatRequest(
+        request.group_id, request.member_id, request.member_epoch, request.instance_id,
+        request.rack_id, _milliseconds(request.rebalance_timeout),
+        None if request.subscribed_topic_names is None else tuple(request.subscribed_topic_names),
+        getattr(request, "subscribed_topic_regex", None), request.server_assignor, owned,
+        context.header.client_id or "", _client_host(context), context.version,
+    )
+    await groups.ensure_loaded()
+    response = groups.run(request.group_id,
+                          lambda shard, now: shard.consumer_heartbeat(heartbeat, now))
+    assignment = None if response.assignment is None else {"topic_partitions": [
+        {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
+        for tp in response.assignment
+    ]}
+    return {
+        "error_code": response.error_code, "error_message": response.error_message,
+        "member_id": response.member_id, "member_epoch": response.member_epoch,
+        "heartbeat_interval": response.heartbeat_interval_ms, "assignment": assignment,
+    }
+
+
+async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    described = []
+    for group_id in request.group_ids:
+        _, shard = groups.shard_for(group_id)
+        described.append(shard.consumer_group_describe(group_id))
+    return {"groups": described}
+

@@ -1,0 +1,104 @@
+"""OffsetCommit, OffsetFetch (one group before v8, many from v8) and OffsetDelete."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.dispatch import RequestContext, Result
+from odradek.group.coordinator import CommitPartition, FetchedOffset, OffsetCommitRequest
+from odradek.group.model import GroupError
+
+MULTI_GROUP_FETCH_VERSION = 8
+NO_LEADER_EPOCH = -1
+
+
+async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
+    broker = context.broker
+    version = context.version
+    partitions: list[CommitPartition] = []
+    refused: dict[tuple[str, int], ErrorCode] = {}
+    for topic in request.topics:
+        state = broker.metadata.topics.get(topic.name)
+        for p in topic.partitions:
+            if state is None or p.partition_index not in state.partitions:
+                refused[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            partitions.append(CommitPartition(
+                topic.name, p.partition_index, p.committed_offset,
+                getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH), p.committed_metadata,
+            ))
+    commit = OffsetCommitRequest(
+        request.group_id, request.generation_id_or_member_epoch, request.member_id,
+        getattr(request, "group_instance_id", None), tuple(partitions), version,
+    )
+    groups = broker.groups
+    await groups.ensure_loaded()
+    errors = groups.run(commit.group_id, lambda shard, now: shard.commit_offsets(commit, now))
+    errors.update(refused)
+    return {"topics": [
+        {"name": topic.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": errors.get((topic.name, p.partition_index), ErrorCode.none)}
+            for p in topic.partitions]}
+        for topic in request.topics
+    ]}
+
+
+def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id: str | None,
+                 member_epoch: int) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    wanted: dict[str, list[int]] | None = None
+    if topics is not None:
+        wanted = {}
+        for topic in topics:
+            wanted.setdefault(topic.name, []).extend(topic.partition_indexes)
+    _, shard = context.broker.groups.shard_for(group_id)
+    try:
+        fetched = shard.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    except GroupError as error:
+        return error.error_code, []
+    by_topic: dict[str, list[FetchedOffset]] = defaultdict(list)
+    for offset in fetched:
+        by_topic[offset.topic].append(offset)
+    return ErrorCode.none, [
+        {"name": name, "partitions": [
+            {"partition_index": o.partition, "committed_offset": o.offset,
+             "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata,
+             "error_code": ErrorCode.none}
+            for o in offsets]}
+        for name, offsets in by_topic.items()
+    ]
+
+
+async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
+    await context.broker.groups.ensure_loaded()
+    if context.version < MULTI_GROUP_FETCH_VERSION:
+        code, topics = _fetch_group(context, request.group_id, request.topics, None, -1)
+        return {"error_code": code, "topics": topics}
+    groups = []
+    for group in request.groups:
+        code, topics = _fetch_group(context, group.group_id, group.topics,
+                                    getattr(group, "member_id", None),
+                                    getattr(group, "member_epoch", -1))
+        groups.append({"group_id": group.group_id, "error_code": code, "topics": topics})
+    return {"groups": groups}
+
+
+async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
+    groups = context.broker.groups
+    await groups.ensure_loaded()
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    code, errors = groups.run(request.group_id,
+                              lambda shard, now: shard.delete_offsets(request.group_id, wanted))
+    if code:
+        return {"error_code": code, "topics": []}
+    return {"error_code": ErrorCode.none, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)}
+            for p in t.partitions]}
+        for t in request.topics
+    ]}
+

@@ -1,0 +1,448 @@
+"""One shard of the group coordinator: the groups and committed offsets of one partition
+of `__consumer_offsets`, as a state machine without IO.
+
+Handlers take the request and `now_ms` and return an `Output`: records to append and the
+responses those records release. Offsets and KIP-848 groups change only by replaying
+records, here and at load time alike; classic groups keep their volatile rebalance state in
+the handlers and persist its outcome (see classic.py). The runtime appends the records
+before it releases any response.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.group import classic, consumer_group
+from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
+from odradek.group.consumer_group import ConsumerGroup, HeartbeatRequest, HeartbeatResponse
+from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
+from odradek.group.records import (
+    ConsumerGroupMetadataKey,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    RecordKey,
+    RecordValue,
+)
+
+Group = ClassicGroup | ConsumerGroup
+TopicPartition = tuple[str, int]
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_or_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    partitions: tuple[CommitPartition, ...]
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
+def group_type(group: Group) -> str:
+    return CONSUMER if isinstance(group, ConsumerGroup) else CLASSIC
+
+
+def group_state(group: Group) -> str:
+    return group.state
+
+
+class GroupCoordinatorShard:
+    def __init__(self, config: GroupConfig, topics: TopicsView, rng: random.Random) -> None:
+        self.config = config
+        self.topics = topics
+        self.rng = rng
+        self.timers = Timers()
+        self.groups: dict[str, Group] = {}
+        self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+
+    def context(self, now_ms: int) -> GroupContext:
+        return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng)
+
+    # Replay: the one path that changes offsets and KIP-848 groups.
+
+    def replay(self, key: RecordKey, value: RecordValue | None) -> None:
+        match key:
+            case OffsetCommitKey(group=group_id, topic=topic, partition=partition):
+                offsets = self.offsets.setdefault(group_id, {})
+                if value is None:
+                    offsets.pop((topic, partition), None)
+                    if not offsets:
+                        del self.offsets[group_id]
+                    return
+                assert isinstance(value, OffsetCommitValue)
+                offsets[(topic, partition)] = value
+                self.groups.setdefault(group_id, ClassicGroup(group_id))
+            case GroupMetadataKey(group=group_id):
+                if value is None:
+                    self.groups.pop(group_id, None)
+                else:
+                    assert isinstance(value, GroupMetadataValue)
+                    self.groups[group_id] = ClassicGroup.from_record(group_id, value)
+            case _:
+                self._replay_consumer_group(key, value)
+
+    def _replay_consumer_group(self, key: RecordKey, value: RecordValue | None) -> None:
+        group_id: str = key.group_id  # type: ignore[union-attr]
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            if value is None:
+                return
+            group = ConsumerGroup(group_id)
+            self.groups[group_id] = group
+        group.replay(key, value)
+        if isinstance(key, ConsumerGroupMetadataKey) and value is None:
+            del self.groups[group_id]
+
+    def _apply(self, records: Iterable[Record]) -> None:
+        """Replay records a handler produced; classic group records are skipped, as their
+        handlers already changed the group."""
+        for key, value in records:
+            if not isinstance(key, GroupMetadataKey):
+                self.replay(key, value)
+
+    def loaded(self, now_ms: int) -> None:
+        """After a load, members must heartbeat again within their session timeouts."""
+        ctx = self.context(now_ms)
+        for group in self.groups.values():
+            if isinstance(group, ClassicGroup):
+                classic.schedule_loaded_sessions(group, ctx)
+            else:
+                consumer_group.schedule_loaded_timers(group, ctx)
+
+    # Classic protocol.
+
+    def _classic_group(self, group_id: str, out: Output) -> ClassicGroup | None:
+        """The classic group of that id; an empty KIP-848 group gives way to it."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if not group.is_empty():
+                raise GroupError(ErrorCode.inconsistent_group_protocol,
+                                 f"Group {group_id} is a consumer (KIP-848) group")
+            records = group.deletion_records()
+            self._apply(records)
+            out.records.extend(records)
+            return None
+        return group
+
+    def join_group(self, token: Token, request: JoinRequest, now_ms: int) -> Output:
+        out = Output()
+        try:
+            group = self._classic_group(request.group_id, out)
+        except GroupError as error:
+            out.responses.append((token, classic.join_error(request.member_id, error)))
+            return out
+        group, joined = classic.join(group, token, request, self.context(now_ms))
+        if group is not None:
+            self.groups[group.group_id] = group
+        out.extend(joined)
+        return out
+
+    def sync_group(self, token: Token, request: SyncRequest, now_ms: int) -> Output:
+        group = self.groups.get(request.group_id)
+        if isinstance(group, ConsumerGroup):
+            error = GroupError(ErrorCode.unknown_member_id, "Not a classic group")
+            return Output(responses=[(token, classic.sync_error(error))])
+        return classic.sync(group, token, request, self.context(now_ms))
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int, now_ms: int) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            return ErrorCode.unknown_member_id
+        return classic.heartbeat(group, member_id, instance_id, generation,
+                                 self.context(now_ms))
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]],
+                    now_ms: int) -> tuple[list[ErrorCode], Output]:
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            return [ErrorCode.unknown_member_id for _ in members], Output()
+        return classic.leave(group, members, self.context(now_ms))
+
+    # KIP-848 consumer protocol.
+
+    def consumer_heartbeat(self, request: HeartbeatRequest,
+                           now_ms: int) -> tuple[HeartbeatResponse, Output]:
+        out = Output()
+        group = self.groups.get(request.group_id)
+        if isinstance(group, ClassicGroup):
+            if not group.is_empty():
+                return _heartbeat_error(request, ErrorCode.group_id_not_found,
+                                        f"Group {request.group_id} is a classic group"), out
+            if group.generation > 0:
+                out.records.append((GroupMetadataKey(group.group_id), None))
+            group = None
+        records, response = consumer_group.heartbeat(group, request, self.context(now_ms))
+        if group is None and records:
+            self.groups.pop(request.group_id, None)
+        self._apply(records)
+        out.records.extend(records)
+        return response, out
+
+    def consumer_group_describe(self, group_id: str) -> dict[str, Any]:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            message = (f"Group {group_id} is not a consumer group" if group is not None
+                       else f"Group {group_id} not found")
+            return {"error_code": ErrorCode.group_id_not_found, "error_message": message,
+                    "group_id": group_id, "group_state": "", "group_epoch": -1,
+                    "assignment_epoch": -1, "assignor_name": "", "members": [],
+                    "authorized_operations": -2147483648}
+        return group.describe(self.topics, self.config.consumer_assignors[0])
+
+    # Offsets.
+
+    def commit_offsets(self, request: OffsetCommitRequest,
+                       now_ms: int) -> tuple[dict[TopicPartition, ErrorCode], Output]:
+        out = Output()
+        try:
+            self._validate_commit(request, now_ms)
+        except GroupError as error:
+            return {(p.topic, p.partition): error.error_code for p in request.partitions}, out
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for p in request.partitions:
+            metadata = p.metadata or ""
+            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                errors[(p.topic, p.partition)] = ErrorCode.offset_metadata_too_large
+                continue
+            errors[(p.topic, p.partition)] = ErrorCode.none
+            out.records.append((
+                OffsetCommitKey(request.group_id, p.topic, p.partition),
+                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms),
+            ))
+        self._apply(out.records)
+        return errors, out
+
+    def _validate_commit(self, request: OffsetCommitRequest, now_ms: int) -> None:
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if request.generation_or_epoch >= 0:
+                if request.api_version >= FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND:
+                    raise GroupError(ErrorCode.group_id_not_found)
+                raise GroupError(ErrorCode.illegal_generation)
+            if not request.group_id:
+                raise GroupError(ErrorCode.invalid_group_id)
+            return
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_commit(request.member_id, request.group_instance_id,
+                                         request.generation_or_epoch)
+            return
+        group.validate_offset_commit(request.member_id, request.group_instance_id,
+                                     request.generation_or_epoch)
+        classic.touch(group, request.member_id, self.context(now_ms))
+
+    def fetch_offsets(self, group_id: str, topics: Mapping[str, Iterable[int]] | None,
+                      member_id: str | None = None,
+                      member_epoch: int = -1) -> list[FetchedOffset]:
+        """Committed offsets of the partitions asked for (offset -1 for none), or of all
+        partitions when topics is None. Raises GroupError."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_fetch(member_id, member_epoch)
+        elif member_epoch >= 0 and group is None:
+            raise GroupError(ErrorCode.group_id_not_found)
+        committed = self.offsets.get(group_id, {})
+        if topics is None:
+            wanted: Iterable[TopicPartition] = sorted(committed)
+        else:
+            wanted = [(topic, p) for topic, parts in topics.items() for p in parts]
+        fetched = []
+        for topic, partition in wanted:
+            value = committed.get((topic, partition))
+            if value is None:
+                fetched.append(FetchedOffset(topic, partition, -1, -1, ""))
+            else:
+                fetched.append(FetchedOffset(topic, partition, value.offset,
+                                             value.leader_epoch, value.metadata))
+        return fetched
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
+                       ) -> tuple[tuple[ErrorCode, dict[TopicPartition, ErrorCode]], Output]:
+        """OffsetDelete: ((group error, partition errors), output)."""
+        out = Output()
+        group = self.groups.get(group_id)
+        if group is None or group.state == classic.DEAD:
+            return (ErrorCode.group_id_not_found, {}), out
+        subscribed: set[str] | None
+        if isinstance(group, ConsumerGroup):
+            subscribed = group.subscribed_topic_names()
+        elif group.is_empty():
+            subscribed = set()
+        else:
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return (ErrorCode.non_empty_group, {}), out
+        errors: dict[TopicPartition, ErrorCode] = {}
+        committed = self.offsets.get(group_id, {})
+        for topic, partition in partitions:
+            if topic in subscribed:
+                errors[(topic, partition)] = ErrorCode.group_subscribed_to_topic
+                continue
+            errors[(topic, partition)] = ErrorCode.none
+            if (topic, partition) in committed:
+                out.records.append((OffsetCommitKey(group_id, topic, partition), None))
+        self._apply(out.records)
+        return (ErrorCode.none, errors), out
+
+    # Groups.
+
+    def list_groups(self, states: Iterable[str] = (),
+                    types: Iterable[str] = ()) -> list[GroupListing]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        listings = []
+        for group in self.groups.values():
+            listing = GroupListing(
+                group.group_id,
+                consumer_group.CONSUMER_PROTOCOL_TYPE if isinstance(group, ConsumerGroup)
+                else group.protocol_type or "",
+                group.state, group_type(group),
+            )
+            if wanted_states and listing.state.lower() not in wanted_states:
+                continue
+            if wanted_types and listing.group_type not in wanted_types:
+                continue
+            listings.append(listing)
+        return listings
+
+    def describe_group(self, group_id: str, version: int) -> dict[str, Any]:
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup):
+            return classic.describe(group)
+        missing = group is None
+        return {
+            "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
+            "error_message": f"Group {group_id} not found" if missing
+            else f"Group {group_id} is not a classic group",
+            "group_id": group_id, "group_state": classic.DEAD, "protocol_type": "",
+            "protocol_data": "", "members": [], "authorized_operations": -2147483648,
+        }
+
+    def delete_group(self, group_id: str) -> tuple[ErrorCode, Output]:
+        out = Output()
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, out
+        if not group.is_empty():
+            return ErrorCode.non_empty_group, out
+        out.records.extend(_offset_tombstones(group_id, self.offsets.get(group_id, {})))
+        if isinstance(group, ConsumerGroup):
+            out.records.extend(group.deletion_records())
+        else:
+            out.records.append((GroupMetadataKey(group_id), None))
+            group.state = classic.DEAD
+        self._apply(out.records)
+        self.groups.pop(group_id, None)
+        return ErrorCode.none, out
+
+    # Time.
+
+    def next_deadline(self) -> int | None:
+        return self.timers.next_deadline()
+
+    def tick(self, now_ms: int) -> Output:
+        """Fire every timer due at now_ms."""
+        out = Output()
+        ctx = self.context(now_ms)
+        for key in self.timers.pop_expired(now_ms):
+            kind, group_id, *rest = key
+            group = self.groups.get(group_id)
+            if isinstance(group, ClassicGroup):
+                if kind == classic.JOIN_TIMER:
+                    classic.on_join_timer(group, ctx, out)
+                elif kind == classic.SYNC_TIMER:
+                    classic.on_sync_timer(group, ctx, out)
+                elif kind == classic.SESSION_TIMER:
+                    classic.on_session_timer(group, rest[0], ctx, out)
+                elif kind == classic.PENDING_TIMER:
+                    classic.on_pending_timer(group, rest[0], ctx, out)
+            elif isinstance(group, ConsumerGroup):
+                records = consumer_group.on_timer(group, key, ctx)
+                self._apply(records)
+                out.records.extend(records)
+        return out
+
+    def expire_offsets(self, now_ms: int) -> Output:
+        """Tombstone offsets past offsets.retention.minutes, as Kafka's expiry does: a
+        group's offsets expire once it has been empty that long (standalone commits: since
+        the commit), and an active group's only for topics it no longer subscribes to.
+        Empty classic groups left without offsets are deleted."""
+        out = Output()
+        retention = self.config.offsets_retention_ms
+        for group_id, committed in list(self.offsets.items()):
+            group = self.groups.get(group_id)
+            expired = [
+                tp for tp, value in committed.items()
+                if _expired(group, tp[0], value, retention, now_ms)
+            ]
+            records: list[Record] = [(OffsetCommitKey(group_id, t, p), None) for t, p in expired]
+            if (len(expired) == len(committed) and isinstance(group, ClassicGroup)
+                    and group.is_empty()):
+                records.append((GroupMetadataKey(group_id), None))
+                self.groups.pop(group_id, None)
+            self._apply(records)
+            out.records.extend(records)
+        return out
+
+
+def _expired(group: Group | None, topic: str, value: OffsetCommitValue, retention: int,
+             now_ms: int) -> bool:
+    if value.expire_timestamp >= 0:
+        return now_ms >= value.expire_timestamp
+    if isinstance(group, ClassicGroup) and group.protocol_type:
+        if group.is_empty():
+            return now_ms >= group.current_state_timestamp + retention
+        subscribed = group.subscribed_topics()
+        if subscribed is None or topic in subscribed:
+            return False
+    elif isinstance(group, ConsumerGroup) and topic in group.subscribed_topic_names():
+        return False
+    return now_ms >= value.commit_timestamp + retention
+
+
+def _offset_tombstones(group_id: str,
+                       committed: Mapping[TopicPartition, OffsetCommitValue]) -> list[Record]:
+    return [(OffsetCommitKey(group_id, t, p), None) for t, p in committed]
+
+
+def _heartbeat_error(request: HeartbeatRequest, code: ErrorCode,
+                     message: str) -> HeartbeatResponse:
+    return HeartbeatResponse(code, message, None, -1, 0, None)

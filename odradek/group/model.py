@@ -1,0 +1,142 @@
+"""Types the group coordinator's cores share: its settings, the topics it can see, its
+timers and the errors its handlers answer with. Nothing here does IO or reads a clock."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from odradek.config import BrokerConfig
+
+
+class GroupError(Exception):
+    """A request a group refuses, with the Kafka error code to answer."""
+
+    def __init__(self, error_code: ErrorCode, message: str = "") -> None:
+        super().__init__(message or error_code.name)
+        self.error_code = error_code
+        self.message = message or None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """The broker configs the coordinator reads, under Kafka's names (see config.py)."""
+
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2147483647
+    offsets_retention_ms: int = 10080 * 60_000
+    offset_metadata_max_bytes: int = 4096
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2147483647
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
+        assignors = config["group.consumer.assignors"]
+        assert isinstance(assignors, list)
+        return cls(
+            initial_rebalance_delay_ms=config.integer("group.initial.rebalance.delay.ms"),
+            min_session_timeout_ms=config.integer("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.integer("group.max.session.timeout.ms"),
+            max_size=config.integer("group.max.size"),
+            offsets_retention_ms=config.integer("offsets.retention.minutes") * 60_000,
+            offset_metadata_max_bytes=config.integer("offset.metadata.max.bytes"),
+            consumer_session_timeout_ms=config.integer("group.consumer.session.timeout.ms"),
+            consumer_heartbeat_interval_ms=config.integer(
+                "group.consumer.heartbeat.interval.ms"
+            ),
+            consumer_max_size=config.integer("group.consumer.max.size"),
+            consumer_assignors=tuple(str(name) for name in assignors),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    topic_id: str
+    name: str
+    partitions: int
+
+
+class TopicsView(Protocol):
+    """The topics the coordinator can see, as the broker's metadata image has them."""
+
+    def by_name(self, name: str) -> TopicInfo | None: ...
+
+    def by_id(self, topic_id: str) -> TopicInfo | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+
+@dataclass(slots=True)
+class StaticTopics:
+    """A fixed TopicsView, for tests and tools."""
+
+    topics: Mapping[str, TopicInfo] = field(default_factory=dict)
+
+    def by_name(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: str) -> TopicInfo | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def names(self) -> Iterable[str]:
+        return self.topics.keys()
+
+
+TimerKey = tuple[str, ...]
+"""(kind, group id, member id...): the shard routes an expired timer by its kind."""
+
+
+class Timers:
+    """Deadlines by key, in milliseconds of the caller's clock; setting a key replaces it."""
+
+    def __init__(self) -> None:
+        self._deadlines: dict[TimerKey, int] = {}
+
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
+        self._deadlines[key] = deadline_ms
+
+    def cancel(self, key: TimerKey) -> None:
+        self._deadlines.pop(key, None)
+
+    def deadline(self, key: TimerKey) -> int | None:
+        return self._deadlines.get(key)
+
+    def pop_expired(self, now_ms: int) -> list[TimerKey]:
+        """Remove and return the keys due at now_ms, earliest first."""
+        due = sorted((d, k) for k, d in self._deadlines.items() if d <= now_ms)
+        for _, key in due:
+            del self._deadlines[key]
+        return [key for _, key in due]
+
+    def next_deadline(self) -> int | None:
+        return min(self._deadlines.values(), default=None)
+
+    def __contains__(self, key: TimerKey) -> bool:
+        return key in self._deadlines
+
+
+@dataclass(slots=True)
+class GroupContext:
+    """What a handler may read besides group state: the time, the topics, the settings, the
+    timers, and the source of new member ids."""
+
+    now_ms: int
+    topics: TopicsView
+    config: GroupConfig
+    timers: Timers
+    rng: random.Random
+
+    def new_member_id(self, prefix: str = "") -> str:
+        """Kafka's form: the client id, a dash and a random UUID."""
+        member_uuid = uuid.UUID(int=self.rng.getrandbits(128), version=4)
+        return f"{prefix}-{member_uuid}" if prefix else str(member_uuid)
+

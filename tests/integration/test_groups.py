@@ -1,0 +1,241 @@
+"""Consumer groups with real clients: three consumers split a six-partition topic with no
+overlap, commit exactly what they read, and a newcomer resumes right after the commits.
+Classic protocol with confluent-kafka (eager and cooperative-sticky), kafka-python and
+aiokafka; KIP-848's consumer protocol with confluent-kafka."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import TIMEOUT, create_topic, unique
+from tests.integration.groups import (
+    AiokafkaGroup,
+    ConfluentGroup,
+    KafkaPythonGroup,
+    fill,
+    split_evenly,
+    wait_until,
+)
+
+PARTITIONS = 6
+PER_PARTITION = 50
+FAST_JOIN = {"group.initial.rebalance.delay.ms": "300"}
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("groups")
+    process = BrokerProcess(root / "data", root / "broker.log", FAST_JOIN)
+    process.start()
+    yield process
+    if process.alive():
+        process.stop()
+
+
+Driver = ConfluentGroup | KafkaPythonGroup | AiokafkaGroup
+
+
+def drivers(bootstrap: str, group: str, topic: str) -> dict[str, Driver]:
+    return {
+        "confluent-classic": ConfluentGroup(bootstrap, group, topic, **{
+            "group.protocol": "classic", "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 500}),
+        "confluent-cooperative": ConfluentGroup(bootstrap, group, topic, **{
+            "group.protocol": "classic", "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 500}),
+        "confluent-consumer": ConfluentGroup(bootstrap, group, topic,
+                                             **{"group.protocol": "consumer"}),
+        "kafka-python": KafkaPythonGroup(bootstrap, group, topic, session_timeout_ms=10000,
+                                         heartbeat_interval_ms=500),
+        "aiokafka": AiokafkaGroup(bootstrap, group, topic, session_timeout_ms=10000,
+                                  heartbeat_interval_ms=500),
+    }
+
+
+@pytest.mark.parametrize("client", ["confluent-classic", "confluent-cooperative",
+                                    "confluent-consumer", "kafka-python", "aiokafka"])
+def test_three_consumers_split_commit_and_a_newcomer_resumes(
+        group_broker: BrokerProcess, client: str) -> None:
+    bootstrap = group_broker.bootstrap
+    topic = create_topic(bootstrap, unique("split"), PARTITIONS)
+    group_id = unique("g")
+    group = drivers(bootstrap, group_id, topic)[client]
+    members = [group.add(f"c{i}") for i in range(3)]
+    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
+               what="three consumers to split the topic")
+    assert [len(m.owned) for m in members] == [2, 2, 2]
+
+    fill(bootstrap, topic, PARTITIONS, PER_PARTITION)
+    total = PARTITIONS * PER_PARTITION
+    wait_until(lambda: sum(len(m.reads) for m in members) >= total, group.poll,
+               what="every record to arrive")
+    for _ in range(5):
+        group.poll()
+    reads = [r for m in members for r in m.reads]
+    assert len(reads) == total and len(set(reads)) == total, "each record read exactly once"
+    for member in members:
+        assert {p for p, _ in member.reads} <= member.owned, "a member read only its own"
+    for member in members:
+        group.commit(member)
+    committed = group.committed(members[0], PARTITIONS)
+    assert committed == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
+
+    group.close_all()
+    fill(bootstrap, topic, PARTITIONS, 10, start=PER_PARTITION)
+    newcomer_group = drivers(bootstrap, group_id, topic)[client]
+    newcomer = newcomer_group.add("newcomer")
+    wait_until(lambda: len(newcomer.reads) >= PARTITIONS * 10, newcomer_group.poll,
+               what="the newcomer to read the new records")
+    for _ in range(5):
+        newcomer_group.poll()
+    offsets = Counter(p for p, _ in newcomer.reads)
+    assert offsets == dict.fromkeys(range(PARTITIONS), 10), "nothing re-delivered or skipped"
+    assert min(o for _, o in newcomer.reads) == PER_PARTITION
+    newcomer_group.close_all()
+
+
+def test_consumer_protocol_moves_a_leaving_members_partitions_within_seconds(
+        group_broker: BrokerProcess) -> None:
+    bootstrap = group_broker.bootstrap
+    topic = create_topic(bootstrap, unique("kip848"), PARTITIONS)
+    group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": "consumer"})
+    members = [group.add(f"c{i}") for i in range(3)]
+    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
+               what="three KIP-848 consumers to split the topic")
+    leaving = members.pop()
+    group.close(leaving)
+    seconds = wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
+                         what="the leaver's partitions to move")
+    assert seconds < 15, f"partitions moved after {seconds:.1f}s: a session timeout, not a leave"
+    assert [len(m.owned) for m in members] == [3, 3]
+    group.close_all()
+
+
+def test_static_member_restart_keeps_its_partitions_without_a_rebalance(
+        group_broker: BrokerProcess) -> None:
+    bootstrap = group_broker.bootstrap
+    topic = create_topic(bootstrap, unique("static"), PARTITIONS)
+    group = ConfluentGroup(bootstrap, unique("g"), topic, **{
+        "group.protocol": "classic", "session.timeout.ms": 30000,
+        "heartbeat.interval.ms": 500})
+    members = [group.add(f"c{i}", **{"group.instance.id": f"pod-{i}"}) for i in range(3)]
+    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
+               what="three static members to split the topic")
+    before = {m.name: set(m.owned) for m in members}
+    revocations = {m.name: m.revocations for m in members}
+    restarting = members[1]
+    group.close(restarting)
+    back = group.add("c1", **{"group.instance.id": "pod-1"})
+    wait_until(lambda: back.owned == before["c1"], group.poll,
+               what="the static member to get its partitions back")
+    for _ in range(20):
+        group.poll()
+    for member in (members[0], members[2]):
+        assert member.owned == before[member.name]
+        assert member.revocations == revocations[member.name], "the others did not rebalance"
+    group.close_all()
+
+
+def _simple_commit(bootstrap: str, group_id: str, topic: str, offsets: dict[int, int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _committed(bootstrap: str, group_id: str, topic: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id})
+    try:
+        wanted = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: tp.offset for tp in consumer.committed(wanted, TIMEOUT)}
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["graceful", "kill-9"])
+def test_committed_offsets_survive_a_broker_restart(fresh_broker: BrokerProcess,
+                                                    hard: bool) -> None:
+    fresh_broker.overrides.update(FAST_JOIN)
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("restart"), 3)
+    fill(bootstrap, topic, 3, 20)
+    group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": "classic"})
+    member = group.add("c0")
+    wait_until(lambda: len(member.reads) >= 60, group.poll, what="records")
+    group.commit(member)
+    group.close_all()
+    _simple_commit(bootstrap, "standalone", topic, {0: 7, 2: 11})
+    fresh_broker.restart(hard=hard)
+    assert _committed(bootstrap, group.group, topic, 3) == {0: 20, 1: 20, 2: 20}
+    assert _committed(bootstrap, "standalone", topic, 3) == {0: 7, 1: -1001, 2: 11}
+
+
+def test_kill_9_during_a_burst_of_commits_loses_no_acknowledged_commit(
+        fresh_broker: BrokerProcess) -> None:
+    import threading
+
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("burst"), 1)
+    acked: list[int] = []
+    attempted: list[int] = []
+    stop = threading.Event()
+
+    def commit_burst() -> None:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "burst",
+                             "enable.auto.commit": False, "socket.timeout.ms": 2000,
+                             "reconnect.backoff.max.ms": 100})
+        offset = 0
+        while not stop.is_set():
+            offset += 1
+            attempted.append(offset)
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            except Exception:
+                break
+            acked.append(offset)
+        consumer.close()
+
+    worker = threading.Thread(target=commit_burst)
+    worker.start()
+    wait_until(lambda: len(acked) >= 200, lambda: stop.wait(0.01), what="commits")
+    fresh_broker.kill()
+    stop.set()
+    worker.join(TIMEOUT)
+    last_acked = acked[-1]
+    fresh_broker.start()
+    committed = _committed(bootstrap, "burst", topic, 1)[0]
+    assert last_acked <= committed <= attempted[-1]
+
+
+def test_group_join_time_with_the_default_initial_delay(tmp_path: Path) -> None:
+    """The figure users feel: subscribe to first record, with Kafka's default
+    group.initial.rebalance.delay.ms (3 s) for the classic protocol, and KIP-848's."""
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log")
+    broker.start()
+    try:
+        bootstrap = broker.bootstrap
+        topic = create_topic(bootstrap, unique("join"), 1)
+        fill(bootstrap, topic, 1, 1)
+        figures: dict[str, float] = {}
+        for protocol in ("classic", "consumer"):
+            group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": protocol})
+            member = group.add("c0")
+            figures[protocol] = wait_until(lambda m=member: bool(m.reads), group.poll,
+                                           what=f"the first record ({protocol})")
+            group.close_all()
+        print(f"\njoin time, subscribe to first record: {figures}")
+        assert figures["classic"] >= 3.0 * 0.9, "the initial delay was honoured"
+    finally:
+        broker.stop()
+
