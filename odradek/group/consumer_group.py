@@ -53,6 +53,9 @@ from odradek.group.records import (
 CONSUMER_PROTOCOL_TYPE = "consumer"
 SESSION_TIMER = "consumer-session"
 REBALANCE_TIMER = "consumer-rebalance"
+EMPTY_STATE, ASSIGNING_STATE, RECONCILING_STATE, STABLE_STATE = (
+    "Empty", "Assigning", "Reconciling", "Stable")
+"""Kafka's ConsumerGroupState names."""
 
 LEAVE_GROUP_EPOCH = -1
 STATIC_LEAVE_GROUP_EPOCH = -2
@@ -272,12 +275,12 @@ class ConsumerGroup:
     @property
     def state(self) -> str:
         if not self.members:
-            return "Empty"
+            return EMPTY_STATE
         if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
+            return ASSIGNING_STATE
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return "Reconciling"
-        return "Stable"
+            return RECONCILING_STATE
+        return STABLE_STATE
 
     def is_empty(self) -> bool:
         return not self.members

@@ -92,6 +92,8 @@ class GroupCoordinatorShard:
         self.timers = Timers()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+        self._rebalancing_since: dict[str, int] = {}
+        """KIP-848 groups whose epoch moved and that are not yet Stable (for metrics)."""
 
     def context(self, now_ms: int) -> GroupContext:
         return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng)
@@ -210,12 +212,27 @@ class GroupCoordinatorShard:
             if group.generation > 0:
                 out.records.append((GroupMetadataKey(group.group_id), None))
             group = None
+        epoch = group.group_epoch if group is not None else 0
         records, response = consumer_group.heartbeat(group, request, self.context(now_ms))
         if group is None and records:
             self.groups.pop(request.group_id, None)
         self._apply(records)
         out.records.extend(records)
+        self._track_rebalance(request.group_id, epoch, now_ms, out)
         return response, out
+
+    def _track_rebalance(self, group_id: str, epoch_before: int, now_ms: int,
+                         out: Output) -> None:
+        """A KIP-848 rebalance runs from a new group epoch until the group is Stable."""
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            self._rebalancing_since.pop(group_id, None)
+            return
+        if group.group_epoch > epoch_before:
+            self._rebalancing_since.setdefault(group_id, now_ms)
+        if group.state == consumer_group.STABLE_STATE and group_id in self._rebalancing_since:
+            started = self._rebalancing_since.pop(group_id)
+            out.rebalances.append((CONSUMER, now_ms - started))
 
     def consumer_group_describe(self, group_id: str) -> dict[str, Any]:
         group = self.groups.get(group_id)
@@ -395,9 +412,11 @@ class GroupCoordinatorShard:
                 elif kind == classic.PENDING_TIMER:
                     classic.on_pending_timer(group, rest[0], ctx, out)
             elif isinstance(group, ConsumerGroup):
+                epoch = group.group_epoch
                 records = consumer_group.on_timer(group, key, ctx)
                 self._apply(records)
                 out.records.extend(records)
+                self._track_rebalance(group_id, epoch, now_ms, out)
         return out
 
     def expire_offsets(self, now_ms: int) -> Output:

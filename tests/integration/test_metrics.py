@@ -8,10 +8,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import unique
+from tests.integration.groups import ConfluentGroup, fill, wait_until
 from tests.integration.raw_client import FETCH_VERSION, PRODUCE_VERSION, RawClient, batch_of
 
 TIMEOUT = 15.0
@@ -132,3 +135,39 @@ def test_rejected_produce_is_counted_as_failed_and_not_as_messages_in(
     assert sample(after, "kafka_server_brokertopicmetrics_failedproducerequests_total",
                   topic=topic) == 2
     assert sample(after, "kafka_log_log_size", topic=topic, partition="0") == len(good)
+
+
+def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
+    topic = create_topic(broker)
+    fill(broker.bootstrap, topic, 1, 30)
+    before = scrape(broker)
+    groups = {}
+    for protocol in ("classic", "consumer"):
+        group = ConfluentGroup(broker.bootstrap, unique(protocol), topic,
+                               **{"group.protocol": protocol})
+        member = group.add("c0")
+        wait_until(lambda m=member: len(m.reads) >= 30, group.poll, what="records")
+        member.client.commit(offsets=[TopicPartition(topic, 0, 10)], asynchronous=False)
+        groups[protocol] = group
+    fill(broker.bootstrap, topic, 1, 5)
+    after = scrape(broker)
+    for protocol, group in groups.items():
+        labels = {"consumergroup": group.group, "topic": topic, "partition": "0"}
+        assert sample(after, "kafka_consumergroup_current_offset", **labels) == 10
+        assert sample(after, "kafka_consumergroup_lag", **labels) == 35 - 10
+        assert sample(after, "kafka_consumergroup_lag_sum", consumergroup=group.group,
+                      topic=topic) == 25
+        assert sample(after, "kafka_consumergroup_members", consumergroup=group.group) == 1
+        assert increase(before, after,
+                        "kafka_server_group_coordinator_metrics_group_rebalance_total",
+                        protocol=protocol) >= 1
+        assert increase(before, after,
+                        "kafka_server_group_coordinator_metrics_rebalance_time_ms_count",
+                        protocol=protocol) >= 1
+    assert sample(after, "kafka_server_group_coordinator_metrics_consumer_group_count",
+                  state="stable") >= 1
+    assert sample(after, "kafka_coordinator_group_groupmetadatamanager_numgroupsstable") >= 1
+    assert sample(after, "kafka_server_group_coordinator_metrics_group_count",
+                  protocol="consumer") >= 1
+    for group in groups.values():
+        group.close_all()
