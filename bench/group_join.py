@@ -81,8 +81,8 @@ def measure(template: str, protocols: list[str]) -> dict[str, float]:
             bootstrap = f"127.0.0.1:{port}"
             wait_ready(bootstrap)
             topic = f"join-{uuid.uuid4().hex[:8]}"
-            AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-                [NewTopic(topic, 1, 1)])[topic].result(30)
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
             producer = Producer({"bootstrap.servers": bootstrap})
             producer.produce(topic, b"x")
             producer.flush(30)

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--log-level", default="INFO")
     dev.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
                      help="uvloop (default; falls back to asyncio when missing) or asyncio")
-    from odradek.groups_cli import add_groups_parser
+    from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
 
     add_perf_parser(commands)

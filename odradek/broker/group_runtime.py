@@ -70,16 +70,12 @@ class GroupCoordinatorRuntime:
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()
         self.shards: dict[int, GroupCoordinatorShard] = {}
-        self._waiting: dict[Token, asyncio.Future[Any]] = {}
+        self._waiting: dict[Token, tuple[int, asyncio.Future[Any]]] = {}
+        """Requests parked in the coordinator (JoinGroup, SyncGroup): partition, future."""
         self._tokens = itertools.count()
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._creating: asyncio.Lock | None = None
         broker.metrics.register_groups(self._group_states, self._group_offsets)
-
-    @property
-    def num_partitions(self) -> int:
-        state = self.broker.metadata.topics.get(OFFSETS_TOPIC)
-        return len(state.partitions) if state is not None else 0
 
     def is_loaded(self) -> bool:
         return bool(self.shards)
@@ -89,8 +85,8 @@ class GroupCoordinatorRuntime:
     def load(self) -> None:
         """Replay every partition of `__consumer_offsets` into a fresh shard, as at startup.
         Blocking: run it in a thread before serving."""
-        for partition in range(self.num_partitions):
-            self.shards[partition] = self._load_shard(partition)
+        state = self.broker.metadata.topics[OFFSETS_TOPIC]
+        self.shards = {p: self._load_shard(p) for p in range(len(state.partitions))}
 
     def _load_shard(self, partition: int) -> GroupCoordinatorShard:
         shard = GroupCoordinatorShard(self.config, self.topics, self.rng)
@@ -156,15 +152,20 @@ class GroupCoordinatorRuntime:
     # Serving.
 
     def shard_for(self, group_id: str) -> tuple[int, GroupCoordinatorShard]:
-        partition = partition_for(group_id, self.num_partitions)
+        """The group's shard, by the partition count the shards were loaded with (the
+        metadata refuses to change it)."""
+        partition = partition_for(group_id, len(self.shards))
         return partition, self.shards[partition]
 
-    def run(self, group_id: str,
-            handler: Callable[[GroupCoordinatorShard, int], tuple[T, Output]]) -> T:
-        """Run a handler on the group's shard and commit its output; returns its result."""
+    async def run(self, group_id: str,
+                  handler: Callable[[GroupCoordinatorShard, int], tuple[T, Output]]) -> T:
+        """Run a handler on the group's shard and commit its output; returns its result
+        once its records are appended (and fsynced when the flush policy says so)."""
         partition, shard = self.shard_for(group_id)
         result, out = handler(shard, now_ms())
-        self._commit(partition, out)
+        flushing = self._commit(partition, out)
+        if flushing is not None:
+            await flushing
         return result
 
     async def run_deferred(self, group_id: str,
@@ -174,35 +175,49 @@ class GroupCoordinatorRuntime:
         partition, shard = self.shard_for(group_id)
         token = next(self._tokens)
         waiting = asyncio.get_running_loop().create_future()
-        self._waiting[token] = waiting
+        self._waiting[token] = (partition, waiting)
         try:
             self._commit(partition, handler(shard, token, now_ms()))
             return await waiting
         finally:
             self._waiting.pop(token, None)
 
-    def _commit(self, partition: int, out: Output) -> None:
+    def _commit(self, partition: int, out: Output) -> asyncio.Future[None] | None:
+        """Append the output's records, then release its responses; returns the flush
+        the responses wait for, if the flush policy wants one."""
+        flushing = None
         if out.records:
             try:
-                self._append(partition, out)
-            except Exception:
-                log.exception("appending to %s-%d failed: reloading its groups",
-                              OFFSETS_TOPIC, partition)
-                self.shards[partition] = self._load_shard(partition)
-                for token, _ in out.responses:
-                    waiting = self._waiting.get(token)
-                    if waiting is not None and not waiting.done():
-                        waiting.set_exception(CoordinatorUnavailable())
-                raise
+                flushing = self._append(partition, out)
+            except Exception as error:
+                self._reload(partition)
+                raise CoordinatorUnavailable() from error
+        if flushing is None:
+            self._release(out)
+        else:
+            flushing.add_done_callback(lambda _: self._release(out))
+        self._schedule(partition)
+        return flushing
+
+    def _release(self, out: Output) -> None:
         for token, response in out.responses:
             waiting = self._waiting.get(token)
-            if waiting is not None and not waiting.done():
-                waiting.set_result(response)
+            if waiting is not None and not waiting[1].done():
+                waiting[1].set_result(response)
         for protocol, duration_ms in out.rebalances:
             self.broker.metrics.count_rebalance(protocol, duration_ms)
-        self._schedule(partition)
 
-    def _append(self, partition: int, out: Output) -> None:
+    def _reload(self, partition: int) -> None:
+        """After a failed append the shard's state is ahead of its log: rebuild it from the
+        log, and answer the requests parked on it with COORDINATOR_NOT_AVAILABLE."""
+        log.exception("appending to %s-%d failed: reloading its groups",
+                      OFFSETS_TOPIC, partition)
+        self.shards[partition] = self._load_shard(partition)
+        for parked_partition, waiting in self._waiting.values():
+            if parked_partition == partition and not waiting.done():
+                waiting.set_exception(CoordinatorUnavailable())
+
+    def _append(self, partition: int, out: Output) -> asyncio.Future[None] | None:
         log_ = self.broker.partition(OFFSETS_TOPIC, partition)
         if log_ is None:
             raise CoordinatorUnavailable()
@@ -212,8 +227,9 @@ class GroupCoordinatorRuntime:
         result = log_.append(batch, batches, now)
         log_.high_watermark = log_.log_end_offset
         self.broker.waiters.wake((OFFSETS_TOPIC, partition))
-        if result.flush_due:
-            asyncio.get_running_loop().create_task(self.broker.flush(log_))
+        if not result.flush_due:
+            return None
+        return asyncio.ensure_future(self.broker.flush(log_))
 
     # Time.
 
@@ -234,6 +250,8 @@ class GroupCoordinatorRuntime:
             self._commit(partition, self.shards[partition].tick(now_ms()))
         except Exception:
             log.exception("group coordinator timers of %s-%d failed", OFFSETS_TOPIC, partition)
+        finally:
+            self._schedule(partition)
 
     async def expire_offsets(self) -> None:
         for partition, shard in list(self.shards.items()):
@@ -256,7 +274,7 @@ class GroupCoordinatorRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        for waiting in self._waiting.values():
+        for _, waiting in self._waiting.values():
             if not waiting.done():
                 waiting.set_exception(CoordinatorUnavailable())
 

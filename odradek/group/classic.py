@@ -89,13 +89,9 @@ class ClassicMember:
     join_token: Token | None = None
     join_version: int = 0
     sync_token: Token | None = None
-    is_new: bool = False
 
     def metadata(self, protocol: str | None) -> bytes:
         return next((meta for name, meta in self.protocols if name == protocol), b"")
-
-    def supports(self, protocols: set[str]) -> bool:
-        return any(name in protocols for name, _ in self.protocols)
 
 
 @dataclass(slots=True)
@@ -190,12 +186,16 @@ class ClassicGroup:
             raise GroupError(ErrorCode.coordinator_not_available)
         if generation < 0 and self.state == EMPTY:
             return
+        if generation >= 0 or member_id or instance_id is not None:
+            self.validate_member(member_id, instance_id)
+            if generation != self.generation:
+                raise GroupError(ErrorCode.illegal_generation,
+                                 f"Generation {generation} is not the group's {self.generation}")
+        elif not self.is_empty():
+            raise GroupError(ErrorCode.unknown_member_id,
+                             "A commit without a member id needs an empty group")
         if self.state == COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.rebalance_in_progress)
-        self.validate_member(member_id, instance_id)
-        if generation != self.generation:
-            raise GroupError(ErrorCode.illegal_generation,
-                             f"Generation {generation} is not the group's {self.generation}")
 
 
 def subscription_topics(metadata: bytes) -> list[str]:
@@ -327,7 +327,7 @@ def _add_member_and_rebalance(group: ClassicGroup, token: Token, request: JoinRe
     member = ClassicMember(
         member_id, request.group_instance_id, request.client_id, request.client_host,
         request.rebalance_timeout_ms, request.session_timeout_ms, request.protocol_type,
-        request.protocols, join_token=token, join_version=request.api_version, is_new=True,
+        request.protocols, join_token=token, join_version=request.api_version,
     )
     if not group.members:
         group.protocol_type = request.protocol_type
@@ -379,14 +379,18 @@ def _replace_static_member(group: ClassicGroup, token: Token, request: JoinReque
     was_leader = group.leader_id == old_id
     if was_leader:
         group.leader_id = new_id
-    protocol_kept = group.protocol_name is not None and member.supports({group.protocol_name})
+    protocol_kept = group.protocol_name is not None and (
+        _select_protocol(group) == group.protocol_name)
     if group.state == STABLE and protocol_kept:
         _schedule_session(group, member, ctx)
         out.records.append(group.record())
         response = _join_response(group, member, request.api_version)
         if was_leader and request.api_version >= SKIP_ASSIGNMENT_VERSION:
             response["skip_assignment"] = True
-        elif not was_leader:
+        elif was_leader:
+            # before v9 the client would run an assignment the stable group ignores: as in
+            # Kafka, name the old leader so that it does not
+            response["leader"] = old_id
             response["members"] = []
         out.responses.append((token, response))
         return
@@ -454,10 +458,17 @@ def on_join_timer(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
 
 
 def complete_join(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
-    """End the join phase: drop members that did not rejoin, start the next generation,
-    pick the protocol and answer every waiting JoinGroup."""
+    """End the join phase: drop dynamic members that did not rejoin (static ones stay, as
+    in Kafka: they may be restarting), start the next generation, pick the protocol and
+    answer every waiting JoinGroup."""
     for member in [m for m in group.members.values() if m.join_token is None]:
-        _remove_member(group, member.member_id, ctx)
+        if member.group_instance_id is None:
+            _remove_member(group, member.member_id, ctx)
+    joined = [m for m in group.members.values() if m.join_token is not None]
+    if group.members and not joined:
+        ctx.timers.schedule((JOIN_TIMER, group.group_id),
+                            ctx.now_ms + group.rebalance_timeout_ms())
+        return
     group.initial_delay_remaining_ms = -1
     group.generation += 1
     if group.is_empty():
@@ -467,28 +478,28 @@ def complete_join(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
         out.records.append(group.record())
         return
     group.protocol_name = _select_protocol(group)
-    if group.leader_id not in group.members:
-        group.leader_id = next(iter(group.members))
+    if group.leader_id not in {m.member_id for m in joined}:
+        group.leader_id = joined[0].member_id
     group.transition(COMPLETING_REBALANCE, ctx.now_ms)
-    for member in group.members.values():
+    for member in joined:
         assert member.join_token is not None
         out.responses.append((member.join_token,
                               _join_response(group, member, member.join_version)))
         member.join_token = None
-        member.is_new = False
         _schedule_session(group, member, ctx)
     ctx.timers.schedule((SYNC_TIMER, group.group_id),
                         ctx.now_ms + group.rebalance_timeout_ms())
 
 
-def _select_protocol(group: ClassicGroup) -> str:
+def _select_protocol(group: ClassicGroup) -> str | None:
     """Kafka's vote: each member votes for its most preferred protocol that all support."""
     candidates = _common_protocols(group)
     votes: dict[str, int] = {}
     for member in group.members.values():
-        choice = next(name for name, _ in member.protocols if name in candidates)
-        votes[choice] = votes.get(choice, 0) + 1
-    return max(votes, key=lambda name: votes[name])
+        choice = next((name for name, _ in member.protocols if name in candidates), None)
+        if choice is not None:
+            votes[choice] = votes.get(choice, 0) + 1
+    return max(votes, key=lambda name: votes[name], default=None)
 
 
 def _join_response(group: ClassicGroup, member: ClassicMember, version: int) -> dict[str, Any]:
@@ -552,6 +563,9 @@ def sync(group: ClassicGroup | None, token: Token, request: SyncRequest,
     if group.state == STABLE:
         out.responses.append((token, _sync_response(group, member)))
         return out
+    if member.sync_token is not None:
+        out.responses.append((member.sync_token,
+                              sync_error(GroupError(ErrorCode.rebalance_in_progress))))
     member.sync_token = token
     if member.member_id == group.leader_id:
         assignments = dict(request.assignments)
@@ -648,8 +662,12 @@ def leave(group: ClassicGroup | None, members: list[tuple[str, str | None]],
 
 def on_session_timer(group: ClassicGroup, member_id: str, ctx: GroupContext,
                      out: Output) -> None:
-    if member_id in group.members:
-        _remove_member_and_rebalance(group, member_id, ctx, out)
+    member = group.members.get(member_id)
+    if member is None:
+        return
+    if member.join_token is not None or member.sync_token is not None:
+        return  # a member parked in JoinGroup or SyncGroup cannot heartbeat: it is alive
+    _remove_member_and_rebalance(group, member_id, ctx, out)
 
 
 def on_pending_timer(group: ClassicGroup, member_id: str, ctx: GroupContext,
@@ -688,6 +706,15 @@ def _remove_member(group: ClassicGroup, member_id: str, ctx: GroupContext) -> No
 def _schedule_session(group: ClassicGroup, member: ClassicMember, ctx: GroupContext) -> None:
     ctx.timers.schedule((SESSION_TIMER, group.group_id, member.member_id),
                         ctx.now_ms + member.session_timeout_ms)
+
+
+def cancel_timers(group: ClassicGroup, ctx: GroupContext) -> None:
+    """Forget the group's timers, when it is deleted or becomes a KIP-848 group."""
+    ctx.timers.cancel((JOIN_TIMER, group.group_id))
+    ctx.timers.cancel((SYNC_TIMER, group.group_id))
+    for member_id in [*group.members, *group.pending_members]:
+        ctx.timers.cancel((SESSION_TIMER, group.group_id, member_id))
+        ctx.timers.cancel((PENDING_TIMER, group.group_id, member_id))
 
 
 def schedule_loaded_sessions(group: ClassicGroup, ctx: GroupContext) -> None:

@@ -38,6 +38,9 @@ TopicPartition = tuple[str, int]
 CLASSIC = "classic"
 CONSUMER = "consumer"
 FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
+CLASSIC_TIMERS = frozenset({classic.JOIN_TIMER, classic.SYNC_TIMER, classic.SESSION_TIMER,
+                            classic.PENDING_TIMER})
+CONSUMER_TIMERS = frozenset({consumer_group.SESSION_TIMER, consumer_group.REBALANCE_TIMER})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,8 @@ class OffsetCommitRequest:
     group_instance_id: str | None
     partitions: tuple[CommitPartition, ...]
     api_version: int
+    retention_ms: int = -1
+    """OffsetCommit v2-v4's retention time; -1 leaves expiry to offsets.retention.minutes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +210,19 @@ class GroupCoordinatorShard:
                            now_ms: int) -> tuple[HeartbeatResponse, Output]:
         out = Output()
         group = self.groups.get(request.group_id)
+        converted = None
         if isinstance(group, ClassicGroup):
             if not group.is_empty():
                 return _heartbeat_error(request, ErrorCode.group_id_not_found,
                                         f"Group {request.group_id} is a classic group"), out
-            if group.generation > 0:
-                out.records.append((GroupMetadataKey(group.group_id), None))
-            group = None
+            converted, group = group, None
         epoch = group.group_epoch if group is not None else 0
         records, response = consumer_group.heartbeat(group, request, self.context(now_ms))
-        if group is None and records:
+        if converted is not None and records:
+            classic.cancel_timers(converted, self.context(now_ms))
             self.groups.pop(request.group_id, None)
+            if converted.generation > 0:
+                out.records.append((GroupMetadataKey(converted.group_id), None))
         self._apply(records)
         out.records.extend(records)
         self._track_rebalance(request.group_id, epoch, now_ms, out)
@@ -255,6 +262,7 @@ class GroupCoordinatorShard:
         except GroupError as error:
             return {(p.topic, p.partition): error.error_code for p in request.partitions}, out
         errors: dict[TopicPartition, ErrorCode] = {}
+        expire = now_ms + request.retention_ms if request.retention_ms >= 0 else -1
         for p in request.partitions:
             metadata = p.metadata or ""
             if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
@@ -263,7 +271,7 @@ class GroupCoordinatorShard:
             errors[(p.topic, p.partition)] = ErrorCode.none
             out.records.append((
                 OffsetCommitKey(request.group_id, p.topic, p.partition),
-                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms),
+                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms, expire),
             ))
         self._apply(out.records)
         return errors, out
@@ -386,6 +394,7 @@ class GroupCoordinatorShard:
         else:
             out.records.append((GroupMetadataKey(group_id), None))
             group.state = classic.DEAD
+            classic.cancel_timers(group, self.context(0))
         self._apply(out.records)
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
@@ -402,7 +411,7 @@ class GroupCoordinatorShard:
         for key in self.timers.pop_expired(now_ms):
             kind, group_id, *rest = key
             group = self.groups.get(group_id)
-            if isinstance(group, ClassicGroup):
+            if isinstance(group, ClassicGroup) and kind in CLASSIC_TIMERS:
                 if kind == classic.JOIN_TIMER:
                     classic.on_join_timer(group, ctx, out)
                 elif kind == classic.SYNC_TIMER:
@@ -411,7 +420,7 @@ class GroupCoordinatorShard:
                     classic.on_session_timer(group, rest[0], ctx, out)
                 elif kind == classic.PENDING_TIMER:
                     classic.on_pending_timer(group, rest[0], ctx, out)
-            elif isinstance(group, ConsumerGroup):
+            elif isinstance(group, ConsumerGroup) and kind in CONSUMER_TIMERS:
                 epoch = group.group_epoch
                 records = consumer_group.on_timer(group, key, ctx)
                 self._apply(records)
@@ -423,7 +432,7 @@ class GroupCoordinatorShard:
         """Tombstone offsets past offsets.retention.minutes, as Kafka's expiry does: a
         group's offsets expire once it has been empty that long (standalone commits: since
         the commit), and an active group's only for topics it no longer subscribes to.
-        Empty classic groups left without offsets are deleted."""
+        Then every empty group left without offsets is deleted, as Kafka's cleanup does."""
         out = Output()
         retention = self.config.offsets_retention_ms
         for group_id, committed in list(self.offsets.items()):
@@ -433,12 +442,22 @@ class GroupCoordinatorShard:
                 if _expired(group, tp[0], value, retention, now_ms)
             ]
             records: list[Record] = [(OffsetCommitKey(group_id, t, p), None) for t, p in expired]
-            if (len(expired) == len(committed) and isinstance(group, ClassicGroup)
-                    and group.is_empty()):
-                records.append((GroupMetadataKey(group_id), None))
-                self.groups.pop(group_id, None)
             self._apply(records)
             out.records.extend(records)
+        for group_id, group in list(self.groups.items()):
+            if group_id in self.offsets or not group.is_empty():
+                continue
+            if isinstance(group, ClassicGroup):
+                if group.pending_members or group.state != classic.EMPTY:
+                    continue
+                classic.cancel_timers(group, self.context(now_ms))
+                if group.generation > 0:
+                    out.records.append((GroupMetadataKey(group_id), None))
+                del self.groups[group_id]
+            else:
+                records = group.deletion_records()
+                self._apply(records)
+                out.records.extend(records)
         return out
 
 
@@ -448,7 +467,8 @@ def _expired(group: Group | None, topic: str, value: OffsetCommitValue, retentio
         return now_ms >= value.expire_timestamp
     if isinstance(group, ClassicGroup) and group.protocol_type:
         if group.is_empty():
-            return now_ms >= group.current_state_timestamp + retention
+            since = group.current_state_timestamp
+            return now_ms >= (since if since >= 0 else value.commit_timestamp) + retention
         subscribed = group.subscribed_topics()
         if subscribed is None or topic in subscribed:
             return False

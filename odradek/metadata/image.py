@@ -71,6 +71,12 @@ def validate_topic_name(name: str | None, internal: bool = False) -> str:
     return name
 
 
+def _refuse_internal(name: str, change: str) -> None:
+    """The coordinators route by their topics' partition counts: those never change."""
+    if name in INTERNAL_TOPICS:
+        raise MetadataError(ErrorCode.invalid_request, f"Internal topic {name} cannot be {change}.")
+
+
 def _check_batch_size(new_partitions: int) -> None:
     if new_partitions > MAX_PARTITIONS_PER_REQUEST:
         raise MetadataError(
@@ -221,6 +227,7 @@ class ClusterMetadata:
         ]
 
     def delete_topic(self, name: str) -> list[MetadataRecord]:
+        _refuse_internal(name, "deleted")
         return [RemoveTopicRecord(self.topic(name).topic_id)]
 
     def create_partitions(
@@ -231,6 +238,7 @@ class ClusterMetadata:
         assignments: Sequence[Sequence[int]] | None = None,
     ) -> list[MetadataRecord]:
         state = self.topic(name)
+        _refuse_internal(name, "given more partitions")
         current = len(state.partitions)
         if count < current:
             raise MetadataError(

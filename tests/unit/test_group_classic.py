@@ -12,7 +12,7 @@ from odradek.group.classic import JoinRequest, Output, SyncRequest
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.group.model import GroupConfig, StaticTopics, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
-from odradek.group.records import Record
+from odradek.group.records import GroupMetadataKey, Record
 
 SESSION = 10_000
 REBALANCE = 30_000
@@ -398,6 +398,19 @@ def test_offsets_expire_after_retention_once_the_group_is_empty() -> None:
     assert "g" not in h.shard.groups, "an empty group without offsets is deleted"
 
 
+def test_v2_to_v4_retention_time_sets_an_expiry() -> None:
+    h = Harness()
+    request = OffsetCommitRequest("g", -1, "", None, (CommitPartition("t", 0, 4, -1, ""),), 4,
+                                  retention_ms=1000)
+    h._take(h.shard.commit_offsets(request, h.now)[1])
+    assert h.shard.offsets["g"][("t", 0)].expire_timestamp == h.now + 1000
+    h._take(h.shard.expire_offsets(h.now + 999))
+    assert h.shard.fetch_offsets("g", {"t": [0]})[0].offset == 4
+    h._take(h.shard.expire_offsets(h.now + 1000))
+    assert h.shard.fetch_offsets("g", {"t": [0]})[0].offset == -1
+    assert "g" not in h.shard.groups
+
+
 def test_replaying_the_records_rebuilds_the_durable_state() -> None:
     h = Harness()
     leader, follower = stable_group(h, 2)
@@ -414,3 +427,114 @@ def test_replaying_the_records_rebuilds_the_durable_state() -> None:
     assert group.state == classic.STABLE
     replayed.loaded(h.now)
     assert replayed.heartbeat("g", leader, None, 1, h.now) == ErrorCode.none
+
+
+def consumer_join(h: Harness, member_id: str = "m-1", epoch: int = 0,
+                  topics: tuple[str, ...] | None = ("t",)) -> Any:
+    from odradek.group.consumer_group import HeartbeatRequest
+
+    request = HeartbeatRequest("g", member_id, epoch, None, None, 30_000, topics, None, None,
+                               () if epoch == 0 else None, "client", "/127.0.0.1", 1)
+    response, out = h.shard.consumer_heartbeat(request, h.now)
+    h._take(out)
+    return response
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_and_its_timers_are_dropped() -> None:
+    h = Harness()
+    h.member()  # MEMBER_ID_REQUIRED arms a pending-member timer
+    assert consumer_join(h).error_code == ErrorCode.none
+    assert h.shard.groups["g"].__class__.__name__ == "ConsumerGroup"
+    h.advance(SESSION * 2)  # the classic timer must not reach the consumer group
+
+
+def test_a_failed_conversion_writes_nothing() -> None:
+    h = Harness()
+    h.commit("", -1, 3)
+    before = len(h.records)
+    assert consumer_join(h, topics=None).error_code == ErrorCode.invalid_request
+    assert len(h.records) == before
+    assert isinstance(h.shard.groups["g"], classic.ClassicGroup)
+
+
+def test_a_second_sync_answers_the_first() -> None:
+    h = Harness()
+    ids = [h.member(), h.member()]
+    tokens = [h.join(m) for m in ids]
+    settle(h)
+    leader = h.responses[tokens[0]]["leader"]
+    follower = next(m for m in ids if m != leader)
+    first = h.sync(follower, 1)
+    second = h.sync(follower, 1)
+    assert h.responses[first]["error_code"] == ErrorCode.rebalance_in_progress
+    h.sync(leader, 1, ((leader, b"L"), (follower, b"F")))
+    assert h.responses[second]["assignment"] == b"F"
+
+
+def test_a_member_parked_in_sync_outlives_its_session_timeout() -> None:
+    h = Harness()
+    ids = [h.member(), h.member()]
+    tokens = [h.join(m) for m in ids]
+    settle(h)
+    leader = h.responses[tokens[0]]["leader"]
+    follower = next(m for m in ids if m != leader)
+    waiting = h.sync(follower, 1)
+    for _ in range(3):
+        h.advance(SESSION // 2)
+        h.heartbeat(leader, 1)
+    assert waiting not in h.responses and follower in h.group().members
+    h.sync(leader, 1, ((leader, b"L"), (follower, b"F")))
+    assert h.responses[waiting]["assignment"] == b"F"
+
+
+def test_static_members_that_do_not_rejoin_stay_in_the_group() -> None:
+    h = Harness()
+    static = h.join("", instance="pod-1")
+    dynamic = h.member()
+    h.join(dynamic)
+    settle(h)
+    static_id = h.responses[static]["member_id"]
+    h.sync(static_id, 1, instance="pod-1")
+    h.sync(dynamic, 1, ((static_id, b"S"), (dynamic, b"D")))
+    h.responses.clear()
+    newcomer = h.join(h.member())
+    rejoin = h.join(dynamic)
+    for _ in range(REBALANCE // 5000):
+        h.advance(5000)
+        h.heartbeat(static_id, 1, instance="pod-1")
+    assert h.responses[rejoin]["generation_id"] == 2
+    assert h.responses[newcomer]["generation_id"] == 2
+    assert static_id in h.group().members, "a static member may be restarting"
+
+
+def test_offset_commit_checks_the_member_before_the_rebalance() -> None:
+    h = Harness()
+    member = h.member()
+    h.join(member)
+    settle(h)
+    assert h.group().state == classic.COMPLETING_REBALANCE
+    assert h.commit("ghost", 1, 5) == ErrorCode.unknown_member_id
+    assert h.commit(member, 0, 5) == ErrorCode.illegal_generation
+    assert h.commit(member, 1, 5) == ErrorCode.rebalance_in_progress
+
+
+def test_a_static_leader_rejoining_before_v9_is_not_told_to_assign() -> None:
+    h = Harness()
+    token = h.join("", instance="pod-1")
+    settle(h)
+    leader = h.responses[token]["member_id"]
+    h.sync(leader, 1, ((leader, b"L"),), instance="pod-1")
+    rejoin = h.join("", instance="pod-1", version=8)
+    response = h.responses[rejoin]
+    assert response["member_id"] != leader
+    assert response["leader"] == leader and response["members"] == []
+    assert h.group().leader_id == response["member_id"]
+
+
+def test_empty_groups_without_offsets_are_cleaned_up() -> None:
+    h = Harness()
+    (leader,) = stable_group(h, 1)
+    h.leave(leader)
+    h._take(h.shard.expire_offsets(h.now))
+    assert "g" not in h.shard.groups
+    assert h.records[-1] == (GroupMetadataKey("g"), None)

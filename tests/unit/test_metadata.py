@@ -88,6 +88,17 @@ def test_internal_topics_are_created_only_by_their_coordinators(name: str) -> No
     assert validate_topic_name(name, internal=True) == name
 
 
+def test_internal_topics_keep_their_partitions() -> None:
+    metadata = ClusterMetadata()
+    for record in metadata.create_topic("__consumer_offsets", "id", 3, 1, {}, BROKERS,
+                                        internal=True):
+        metadata.replay(record)
+    with refused(ErrorCode.invalid_request):
+        metadata.create_partitions("__consumer_offsets", 4, BROKERS)
+    with refused(ErrorCode.invalid_request):
+        metadata.delete_topic("__consumer_offsets")
+
+
 def test_create_topic_refuses_illegal_names_before_anything_else() -> None:
     metadata = ClusterMetadata()
     with refused(ErrorCode.invalid_topic_exception):

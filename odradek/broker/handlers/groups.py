@@ -96,9 +96,12 @@ async def handle_sync_group(context: RequestContext, request: Any) -> Result:
 async def handle_heartbeat(context: RequestContext, request: Any) -> Result:
     groups = context.broker.groups
     await groups.ensure_loaded()
-    code = groups.run(request.group_id, lambda shard, now: (shard.heartbeat(
-        request.group_id, request.member_id, getattr(request, "group_instance_id", None),
-        request.generation_id, now), Output()))
+    try:
+        code = await groups.run(request.group_id, lambda shard, now: (shard.heartbeat(
+            request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+            request.generation_id, now), Output()))
+    except CoordinatorUnavailable as error:
+        code = error.error_code
     return {"error_code": code}
 
 
@@ -109,8 +112,11 @@ async def handle_leave_group(context: RequestContext, request: Any) -> Result:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    errors = groups.run(request.group_id,
-                        lambda shard, now: shard.leave_group(request.group_id, members, now))
+    try:
+        errors = await groups.run(
+            request.group_id, lambda shard, now: shard.leave_group(request.group_id, members, now))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "members": []}
     if context.version < BATCHED_LEAVE_VERSION:
         return {"error_code": errors[0]}
     return {
@@ -148,11 +154,14 @@ async def handle_describe_groups(context: RequestContext, request: Any) -> Resul
 async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
     groups = context.broker.groups
     await groups.ensure_loaded()
-    return {"results": [
-        {"group_id": group_id,
-         "error_code": groups.run(group_id, partial(_delete_group, group_id))}
-        for group_id in request.groups_names
-    ]}
+    results = []
+    for group_id in request.groups_names:
+        try:
+            code = await groups.run(group_id, partial(_delete_group, group_id))
+        except CoordinatorUnavailable as error:
+            code = error.error_code
+        results.append({"group_id": group_id, "error_code": code})
+    return {"results": results}
 
 
 def _delete_group(group_id: str, shard: GroupCoordinatorShard,
@@ -174,8 +183,11 @@ async def handle_consumer_group_heartbeat(context: RequestContext, request: Any)
         context.header.client_id or "", _client_host(context), context.version,
     )
     await groups.ensure_loaded()
-    response = groups.run(request.group_id,
-                          lambda shard, now: shard.consumer_heartbeat(heartbeat, now))
+    try:
+        response = await groups.run(request.group_id,
+                                    lambda shard, now: shard.consumer_heartbeat(heartbeat, now))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "member_epoch": -1}
     assignment = None if response.assignment is None else {"topic_partitions": [
         {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
         for tp in response.assignment

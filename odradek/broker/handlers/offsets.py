@@ -8,6 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.coordinator import CommitPartition, FetchedOffset, OffsetCommitRequest
 from odradek.group.model import GroupError
 
@@ -30,13 +31,19 @@ async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
                 topic.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH), p.committed_metadata,
             ))
+    retention = getattr(request, "retention_time", None)
     commit = OffsetCommitRequest(
         request.group_id, request.generation_id_or_member_epoch, request.member_id,
         getattr(request, "group_instance_id", None), tuple(partitions), version,
+        -1 if retention is None else int(retention.total_seconds() * 1000),
     )
     groups = broker.groups
     await groups.ensure_loaded()
-    errors = groups.run(commit.group_id, lambda shard, now: shard.commit_offsets(commit, now))
+    try:
+        errors = await groups.run(commit.group_id,
+                                  lambda shard, now: shard.commit_offsets(commit, now))
+    except CoordinatorUnavailable as error:
+        errors = {(p.topic, p.partition): error.error_code for p in partitions}
     errors.update(refused)
     return {"topics": [
         {"name": topic.name, "partitions": [
@@ -90,8 +97,11 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     groups = context.broker.groups
     await groups.ensure_loaded()
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    code, errors = groups.run(request.group_id,
-                              lambda shard, now: shard.delete_offsets(request.group_id, wanted))
+    try:
+        code, errors = await groups.run(
+            request.group_id, lambda shard, now: shard.delete_offsets(request.group_id, wanted))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "topics": []}
     if code:
         return {"error_code": code, "topics": []}
     return {"error_code": ErrorCode.none, "topics": [

@@ -1,0 +1,226 @@
+"""The `odradek groups list|describe|reset-offsets|delete` parser and commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from odradek.groups_cli.admin import GroupAdmin, describe_error
+from odradek.groups_cli.model import STATES, TYPES, GroupsError
+from odradek.groups_cli.report import (
+    format_table,
+    group_json,
+    group_summary_table,
+    members_table,
+    offset_rows,
+    offsets_table,
+    plan_table,
+)
+from odradek.groups_cli.reset import (
+    ResetTarget,
+    parse_datetime,
+    parse_topic_arg,
+    partition_offsets,
+    plan_reset,
+    refusal,
+    reset_scope,
+)
+
+
+def add_groups_parser(commands: Any) -> None:
+    """Adds `groups` and its four tools to the `odradek` subcommands."""
+    groups = commands.add_parser("groups", help="list, describe, reset and delete consumer groups")
+    tools = groups.add_subparsers(dest="tool", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
+    common.add_argument("--timeout", type=float, default=10.0,
+                        help="seconds to wait for each broker answer (default 10)")
+
+    listing = tools.add_parser("list", parents=[common], help="one line per group")
+    listing.add_argument("--state", action="extend", nargs="+", type=_state, default=[],
+                         help=f"only groups in these states: {', '.join(STATES)}")
+    listing.add_argument("--type", action="extend", nargs="+", type=_type, default=[],
+                         help="only groups of these types: classic, consumer")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+
+    describe = tools.add_parser("describe", parents=[common],
+                                help="state, committed offsets and lag, members")
+    which = describe.add_mutually_exclusive_group(required=True)
+    which.add_argument("--group", action="append", metavar="GROUP")
+    which.add_argument("--all-groups", action="store_true")
+    describe.add_argument("--members", action="store_true",
+                          help="also list the members and their assignments")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(run=run_describe)
+
+    reset = tools.add_parser("reset-offsets", parents=[common],
+                             help="plan (default) or --execute a reset of committed offsets")
+    reset.add_argument("--group", action="append", required=True, metavar="GROUP")
+    scope = reset.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", action="append", type=parse_topic_arg, metavar="TOPIC[:P,P]")
+    scope.add_argument("--all-topics", action="store_true",
+                       help="every partition the group has committed offsets for")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int, metavar="N")
+    target.add_argument("--to-datetime", type=_datetime, metavar="ISO8601",
+                        help="e.g. 2024-05-01T12:00:00.000 (UTC unless a zone is given)")
+    target.add_argument("--shift-by", type=int, metavar="N")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+    reset.set_defaults(run=run_reset_offsets)
+
+    delete = tools.add_parser("delete", parents=[common], help="delete empty groups")
+    delete.add_argument("--group", action="append", required=True, metavar="GROUP")
+    delete.set_defaults(run=run_delete)
+
+
+def _choice(text: str, names: Sequence[str], what: str) -> str:
+    for name in names:
+        if name.lower() == text.strip().lower():
+            return name
+    raise argparse.ArgumentTypeError(
+        f"invalid {what} {text!r}; valid {what}s are: {', '.join(names)}")
+
+
+def _state(text: str) -> str:
+    return _choice(text, STATES, "state")
+
+
+def _type(text: str) -> str:
+    return _choice(text, TYPES, "type")
+
+
+def _datetime(text: str) -> int:
+    try:
+        return parse_datetime(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def reset_target(args: argparse.Namespace) -> ResetTarget:
+    if args.to_earliest:
+        return ResetTarget("earliest")
+    if args.to_latest:
+        return ResetTarget("latest")
+    if args.to_offset is not None:
+        return ResetTarget("offset", args.to_offset)
+    if args.to_datetime is not None:
+        return ResetTarget("datetime", args.to_datetime)
+    return ResetTarget("shift", args.shift_by)
+
+
+def _print_error(message: str) -> None:
+    print(f"Error: {message}", file=sys.stderr)
+
+
+def list_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    rows, errors = admin.list_groups(args.state, args.type)
+    if args.json:
+        print(json.dumps([{"group": g, "type": t, "state": s} for g, t, s in rows], indent=2))
+    elif rows:
+        print(format_table(("GROUP", "TYPE", "STATE"), rows))
+    for error in errors:
+        _print_error(error)
+    return 1 if errors else 0
+
+
+def describe_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    if args.all_groups:
+        group_ids = [group for group, _, _ in admin.list_groups((), ())[0]]
+    else:
+        group_ids = list(dict.fromkeys(args.group))
+    described = admin.describe(group_ids) if group_ids else {}
+    groups = [g for g in described.values() if g is not None]
+    committed = {g.group_id: admin.committed(g.group_id) for g in groups}
+    partitions = {p for g in groups for m in g.members for p in m.assignment}
+    partitions.update(p for offsets in committed.values() for p in offsets)
+    log_ends = {p: o for p, o in admin.log_offsets(partitions, "latest").items() if o is not None}
+    rows = {g.group_id: offset_rows(g, committed[g.group_id], log_ends) for g in groups}
+    if args.json:
+        print(json.dumps([group_json(g, rows[g.group_id]) for g in groups], indent=2))
+    else:
+        sections = []
+        for g in groups:
+            parts = [group_summary_table(g)]
+            if rows[g.group_id]:
+                parts.append(offsets_table(rows[g.group_id]))
+            else:
+                parts.append(f"Consumer group '{g.group_id}' has no committed offsets "
+                             "and no assigned partitions.")
+            if args.members:
+                parts.append(members_table(g) if g.members
+                             else f"Consumer group '{g.group_id}' has no active members.")
+            sections.append("\n\n".join(parts))
+        if sections:
+            print("\n\n".join(sections))
+    missing = [group_id for group_id, g in described.items() if g is None]
+    for group_id in missing:
+        _print_error(f"Consumer group '{group_id}' does not exist.")
+    return 1 if missing else 0
+
+
+def reset_offsets(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    group_ids = list(dict.fromkeys(args.group))
+    states = {g: None if info is None else info.state
+              for g, info in admin.describe(group_ids).items()}
+    refusals = [message for g in group_ids if (message := refusal(g, states[g])) is not None]
+    for message in refusals:
+        _print_error(message)
+    if refusals:
+        return 1
+    target = reset_target(args)
+    topics = None if args.all_topics else args.topic
+    plans = {}
+    for group_id in group_ids:
+        committed = admin.committed(group_id)
+        partitions = reset_scope(topics, committed, admin)
+        plans[group_id] = plan_reset(target,
+                                     partition_offsets(partitions, committed, target, admin))
+    if args.execute:
+        for group_id, plan in plans.items():
+            if plan:
+                admin.alter_offsets(group_id, plan)
+    print(plan_table(plans))
+    return 0
+
+
+def delete_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    outcome = admin.delete(list(dict.fromkeys(args.group)))
+    for group_id, error in outcome.items():
+        if error is None:
+            print(f"Group '{group_id}' deleted.")
+        else:
+            _print_error(f"Group '{group_id}' could not be deleted: {error}")
+    return 1 if any(error is not None for error in outcome.values()) else 0
+
+
+def _guarded(
+    command: Callable[[argparse.Namespace, GroupAdmin], int],
+) -> Callable[[argparse.Namespace], int]:
+    """Runs a command, turning GroupsError and Kafka failures into `Error:` and exit code 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        from confluent_kafka import KafkaException
+
+        try:
+            return command(args, GroupAdmin(args.bootstrap_server, args.timeout))
+        except GroupsError as error:
+            _print_error(str(error))
+        except (KafkaException, TimeoutError) as error:
+            _print_error(describe_error(error))
+        return 1
+
+    return run
+
+
+run_list = _guarded(list_groups)
+run_describe = _guarded(describe_groups)
+run_reset_offsets = _guarded(reset_offsets)
+run_delete = _guarded(delete_groups)
