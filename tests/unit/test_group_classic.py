@@ -96,6 +96,15 @@ def settle(h: Harness) -> None:
     h.advance(DELAY)
 
 
+def joined_pair(h: Harness) -> tuple[str, str]:
+    """Two members through the join phase of generation 1: (leader, follower)."""
+    ids = [h.member(), h.member()]
+    tokens = [h.join(m) for m in ids]
+    settle(h)
+    leader = h.responses[tokens[0]]["leader"]
+    return leader, next(m for m in ids if m != leader)
+
+
 def stable_group(h: Harness, members: int) -> list[str]:
     """Bring `members` members to a stable generation 1; returns their ids, leader first."""
     ids = [h.member() for _ in range(members)]
@@ -153,11 +162,7 @@ def test_initial_delay_extends_while_members_arrive_up_to_the_rebalance_timeout(
 
 def test_followers_sync_waits_for_the_leaders_assignment() -> None:
     h = Harness()
-    ids = [h.member(), h.member()]
-    tokens = [h.join(m) for m in ids]
-    settle(h)
-    leader = h.responses[tokens[0]]["leader"]
-    follower = next(m for m in ids if m != leader)
+    leader, follower = joined_pair(h)
     waiting = h.sync(follower, 1)
     assert waiting not in h.responses
     h.sync(leader, 1, ((leader, b"L"), (follower, b"F")))
@@ -229,11 +234,7 @@ def test_session_timeout_removes_a_silent_member_and_rebalances() -> None:
 
 def test_sync_timeout_drops_members_that_never_synced() -> None:
     h = Harness()
-    ids = [h.member(), h.member()]
-    tokens = [h.join(m) for m in ids]
-    settle(h)
-    leader = h.responses[tokens[0]]["leader"]
-    follower = next(m for m in ids if m != leader)
+    leader, follower = joined_pair(h)
     waiting = h.sync(follower, 1)
     h.advance(REBALANCE)
     assert h.responses[waiting]["error_code"] == ErrorCode.rebalance_in_progress
@@ -459,11 +460,7 @@ def test_a_failed_conversion_writes_nothing() -> None:
 
 def test_a_second_sync_answers_the_first() -> None:
     h = Harness()
-    ids = [h.member(), h.member()]
-    tokens = [h.join(m) for m in ids]
-    settle(h)
-    leader = h.responses[tokens[0]]["leader"]
-    follower = next(m for m in ids if m != leader)
+    leader, follower = joined_pair(h)
     first = h.sync(follower, 1)
     second = h.sync(follower, 1)
     assert h.responses[first]["error_code"] == ErrorCode.rebalance_in_progress
@@ -473,11 +470,7 @@ def test_a_second_sync_answers_the_first() -> None:
 
 def test_a_member_parked_in_sync_outlives_its_session_timeout() -> None:
     h = Harness()
-    ids = [h.member(), h.member()]
-    tokens = [h.join(m) for m in ids]
-    settle(h)
-    leader = h.responses[tokens[0]]["leader"]
-    follower = next(m for m in ids if m != leader)
+    leader, follower = joined_pair(h)
     waiting = h.sync(follower, 1)
     for _ in range(3):
         h.advance(SESSION // 2)
