@@ -242,3 +242,21 @@ def test_group_join_time_with_the_default_initial_delay(tmp_path: Path) -> None:
     finally:
         broker.stop()
 
+
+
+def test_consumer_protocol_regex_subscription(group_broker: BrokerProcess) -> None:
+    """librdkafka sends a `^` subscription to the broker as KIP-848's regex."""
+    bootstrap = group_broker.bootstrap
+    prefix = unique("rx")
+    matching = [create_topic(bootstrap, f"{prefix}-{name}", 2) for name in ("a", "b")]
+    other = create_topic(bootstrap, f"other-{prefix}", 2)
+    for topic in [*matching, other]:
+        fill(bootstrap, topic, 2, 1)
+    group = ConfluentGroup(bootstrap, unique("g"), f"^{prefix}-.*",
+                           **{"group.protocol": "consumer"})
+    member = group.add("c0")
+    wait_until(lambda: len(member.reads) >= 4, group.poll, what="records of matching topics")
+    for _ in range(10):
+        group.poll()
+    assert len(member.reads) == 4 and member.owned == {0, 1}
+    group.close_all()

@@ -1,7 +1,7 @@
 """kafkajs (the Node.js client, pinned in tests/integration/kafkajs/package.json) against a real
-broker, for everything that needs no consumer group: its producer (acks -1, 1 and 0, GZIP) and
-its admin client. kafkajs consumes only through groups, so what it produces is read back with
-confluent-kafka and compared exactly (partition, offset, key, value, timestamp, headers).
+broker: its producer (acks -1, 1 and 0, GZIP), its admin client, and its consumer, which reads
+only through a consumer group. What it produces is read back with confluent-kafka and compared
+exactly (partition, offset, key, value, timestamp, headers).
 
 Each test runs `node client.js` once with a list of steps (see the script's header) and checks
 the JSON it prints. kafkajs 2.2.4 quirks the steps work around, both on the client side:
@@ -32,6 +32,7 @@ from tests.integration.clients import (
     Rec,
     confluent_consumer,
     now_ms,
+    produce_confluent,
     read_confluent,
     stored,
     stored_codecs,
@@ -366,3 +367,21 @@ def test_describe_cluster(broker: BrokerProcess) -> None:
     assert cluster == {"brokers": [{"nodeId": NODE_ID, "host": "127.0.0.1", "port": broker.port}],
                        "controller": NODE_ID, "clusterId": confluent.cluster_id}
     assert re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster["clusterId"])
+
+
+def test_a_kafkajs_consumer_group_reads_and_commits(broker: BrokerProcess) -> None:
+    topic = unique("kafkajs-group")
+    group = unique("g")
+    outs = [Out(None, f"v{i}".encode(), now_ms(), partition=i % 2) for i in range(10)]
+    ok(broker, create(topic, 2))
+    produce_confluent(broker.bootstrap, topic, outs)
+    (received,) = ok(broker, {"op": "consume",
+                              "args": {"groupId": group, "topic": topic, "count": 10}})
+    assert sorted((r["partition"], r["offset"]) for r in received) == [
+        (p, o) for p in (0, 1) for o in range(5)]
+    consumer = confluent_consumer(broker.bootstrap, **{"group.id": group})
+    try:
+        committed = consumer.committed([CTopicPartition(topic, p) for p in (0, 1)], TIMEOUT)
+    finally:
+        consumer.close()
+    assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5}

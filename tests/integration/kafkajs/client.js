@@ -11,7 +11,10 @@
 //     {"op": "createTopics", "args": [{"topics": [{"topic": "t", "numPartitions": 2}]}]},
 //     {"op": "fetchTopicOffsets", "args": ["t"]}]}
 //
-// `produce` answers producer.send's RecordMetadata list; every other op names an admin
+// `consume` ({"groupId", "topic", "count"}) runs a consumer group member from the earliest
+// offset until `count` messages arrived, commits them, leaves, and answers
+// [{"partition", "offset", "value"}]. `produce` answers producer.send's RecordMetadata list;
+// every other op names an admin
 // method and `args` are its positional arguments. Keys, values and header values are strings
 // (UTF-8), null, or {"base64": "..."}; Buffers in results come back as {"base64": "..."}.
 // A resource `type` given as a name ("TOPIC") becomes kafkajs' ConfigResourceTypes number.
@@ -89,6 +92,32 @@ const jsonReplacer = (_, value) =>
     ? { base64: Buffer.from(value.data).toString('base64') }
     : value
 
+async function consume(kafka, { groupId, topic, count }) {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 })
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true })
+    const received = []
+    await new Promise((resolve, reject) => {
+      consumer
+        .run({
+          autoCommit: false,
+          eachMessage: async ({ partition, message }) => {
+            received.push({ partition, offset: Number(message.offset), value: message.value })
+            await consumer.commitOffsets([
+              { topic, partition, offset: String(Number(message.offset) + 1) },
+            ])
+            if (received.length >= count) resolve()
+          },
+        })
+        .catch(reject)
+    })
+    return received
+  } finally {
+    await consumer.disconnect()
+  }
+}
+
 const readCommand = () => JSON.parse(process.argv[2] ?? fs.readFileSync(0, 'utf8'))
 
 const stderrLogger = () => ({ namespace, level, label, log }) => {
@@ -127,6 +156,7 @@ async function main() {
         compression: CompressionTypes[compression ?? 'None'],
       })
     }
+    if (op === 'consume') return consume(kafka, args)
     if (!ADMIN_OPS.has(op)) throw new Error(`unknown op ${op}`)
     return admin[op](...withResourceTypes(args ?? []))
   }
