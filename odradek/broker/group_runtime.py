@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.handlers.topics import create_topic
 from odradek.group.classic import Output, Token
-from odradek.group.coordinator import GroupCoordinatorShard, group_type
+from odradek.group.coordinator import GroupCoordinatorShard, group_type, partition_for
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import (
     RecordFormatError,
@@ -31,18 +31,6 @@ log = logging.getLogger("odradek.broker.groups")
 
 LOAD_READ_BYTES = 1 << 20
 T = TypeVar("T")
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's choice of coordinator partition: Utils.abs(groupId.hashCode()) % partitions,
-    with Java's String.hashCode over UTF-16 code units."""
-    data = group_id.encode("utf-16-be")
-    value = 0
-    for i in range(0, len(data), 2):
-        value = (31 * value + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    if value >= 1 << 31:
-        value -= 1 << 32
-    return (0 if value == -(1 << 31) else abs(value)) % partitions
 
 
 class BrokerTopics:

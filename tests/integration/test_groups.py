@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from odradek.config import BrokerConfig, effective_topic_config
+from odradek.group.coordinator import partition_for
+from odradek.log import LogConfig, PartitionLog
+from odradek.protocol.records import build_batch, validate_batches
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import TIMEOUT, create_topic, unique
 from tests.integration.groups import (
@@ -260,3 +264,29 @@ def test_consumer_protocol_regex_subscription(group_broker: BrokerProcess) -> No
         group.poll()
     assert len(member.reads) == 4 and member.owned == {0, 1}
     group.close_all()
+
+
+def test_undecodable_records_in_the_offsets_topic_are_skipped_at_load(
+        fresh_broker: BrokerProcess) -> None:
+    """A record of an unknown type (a newer Kafka's, say) or a garbled one in
+    `__consumer_offsets` is logged and skipped; the groups around it load."""
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("load"), 1)
+    _simple_commit(bootstrap, "survivor", topic, {0: 7})
+    fresh_broker.stop()
+    directory = fresh_broker.data_dir / f"__consumer_offsets-{partition_for('survivor', 50)}"
+    config = LogConfig.from_topic_config(effective_topic_config(BrokerConfig({}), {}))
+    log_ = PartitionLog.open(directory, config, 0, recovery_point=0)
+    batch = bytearray(build_batch([(b"\x00\x63unknown type", b"\x00\x00"),
+                                   (b"\x00\x01\x00\x05trunc", b"\x00\x03")]))
+    log_.append(batch, validate_batches(batch, len(batch), from_client=False), 0)
+    log_.flush()
+    log_.close()
+    fresh_broker.start()
+    assert _committed(bootstrap, "survivor", topic, 1) == {0: 7}
+    _simple_commit(bootstrap, "survivor", topic, {0: 8})
+    assert _committed(bootstrap, "survivor", topic, 1) == {0: 8}
+    logs = fresh_broker.logs()
+    assert "skipping a record of unknown type" in logs
+    assert "skipping a malformed record" in logs
