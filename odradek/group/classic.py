@@ -168,12 +168,15 @@ class ClassicGroup:
         return topics
 
     def validate_member(self, member_id: str, instance_id: str | None) -> ClassicMember:
+        """Kafka's ClassicGroup.validateMember: a static member is known by its instance id."""
+        member = self.members.get(member_id)
         if instance_id is not None:
             known = self.static_members.get(instance_id)
             if known is not None and known != member_id:
                 raise GroupError(ErrorCode.fenced_instance_id,
                                  f"Member {member_id} is fenced by instance id {instance_id}")
-        member = self.members.get(member_id)
+            if known is None:
+                member = None
         if member is None:
             raise GroupError(ErrorCode.unknown_member_id,
                              f"Member {member_id} is not in group {self.group_id}")

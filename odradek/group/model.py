@@ -3,6 +3,7 @@ timers and the errors its handlers answer with. Nothing here does IO or reads a 
 
 from __future__ import annotations
 
+import heapq
 import random
 import uuid
 from collections.abc import Iterable, Mapping
@@ -96,13 +97,21 @@ TimerKey = tuple[str, ...]
 
 
 class Timers:
-    """Deadlines by key, in milliseconds of the caller's clock; setting a key replaces it."""
+    """Deadlines by key, in milliseconds of the caller's clock; setting a key replaces it.
+
+    A heap orders them; replaced and cancelled entries stay in it until they surface, and
+    the heap is rebuilt when they outnumber the live ones (heartbeats replace often)."""
 
     def __init__(self) -> None:
         self._deadlines: dict[TimerKey, int] = {}
+        self._heap: list[tuple[int, TimerKey]] = []
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self._deadlines[key] = deadline_ms
+        heapq.heappush(self._heap, (deadline_ms, key))
+        if len(self._heap) > 2 * len(self._deadlines) + 64:
+            self._heap = [(d, k) for k, d in self._deadlines.items()]
+            heapq.heapify(self._heap)
 
     def cancel(self, key: TimerKey) -> None:
         self._deadlines.pop(key, None)
@@ -110,15 +119,25 @@ class Timers:
     def deadline(self, key: TimerKey) -> int | None:
         return self._deadlines.get(key)
 
+    def _drop_stale(self) -> None:
+        heap = self._heap
+        while heap and self._deadlines.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+
     def pop_expired(self, now_ms: int) -> list[TimerKey]:
         """Remove and return the keys due at now_ms, earliest first."""
-        due = sorted((d, k) for k, d in self._deadlines.items() if d <= now_ms)
-        for _, key in due:
+        due = []
+        self._drop_stale()
+        while self._heap and self._heap[0][0] <= now_ms:
+            _, key = heapq.heappop(self._heap)
             del self._deadlines[key]
-        return [key for _, key in due]
+            due.append(key)
+            self._drop_stale()
+        return due
 
     def next_deadline(self) -> int | None:
-        return min(self._deadlines.values(), default=None)
+        self._drop_stale()
+        return self._heap[0][0] if self._heap else None
 
     def __contains__(self, key: TimerKey) -> bool:
         return key in self._deadlines

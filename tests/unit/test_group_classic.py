@@ -191,6 +191,7 @@ def test_heartbeat_generation_and_member_fencing() -> None:
     assert h.heartbeat(leader, 1) == ErrorCode.none
     assert h.heartbeat(leader, 0) == ErrorCode.illegal_generation
     assert h.heartbeat("nobody", 1) == ErrorCode.unknown_member_id
+    assert h.heartbeat(leader, 1, instance="no-such-pod") == ErrorCode.unknown_member_id
     newcomer = h.join(h.member())
     assert h.group().state == classic.PREPARING_REBALANCE
     assert h.heartbeat(follower, 1) == ErrorCode.rebalance_in_progress
@@ -531,3 +532,20 @@ def test_empty_groups_without_offsets_are_cleaned_up() -> None:
     h._take(h.shard.expire_offsets(h.now))
     assert "g" not in h.shard.groups
     assert h.records[-1] == (GroupMetadataKey("g"), None)
+
+
+def test_timers_fire_in_deadline_order_and_honour_replacement_and_cancellation() -> None:
+    from odradek.group.model import Timers
+
+    timers = Timers()
+    for i in range(200):
+        timers.schedule(("k", str(i)), 1000 + i)
+        timers.schedule(("k", str(i)), 2000 - i)  # replaced: only the last deadline counts
+    timers.cancel(("k", "0"))
+    assert timers.next_deadline() == 1801
+    assert timers.pop_expired(1800) == []
+    due = timers.pop_expired(1899)
+    assert due == [("k", str(i)) for i in range(199, 100, -1)]
+    assert timers.next_deadline() == 1900
+    assert ("k", "0") not in timers and timers.pop_expired(5000)[-1] == ("k", "1")
+    assert timers.next_deadline() is None
