@@ -290,3 +290,31 @@ def test_undecodable_records_in_the_offsets_topic_are_skipped_at_load(
     logs = fresh_broker.logs()
     assert "skipping a record of unknown type" in logs
     assert "skipping a malformed record" in logs
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_live_consumer_carries_on_across_a_broker_restart(fresh_broker: BrokerProcess,
+                                                            protocol: str) -> None:
+    """The group is loaded back from `__consumer_offsets`: its member keeps its partitions
+    and reads on from its commits, with nothing read twice."""
+    fresh_broker.overrides.update(FAST_JOIN)
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("live"), 2)
+    fill(bootstrap, topic, 2, 10)
+    group = ConfluentGroup(bootstrap, unique("g"), topic, **{
+        "group.protocol": protocol, "log_level": 0})
+    member = group.add("c0")
+    wait_until(lambda: len(member.reads) >= 20, group.poll, what="the first records")
+    group.commit(member)
+    fresh_broker.restart()
+    fill(bootstrap, topic, 2, 10, start=10)
+    wait_until(lambda: len(member.reads) >= 40, group.poll, timeout=60,
+               what="the records produced after the restart")
+    for _ in range(10):
+        group.poll()
+    assert sorted(member.reads) == [(p, o) for p in (0, 1) for o in range(20)]
+    assert member.revocations == 0, "the member kept its partitions: no rejoin, no rebalance"
+    group.commit(member)
+    assert group.committed(member, 2) == {0: 20, 1: 20}
+    group.close_all()
