@@ -9,7 +9,7 @@ import shutil
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +108,8 @@ class Broker:
         self.admin_lock = asyncio.Lock()
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._flushes: dict[PartitionLog, asyncio.Future[None]] = {}
+        self.topic_listeners: list[Callable[[], None]] = []
+        """Called after topics are created, deleted or given partitions."""
 
     @property
     def broker_ids(self) -> list[int]:
@@ -207,6 +209,8 @@ class Broker:
         for topic in reconfigured:
             self._reconfigure(topic)
         if created or detached:
+            for listener in self.topic_listeners:
+                listener()
             # retired before anything is created, so a re-created topic never finds the old
             # directory; checkpoints rewritten so no stale log start offset outlives its log
             retired = await loop.run_in_executor(None, self._change_logs, created, detached)

@@ -64,6 +64,7 @@ class GroupCoordinatorRuntime:
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._creating: asyncio.Lock | None = None
         broker.metrics.register_groups(self._group_states, self._group_offsets)
+        broker.topic_listeners.append(self._refresh_topics)
 
     def is_loaded(self) -> bool:
         return bool(self.shards)
@@ -240,6 +241,13 @@ class GroupCoordinatorRuntime:
             log.exception("group coordinator timers of %s-%d failed", OFFSETS_TOPIC, partition)
         finally:
             self._schedule(partition)
+
+    def _refresh_topics(self) -> None:
+        for partition, shard in list(self.shards.items()):
+            try:
+                self._commit(partition, shard.refresh_topics(now_ms()))
+            except CoordinatorUnavailable:
+                log.exception("refreshing the groups of %s-%d failed", OFFSETS_TOPIC, partition)
 
     async def expire_offsets(self) -> None:
         for partition, shard in list(self.shards.items()):

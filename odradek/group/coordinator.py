@@ -264,6 +264,20 @@ class GroupCoordinatorShard:
                     "authorized_operations": -2147483648}
         return group.describe(self.topics, self.config.consumer_assignors[0])
 
+    def refresh_topics(self, now_ms: int) -> Output:
+        """Topics were created, deleted or grew: KIP-848 groups subscribed to them move to
+        a new epoch now, as Kafka's do when its metadata image changes."""
+        out = Output()
+        ctx = self.context(now_ms)
+        for group in list(self.groups.values()):
+            if isinstance(group, ConsumerGroup) and not group.is_empty():
+                epoch = group.group_epoch
+                records = consumer_group.refresh_metadata(group, ctx)
+                self._apply(records)
+                out.records.extend(records)
+                self._track_rebalance(group.group_id, epoch, now_ms, out)
+        return out
+
     # Offsets.
 
     def commit_offsets(self, request: OffsetCommitRequest,

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.integration import groups
 from tests.integration.broker_process import BrokerProcess
 
 
@@ -12,6 +14,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def close_group_consumers() -> Iterator[None]:
+    """Consumers a failed test left open would keep polling (and heartbeating) into the
+    next tests."""
+    yield
+    while groups.OPEN:
+        driver = groups.OPEN.pop()
+        with contextlib.suppress(Exception):
+            driver.close_all()
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ library, polled side by side, each remembering what it was assigned and what it 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,9 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 
 from tests.integration.clients import TIMEOUT, Out, produce_confluent
+
+OPEN: list[Any] = []
+"""Every group driver made, so that a failed test's consumers are closed (conftest.py)."""
 
 Read = tuple[int, int]
 """(partition, offset) of a record a consumer received."""
@@ -67,6 +71,7 @@ class ConfluentGroup:
         self.topic = topic
         self.config = config
         self.members: list[Member] = []
+        OPEN.append(self)
 
     def add(self, name: str, **extra: Any) -> Member:
         consumer = Consumer({
@@ -125,12 +130,17 @@ class ConfluentGroup:
 
 
 class KafkaPythonGroup:
+    """kafka-python consumers, each polled by a thread of its own as applications do (its
+    poll joins the group synchronously: one thread polling three would starve two)."""
+
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
         self.bootstrap = bootstrap
         self.group = group
         self.topic = topic
         self.config = config
         self.members: list[Member] = []
+        OPEN.append(self)
+        self._pollers: dict[str, tuple[threading.Thread, threading.Event]] = {}
 
     def add(self, name: str) -> Member:
         consumer = KafkaConsumer(
@@ -140,16 +150,31 @@ class KafkaPythonGroup:
         consumer.subscribe([self.topic])
         member = Member(name, consumer)
         self.members.append(member)
+        stop = threading.Event()
+        poller = threading.Thread(target=self._poll_until, args=(member, stop), daemon=True)
+        self._pollers[name] = (poller, stop)
+        poller.start()
         return member
 
-    def poll(self) -> None:
-        for member in self.members:
-            batches = member.client.poll(timeout_ms=50)
+    @staticmethod
+    def _poll_until(member: Member, stop: threading.Event) -> None:
+        while not stop.is_set():
+            batches = member.client.poll(timeout_ms=100)
             member.owned = {tp.partition for tp in member.client.assignment()}
             for records in batches.values():
                 member.reads += [(r.partition, r.offset) for r in records]
 
+    def _stop(self, member: Member) -> None:
+        """Hand the consumer back to the calling thread (kafka-python is not thread-safe)."""
+        poller, stop = self._pollers[member.name]
+        stop.set()
+        poller.join(TIMEOUT)
+
+    def poll(self) -> None:
+        time.sleep(0.05)
+
     def commit(self, member: Member) -> None:
+        self._stop(member)
         member.client.commit()
 
     def committed(self, member: Member, partitions: int) -> dict[int, int]:
@@ -157,6 +182,7 @@ class KafkaPythonGroup:
                 for p in range(partitions)}
 
     def close(self, member: Member) -> None:
+        self._stop(member)
         member.client.close()
         self.members.remove(member)
 
@@ -177,6 +203,7 @@ class AiokafkaGroup:
         self.topic = topic
         self.config = config
         self.members: list[Member] = []
+        OPEN.append(self)
         self.loop = asyncio.new_event_loop()
 
     def add(self, name: str) -> Member:

@@ -26,7 +26,8 @@ class Harness:
     """A shard, a clock, the records it wrote and the responses it released."""
 
     def __init__(self, **config: Any) -> None:
-        self.shard = GroupCoordinatorShard(GroupConfig(**config), TOPICS, random.Random(7))
+        self.topics = StaticTopics(dict(TOPICS.topics))
+        self.shard = GroupCoordinatorShard(GroupConfig(**config), self.topics, random.Random(7))
         self.now = 1_000_000
         self.records: list[Record] = []
         self.responses: dict[int, Any] = {}
@@ -549,3 +550,16 @@ def test_timers_fire_in_deadline_order_and_honour_replacement_and_cancellation()
     assert timers.next_deadline() == 1900
     assert ("k", "0") not in timers and timers.pop_expired(5000)[-1] == ("k", "1")
     assert timers.next_deadline() is None
+
+
+def test_new_topics_move_subscribed_consumer_groups_to_a_new_epoch() -> None:
+    h = Harness()
+    consumer_join(h, topics=("t", "later"))
+    group = h.shard.groups["g"]
+    epoch = group.group_epoch  # type: ignore[union-attr]
+    assert h.shard.refresh_topics(h.now).records == [], "nothing changed"
+    h.topics.topics = {**h.topics.topics,
+                       "later": TopicInfo("00000000-0000-4000-8000-000000000002", "later", 2)}
+    out = h.shard.refresh_topics(h.now)
+    assert out.records
+    assert group.group_epoch == epoch + 1  # type: ignore[union-attr]
