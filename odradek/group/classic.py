@@ -224,7 +224,7 @@ def join(group: ClassicGroup | None, token: Token, request: JoinRequest,
     output, which answers `token` now or leaves it waiting for the rebalance."""
     out = Output()
     try:
-        _validate_join(group, request, ctx)
+        validate_join(group, request, ctx)
     except GroupError as error:
         out.responses.append((token, join_error(request.member_id, error)))
         return group, out
@@ -237,7 +237,7 @@ def join(group: ClassicGroup | None, token: Token, request: JoinRequest,
     return group, out
 
 
-def _validate_join(group: ClassicGroup | None, request: JoinRequest, ctx: GroupContext) -> None:
+def validate_join(group: ClassicGroup | None, request: JoinRequest, ctx: GroupContext) -> None:
     if not request.group_id:
         raise GroupError(ErrorCode.invalid_group_id, "The group id is empty")
     config = ctx.config

@@ -168,13 +168,16 @@ class GroupCoordinatorShard:
 
     # Classic protocol.
 
-    def _classic_group(self, group_id: str, out: Output) -> ClassicGroup | None:
-        """The classic group of that id; an empty KIP-848 group gives way to it."""
-        group = self.groups.get(group_id)
+    def _classic_group(self, request: JoinRequest, now_ms: int,
+                       out: Output) -> ClassicGroup | None:
+        """The classic group the request joins; an empty KIP-848 group gives way to it, but
+        only for a request that a new classic group would accept."""
+        group = self.groups.get(request.group_id)
         if isinstance(group, ConsumerGroup):
             if not group.is_empty():
                 raise GroupError(ErrorCode.inconsistent_group_protocol,
-                                 f"Group {group_id} is a consumer (KIP-848) group")
+                                 f"Group {request.group_id} is a consumer (KIP-848) group")
+            classic.validate_join(None, request, self.context(now_ms))
             records = group.deletion_records()
             self._apply(records)
             out.records.extend(records)
@@ -184,7 +187,7 @@ class GroupCoordinatorShard:
     def join_group(self, token: Token, request: JoinRequest, now_ms: int) -> Output:
         out = Output()
         try:
-            group = self._classic_group(request.group_id, out)
+            group = self._classic_group(request, now_ms, out)
         except GroupError as error:
             out.responses.append((token, classic.join_error(request.member_id, error)))
             return out

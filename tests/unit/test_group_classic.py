@@ -8,6 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.group import classic
+from odradek.group.consumer_group import HeartbeatRequest
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
@@ -336,8 +337,6 @@ def test_replaying_the_records_rebuilds_the_durable_state() -> None:
 
 def consumer_join(h: Harness, member_id: str = "m-1", epoch: int = 0,
                   topics: tuple[str, ...] | None = ("t",)) -> Any:
-    from odradek.group.consumer_group import HeartbeatRequest
-
     request = HeartbeatRequest("g", member_id, epoch, None, None, 30_000, topics, None, None,
                                () if epoch == 0 else None, "client", "/127.0.0.1", 1)
     response, out = h.shard.consumer_heartbeat(request, h.now)
@@ -465,3 +464,21 @@ def test_new_topics_move_subscribed_consumer_groups_to_a_new_epoch() -> None:
     out = h.shard.refresh_topics(h.now)
     assert out.records
     assert group.group_epoch == epoch + 1  # type: ignore[union-attr]
+
+
+def test_a_bad_join_leaves_an_empty_consumer_group_alone() -> None:
+    h = Harness()
+    response = consumer_join(h)
+    _, out = h.shard.consumer_heartbeat(HeartbeatRequest(
+        "g", response.member_id, -1, None, None, 30_000, None, None, None, None, "client",
+        "/127.0.0.1", 1), h.now)
+    h._take(out)
+    assert h.shard.groups["g"].is_empty()
+    written = len(h.records)
+    token = h.join(session=1)
+    assert h.responses[token]["error_code"] == ErrorCode.invalid_session_timeout
+    assert len(h.records) == written
+    assert h.shard.groups["g"].__class__.__name__ == "ConsumerGroup"
+    token = h.join()
+    assert h.responses[token]["error_code"] == ErrorCode.member_id_required
+    assert isinstance(h.shard.groups["g"], classic.ClassicGroup)
