@@ -17,7 +17,7 @@ from kafka import TopicPartition as KTopicPartition
 
 from tests.integration.clients import TIMEOUT, Out, produce_confluent
 
-OPEN: list[Any] = []
+OPEN: list[GroupDriver] = []
 """Every group driver made, so that a failed test's consumers are closed (conftest.py)."""
 
 Read = tuple[int, int]
@@ -61,10 +61,10 @@ def split_evenly(members: Sequence[Member], partitions: int) -> bool:
     )
 
 
-# --- confluent-kafka (librdkafka) ----------------------------------------------------------------
+class GroupDriver:
+    """Consumers of one client library in one group, on one topic; each driver polls,
+    commits, reads commits and closes its members its own way."""
 
-
-class ConfluentGroup:
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
         self.bootstrap = bootstrap
         self.group = group
@@ -73,6 +73,30 @@ class ConfluentGroup:
         self.members: list[Member] = []
         OPEN.append(self)
 
+    def add(self, name: str) -> Member:
+        raise NotImplementedError
+
+    def poll(self) -> None:
+        raise NotImplementedError
+
+    def commit(self, member: Member) -> None:
+        raise NotImplementedError
+
+    def committed(self, member: Member, partitions: int) -> dict[int, int]:
+        raise NotImplementedError
+
+    def close(self, member: Member) -> None:
+        raise NotImplementedError
+
+    def close_all(self) -> None:
+        for member in list(self.members):
+            self.close(member)
+
+
+# --- confluent-kafka (librdkafka) ----------------------------------------------------------------
+
+
+class ConfluentGroup(GroupDriver):
     def add(self, name: str, **extra: Any) -> Member:
         consumer = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
@@ -121,25 +145,16 @@ class ConfluentGroup:
         member.client.close()
         self.members.remove(member)
 
-    def close_all(self) -> None:
-        for member in list(self.members):
-            self.close(member)
-
 
 # --- kafka-python --------------------------------------------------------------------------------
 
 
-class KafkaPythonGroup:
+class KafkaPythonGroup(GroupDriver):
     """kafka-python consumers, each polled by a thread of its own as applications do (its
     poll joins the group synchronously: one thread polling three would starve two)."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
-        self.bootstrap = bootstrap
-        self.group = group
-        self.topic = topic
-        self.config = config
-        self.members: list[Member] = []
-        OPEN.append(self)
+        super().__init__(bootstrap, group, topic, **config)
         self._pollers: dict[str, tuple[threading.Thread, threading.Event]] = {}
 
     def add(self, name: str) -> Member:
@@ -186,24 +201,15 @@ class KafkaPythonGroup:
         member.client.close()
         self.members.remove(member)
 
-    def close_all(self) -> None:
-        for member in list(self.members):
-            self.close(member)
-
 
 # --- aiokafka ------------------------------------------------------------------------------------
 
 
-class AiokafkaGroup:
+class AiokafkaGroup(GroupDriver):
     """aiokafka consumers on a private event loop, driven synchronously like the others."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
-        self.bootstrap = bootstrap
-        self.group = group
-        self.topic = topic
-        self.config = config
-        self.members: list[Member] = []
-        OPEN.append(self)
+        super().__init__(bootstrap, group, topic, **config)
         self.loop = asyncio.new_event_loop()
 
     def add(self, name: str) -> Member:
@@ -246,6 +252,5 @@ class AiokafkaGroup:
         self.members.remove(member)
 
     def close_all(self) -> None:
-        for member in list(self.members):
-            self.close(member)
+        super().close_all()
         self.loop.close()

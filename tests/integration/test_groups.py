@@ -21,6 +21,7 @@ from tests.integration.clients import TIMEOUT, create_topic, unique
 from tests.integration.groups import (
     AiokafkaGroup,
     ConfluentGroup,
+    GroupDriver,
     KafkaPythonGroup,
     fill,
     split_evenly,
@@ -42,10 +43,7 @@ def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
         process.stop()
 
 
-Driver = ConfluentGroup | KafkaPythonGroup | AiokafkaGroup
-
-
-def drivers(bootstrap: str, group: str, topic: str) -> dict[str, Driver]:
+def drivers(bootstrap: str, group: str, topic: str) -> dict[str, GroupDriver]:
     return {
         "confluent-classic": ConfluentGroup(bootstrap, group, topic, **{
             "group.protocol": "classic", "session.timeout.ms": 10000,
