@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
+
+Runner = Callable[[BrokerConfig, bool], None]
 
 
 def _override(text: str) -> tuple[str, str]:
@@ -18,59 +20,82 @@ def _override(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def dev_config(args: argparse.Namespace) -> BrokerConfig:
-    """File, then --data-dir/--port, then --override: later sources win."""
+def node_config(args: argparse.Namespace) -> BrokerConfig:
+    """File, then dev's --data-dir/--port, then --override: later sources win."""
     raw: dict[str, str] = {}
     if args.config:
         raw.update(load_properties(Path(args.config)))
-    if args.data_dir:
+    if getattr(args, "data_dir", None):
         raw["log.dir"] = args.data_dir
         raw.pop("log.dirs", None)
-    if args.port is not None:
+    if getattr(args, "port", None) is not None:
         raw["listeners"] = f"PLAINTEXT://{args.host}:{args.port}"
     raw.update(dict(args.override))
     return BrokerConfig(raw)
 
 
+def _add_node_parser(
+    commands: argparse._SubParsersAction, name: str, help_text: str, run: str
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(name, help=help_text)
+    parser.add_argument("--config", help="a Kafka-style .properties file")
+    parser.add_argument("--override", action="append", type=_override, default=[],
+                        metavar="KEY=VALUE", help="set a config (repeatable)")
+    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="uvloop (default; falls back to asyncio when missing) or asyncio")
+    parser.set_defaults(runner=run)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    dev = commands.add_parser("dev", help="run a single-node cluster (controller + broker)")
+    dev = _add_node_parser(commands, "dev", "run a single-node cluster (controller + broker "
+                           "in one process)", "combined")
     dev.add_argument("--data-dir", help="log directory (log.dir); default ./data")
     dev.add_argument("--port", type=int, help="Kafka listener port; default 9092")
     dev.add_argument("--host", default="127.0.0.1", help="listener address with --port")
-    dev.add_argument("--config", help="a Kafka-style .properties file")
-    dev.add_argument("--override", action="append", type=_override, default=[],
-                     metavar="KEY=VALUE", help="set a broker config (repeatable)")
-    dev.add_argument("--log-level", default="INFO")
-    dev.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
-                     help="uvloop (default; falls back to asyncio when missing) or asyncio")
+    _add_node_parser(commands, "broker", "run a broker of a multi-node cluster "
+                     "(needs controller.quorum.voters)", "broker")
+    _add_node_parser(commands, "controller", "run a controller (a Raft voter of "
+                     "controller.quorum.voters)", "controller")
+    from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
 
     add_perf_parser(commands)
     add_groups_parser(commands)
+    add_cluster_parser(commands)
     return parser
+
+
+def _runner(name: str) -> Runner:
+    if name == "controller":
+        from odradek.controller.app import run_controller
+
+        return run_controller
+    from odradek.broker.app import run_broker, run_combined
+
+    return run_combined if name == "combined" else run_broker
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "dev":
-        logging.basicConfig(
-            level=args.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
-        try:
-            config = dev_config(args)
-        except (InvalidConfigError, OSError) as error:
-            print(f"odradek: invalid configuration: {error}", file=sys.stderr)
-            return 2
-        from odradek.broker.app import run_broker
-
-        run_broker(config, prefer_uvloop=args.event_loop == "uvloop")
-        return 0
-    result: int = args.run(args)
-    return result
+    runner_name = getattr(args, "runner", None)
+    if runner_name is None:
+        result: int = args.run(args)
+        return result
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        _runner(runner_name)(node_config(args), args.event_loop == "uvloop")
+    except (InvalidConfigError, OSError) as error:
+        print(f"odradek: invalid configuration: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

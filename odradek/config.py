@@ -250,6 +250,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "of consumer-protocol groups; the first is the default.", read_only=True),
     ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
               "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
+    ConfigDef("controller.quorum.voters", LS, None, "The controller quorum as id@host:port "
+              "entries; unset in `odradek dev`, whose one controller serves on the CONTROLLER "
+              "listener (an ephemeral loopback port when none is configured).", read_only=True),
+    ConfigDef("controller.listener.names", LS, ["CONTROLLER"], "Names of the listeners the "
+              "controller serves gRPC on.", read_only=True),
+    ConfigDef("controller.quorum.election.timeout.ms", INT, 1000, "Longest time without a "
+              "leader before a voter starts an election (randomised up to twice this).",
+              at_least(100), read_only=True),
+    ConfigDef("controller.quorum.request.timeout.ms", INT, 2000, "Deadline of every call "
+              "to the controller quorum.", at_least(1), read_only=True),
+    ConfigDef("controller.quorum.retry.backoff.ms", INT, 20, "First backoff before a failed "
+              "call to the controllers is retried; it doubles up to 1 s.", at_least(0),
+              read_only=True),
+    ConfigDef("broker.session.timeout.ms", INT, 9000, "A broker whose heartbeats stop for "
+              "this long is fenced.", at_least(1), read_only=True),
+    ConfigDef("broker.heartbeat.interval.ms", INT, 2000, "Interval of broker heartbeats to "
+              "the controller.", at_least(1), read_only=True),
+    ConfigDef("metadata.log.dir", S, None, "Directory of the metadata log (default: the first "
+              "log directory).", read_only=True),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", L, 20971520, "Bytes "
+              "appended to the metadata log before the controller takes a new snapshot.",
+              at_least(1), read_only=True),
 )
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
@@ -286,6 +308,29 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 
 _HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
 _MINUTE_ALIASES = {"log.retention.minutes": "log.retention.ms"}
+
+
+def parse_listener(uri: str) -> tuple[str, str, int]:
+    """`NAME://host:port` as (NAME, host, port); a bare host:port is PLAINTEXT."""
+    name, separator, address = uri.rpartition("://")
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit():
+        raise InvalidConfigError(f"listener {uri!r} has no port")
+    return (name if separator else "PLAINTEXT").upper(), host.strip("[]") or "0.0.0.0", int(port)
+
+
+def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters (`id@host:port,...`) as {id: (host, port)}."""
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        node, at, address = entry.partition("@")
+        host, colon, port = address.rpartition(":")
+        if not at or not colon or not node.isdigit() or not port.isdigit() or not host:
+            raise InvalidConfigError(
+                f"controller.quorum.voters entry {entry!r} is not of the form id@host:port"
+            )
+        voters[int(node)] = (host, int(port))
+    return voters
 
 
 def load_properties(path: Path) -> dict[str, str]:
@@ -392,6 +437,14 @@ class BrokerConfig:
                 layer.pop(name, None)
             else:
                 layer[name] = raw
+            self._values[name] = self._resolve(name)
+
+    def clear_dynamic(self) -> None:
+        """Drop every dynamic config (before a new metadata image sets them again)."""
+        changed = set(self.dynamic_broker_raw) | set(self.dynamic_default_raw)
+        self.dynamic_broker_raw.clear()
+        self.dynamic_default_raw.clear()
+        for name in changed:
             self._values[name] = self._resolve(name)
 
     def _resolve(self, name: str) -> Value:

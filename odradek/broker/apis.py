@@ -78,7 +78,7 @@ API_TABLE: list[Api] = [
     Api(42, 0, 2, handle_delete_groups),
     Api(44, 0, 1, handle_incremental_alter_configs),
     Api(47, 0, 0, handle_offset_delete),
-    Api(60, 0, 1, handle_describe_cluster),
+    Api(60, 0, 2, handle_describe_cluster),
     Api(68, 0, 1, handle_consumer_group_heartbeat),
     Api(69, 0, 1, handle_consumer_group_describe),
     Api(75, 0, 0, handle_describe_topic_partitions),

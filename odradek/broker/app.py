@@ -1,5 +1,7 @@
-"""Runs a broker: loads state, serves the Kafka listener and /metrics, runs the log's
-background work (retention, time-based flush, recovery-point checkpoints) off the loop."""
+"""Runs a broker: recovers its logs, registers with the controllers and catches up with the
+metadata log, then serves the Kafka listener and runs the log's background work (retention,
+time-based flush, recovery-point checkpoints) off the loop. Also the combined `odradek dev`
+process: one controller and one broker."""
 
 from __future__ import annotations
 
@@ -7,78 +9,112 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
-from collections.abc import Callable, Coroutine
+import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
-from prometheus_client import start_http_server
+from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
 from odradek.broker.broker import Broker, now_ms
+from odradek.broker.controller_client import ControllerClient
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
+from odradek.broker.lifecycle import BrokerLifecycle
+from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.server import KafkaConnection
-from odradek.config import BrokerConfig, InvalidConfigError
+from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
 from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
 
 
-def parse_listener(uri: str) -> tuple[str, int]:
-    parts = urlsplit(uri if "://" in uri else f"PLAINTEXT://{uri}")
-    if parts.port is None:
-        raise InvalidConfigError(f"listener {uri!r} has no port")
-    return parts.hostname or "0.0.0.0", parts.port
-
-
-def _every(interval_ms: int, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                await work()
-            except Exception:
-                log.exception("background task failed")
-
-    return asyncio.create_task(loop())
-
-
 class BrokerApp:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, generate_cluster_id: bool = False) -> None:
         listeners = config["listeners"]
         assert isinstance(listeners, list) and listeners
-        self.bind_host, self.bind_port = parse_listener(listeners[0])
-        advertised = config["advertised.listeners"] or listeners
-        assert isinstance(advertised, list)
-        host, port = parse_listener(advertised[0])
+        names = config["controller.listener.names"]
+        assert isinstance(names, list)
+        kafka = [parse_listener(uri) for uri in listeners]
+        kafka = [listener for listener in kafka if listener[0] not in names]
+        if not kafka:
+            raise InvalidConfigError("listeners has no listener for Kafka clients")
+        _, self.bind_host, self.bind_port = kafka[0]
+        advertised = config["advertised.listeners"]
+        assert advertised is None or isinstance(advertised, list)
+        _, host, port = parse_listener(advertised[0]) if advertised else kafka[0]
         self.config = config
-        self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port)
+        self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port,
+                             generate_cluster_id)
         self.broker.groups = GroupCoordinatorRuntime(self.broker)
+        self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
+        self._socket: socket.socket | None = None
 
-    async def run(self, stop: asyncio.Event) -> None:
+    @property
+    def registry(self) -> CollectorRegistry:
+        return self.broker.registry
+
+    def bind(self) -> None:
+        """Take the Kafka listener's port now (it listens once the broker is unfenced), so
+        that nothing else grabs it while the broker starts up."""
+        if self._socket is None:
+            sock = socket.socket(socket.AF_INET6 if ":" in self.bind_host else socket.AF_INET)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.bind_host, self.bind_port))
+            except OSError:
+                sock.close()
+                raise
+            self._socket = sock
+
+    async def run(self, stop: asyncio.Event, voters: Mapping[int, tuple[str, int]]) -> None:
+        """Serve until `stop`; `voters` are the controllers to register with."""
         loop = asyncio.get_running_loop()
         broker = self.broker
+        config = self.config
+        self.bind()
         await loop.run_in_executor(None, broker.load)
+        client = ControllerClient(voters, config.integer("controller.quorum.request.timeout.ms"),
+                                  config.integer("controller.quorum.retry.backoff.ms"))
+        lifecycle = BrokerLifecycle(
+            client, broker.cluster_id, broker.node_id, broker.host, broker.port,
+            config["broker.rack"],  # type: ignore[arg-type]
+            config.integer("broker.heartbeat.interval.ms"), broker.apply_metadata,
+        )
+        broker.writer = MetadataWriter(client, lifecycle.wait_for_offset)
+        registering = asyncio.create_task(self._join(lifecycle))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({registering, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not registering.done():
+            registering.cancel()
+            stopping.cancel()
+            await asyncio.gather(registering, return_exceptions=True)
+            await lifecycle.shutdown()
+            await loop.run_in_executor(None, broker.logs.shutdown)
+            if self._socket is not None:
+                self._socket.close()
+            return
+        stopping.cancel()
+        registering.result()
         if OFFSETS_TOPIC in broker.metadata.topics:
             await broker.groups.ensure_loaded()
         dispatcher = Dispatcher(broker, API_TABLE)
-        max_request = self.config.integer("socket.request.max.bytes")
+        max_request = config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
+        assert self._socket is not None
         server = await loop.create_server(
             lambda: KafkaConnection(dispatcher, max_request, connections),
-            self.bind_host, self.bind_port, reuse_address=True, backlog=1024,
+            sock=self._socket, backlog=1024,
         )
-        self._start_metrics()
         tasks = [
-            _every(self.config.integer("log.retention.check.interval.ms"), self.enforce_retention),
-            _every(self.config.integer("log.flush.scheduler.interval.ms"), self.flush_by_time),
-            _every(self.config.integer("log.flush.offset.checkpoint.interval.ms") or 60000,
-                   self.checkpoint),
-            _every(self.config.integer("offsets.retention.check.interval.ms"),
-                   broker.groups.expire_offsets),
+            every(config.integer("log.retention.check.interval.ms"), self.enforce_retention),
+            every(config.integer("log.flush.scheduler.interval.ms"), self.flush_by_time),
+            every(config.integer("log.flush.offset.checkpoint.interval.ms") or 60000,
+                  self.checkpoint),
+            every(config.integer("offsets.retention.check.interval.ms"),
+                  broker.groups.expire_offsets),
         ]
         log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
                  broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
@@ -93,19 +129,16 @@ class BrokerApp:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
+            await lifecycle.shutdown()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
 
-    def _start_metrics(self) -> None:
-        port = self.config.integer("metrics.port")
-        if port < 0:
-            return
-        try:
-            server, _ = start_http_server(port, addr=self.bind_host, registry=self.broker.registry)
-        except OSError as error:
-            log.error("metrics endpoint not started on port %d: %s", port, error)
-            return
-        log.info("metrics on http://%s:%d/metrics", self.bind_host, server.server_port)
+    async def _join(self, lifecycle: BrokerLifecycle) -> None:
+        """Register, then wait to be unfenced: caught up with the metadata log."""
+        await lifecycle.start()
+        log.info("waiting to catch up with the metadata log and be unfenced")
+        await lifecycle.unfenced.wait()
+        await self.broker.caught_up_with_metadata()
 
     async def enforce_retention(self) -> None:
         loop = asyncio.get_running_loop()
@@ -139,27 +172,44 @@ def _unlink_all(paths: list[Path]) -> None:
             os.unlink(path)
 
 
-def install_event_loop(prefer_uvloop: bool = True) -> str:
-    """uvloop when wanted and available, else the standard loop; returns which."""
-    if not prefer_uvloop:
-        return "asyncio"
-    try:
-        import uvloop
-    except ImportError:
-        return "asyncio"
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return "uvloop"
-
-
 def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
-    loop_name = install_event_loop(prefer_uvloop)
+    """`odradek broker`: a broker of a multi-node cluster."""
+    voters_config = config["controller.quorum.voters"]
+    if not voters_config:
+        raise InvalidConfigError("a broker needs controller.quorum.voters")
+    assert isinstance(voters_config, list)
+    voters = parse_voters(voters_config)
+    app = BrokerApp(config)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        log.info("event loop: %s", loop_name)
-        await BrokerApp(config).run(stop)
+    async def serve(stop: asyncio.Event) -> None:
+        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
+        await app.run(stop, voters)
 
-    asyncio.run(main())
+    run_service(serve, prefer_uvloop)
+
+
+def run_combined(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
+    """`odradek dev`: one controller voter and one broker in one process."""
+    from odradek.controller.app import ControllerApp
+
+    app = BrokerApp(config, generate_cluster_id=True)
+    controller = ControllerApp(config, app.registry)
+
+    async def serve(stop: asyncio.Event) -> None:
+        app.bind()
+        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
+        controller_stop = asyncio.Event()
+        controlling = asyncio.create_task(controller.run(controller_stop))
+        ready = asyncio.create_task(controller.ready.wait())
+        await asyncio.wait({controlling, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if controlling.done():
+            ready.cancel()
+            controlling.result()
+            return
+        try:
+            await app.run(stop, {controller.node_id: controller.endpoint()})
+        finally:
+            controller_stop.set()
+            await controlling
+
+    run_service(serve, prefer_uvloop)

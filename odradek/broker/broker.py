@@ -3,32 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import shutil
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
-from odradek.broker.metadata_store import MetadataStore
 from odradek.broker.metrics import BrokerMetrics
 from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
 from odradek.log.partition import PartitionLog
+from odradek.log.partition_metadata import read_topic_id, write_topic_id
+from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.image import ClusterMetadata
 
 if TYPE_CHECKING:
     from odradek.broker.group_runtime import GroupCoordinatorRuntime
+    from odradek.broker.metadata_writer import MetadataWriter
 from odradek.metadata.records import (
     ConfigRecord,
     MetadataRecord,
-    PartitionRecord,
     RemoveTopicRecord,
     ResourceType,
 )
@@ -71,49 +71,39 @@ class PartitionWaiters:
                 future.set_result(None)
 
 
-def read_or_create_cluster_id(directory: Path, node_id: int, configured: str | None) -> str:
-    """meta.properties as Kafka writes it; the cluster id is generated on first start."""
-    path = directory / "meta.properties"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.startswith("cluster.id="):
-                return line.split("=", 1)[1].strip()
-    cluster_id = configured or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
-    tmp.replace(path)
-    return cluster_id
-
-
 class Broker:
     groups: GroupCoordinatorRuntime
     """The group coordinator; set by the app, which wires the services together."""
+    writer: MetadataWriter
+    """Admin writes, forwarded to the controller; set by the app."""
 
-    def __init__(self, config: BrokerConfig, host: str, port: int) -> None:
+    def __init__(self, config: BrokerConfig, host: str, port: int,
+                 generate_cluster_id: bool = False) -> None:
         self.config = config
         self.node_id = config.integer("node.id")
         self.host = host
         self.port = port
         self.log_dir = config.log_dirs()[0].resolve()
         self.cluster_id = read_or_create_cluster_id(
-            self.log_dir, self.node_id, config["cluster.id"]  # type: ignore[arg-type]
+            self.log_dir, self.node_id, config["cluster.id"],  # type: ignore[arg-type]
+            generate_cluster_id,
         )
         self.metadata = ClusterMetadata()
-        self.store = MetadataStore(self.log_dir / "__cluster_metadata-0")
+        self.metadata_offset = 0
+        """The last metadata log offset applied to `metadata`."""
+        self.caught_up = False
+        """Whether `metadata` has reached the committed log (set once unfenced)."""
+        self._reconciling = asyncio.Lock()
+        self._log_topic_ids: dict[TopicPartition, str | None] = {}
+        """The topic id recorded in each open log's directory (None: not recorded)."""
         self.logs = LogManager(self.log_dir, self.log_config)
         self.waiters = PartitionWaiters()
         self.registry = CollectorRegistry()
         self.metrics = BrokerMetrics(self.registry, self._partition_sizes)
-        self.admin_lock = asyncio.Lock()
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._flushes: dict[PartitionLog, asyncio.Future[None]] = {}
         self.topic_listeners: list[Callable[[], None]] = []
         """Called after topics are created, deleted or given partitions."""
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return [self.node_id]
 
     def endpoint(self) -> dict[str, Any]:
         """This broker as Metadata and DescribeCluster list it."""
@@ -143,27 +133,26 @@ class Broker:
         return LogConfig.from_topic_config(self.topic_config(topic))
 
     def load(self) -> None:
-        """Replay metadata and open (recover) every partition log. Blocking: run in a thread."""
-        for record in self.store.load():
-            self.metadata.replay(record)
-        for resource_name, configs in self.metadata.broker_configs.items():
-            self.config.set_dynamic(configs, resource_name)
+        """Open (recover) every partition log on disk. Blocking: run in a thread. Logs the
+        metadata does not assign to this broker are retired at the first metadata image."""
         self.logs.load(now_ms())
-        for topic, state in self.metadata.topics.items():
-            for partition in state.partitions:
-                log_ = self.logs.get(topic, partition) or self.logs.create(
-                    topic, partition, now_ms()
-                )
-                log_.high_watermark = log_.log_end_offset
-        known = {(t, p) for t, s in self.metadata.topics.items() for p in s.partitions}
-        for key, _ in list(self.logs.logs()):
-            if key not in known:
-                stray = self.logs.retire(self.logs.detach(*key), STRAY_DIR_SUFFIX)
-                log.warning("partition %s-%d is not in the metadata: moved aside to %s",
-                            *key, stray)
+        for key, log_ in self.logs.logs():
+            log_.high_watermark = log_.log_end_offset
+            self._log_topic_ids[key] = read_topic_id(log_.directory)
 
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get(topic, partition)
+
+    def leader_log(self, topic: str, partition: int) -> tuple[PartitionLog | None, ErrorCode]:
+        """The partition's log if this broker leads it, else why not: UNKNOWN_TOPIC_OR_PARTITION
+        or NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata and retries)."""
+        leader = self.leader_of(topic, partition)
+        if leader is None:
+            return None, ErrorCode.unknown_topic_or_partition
+        log_ = self.logs.get(topic, partition)
+        if leader != self.node_id or log_ is None:
+            return None, ErrorCode.not_leader_or_follower
+        return log_, ErrorCode.none
 
     async def flush(self, log_: PartitionLog) -> None:
         """fsync `log_` up to its current end, sharing one in-flight flush per log."""
@@ -176,18 +165,23 @@ class Broker:
                 flushing.add_done_callback(lambda _: self._flushes.pop(log_, None))
             await asyncio.shield(flushing)
 
-    async def apply(self, records: list[MetadataRecord]) -> None:
-        """Persist metadata records durably, replay them, then create and retire partition
-        logs in a worker thread (both fsync the log dir). Shielded: a client that hangs up
-        mid-request cannot leave records persisted but not applied."""
-        await asyncio.shield(self._apply(records))
+    async def apply_metadata(
+        self, records: list[MetadataRecord], offset: int, snapshot: bool
+    ) -> None:
+        """Apply a committed batch of metadata records (or, when `snapshot`, replace the image
+        with them), then create the logs of partitions this broker now hosts and retire those
+        it no longer does, in a worker thread (both fsync the log dir). The caller shields it:
+        a batch is never left half applied."""
+        await self._apply_metadata(records, snapshot)
+        self.metadata_offset = offset
 
-    async def _apply(self, records: list[MetadataRecord]) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.store.append, records)
-        created: list[TopicPartition] = []
+    async def _apply_metadata(self, records: list[MetadataRecord], snapshot: bool) -> None:
         detached: list[PartitionLog] = []
         reconfigured: set[str] = set()
+        if snapshot:
+            self.metadata = ClusterMetadata()
+            self._topic_configs.clear()
+            self.config.clear_dynamic()
         for record in records:
             if isinstance(record, RemoveTopicRecord):
                 name = self.metadata.topic_names_by_id[record.topic_id]
@@ -195,33 +189,97 @@ class Broker:
                 detached += [
                     self.logs.detach(name, p)
                     for p in self.metadata.topics[name].partitions
-                    if self.logs.get(name, p) is not None
+                    if self._log_topic_ids.get((name, p), "") in (record.topic_id, None)
                 ]
             self.metadata.replay(record)
             match record:
-                case PartitionRecord(topic_id=topic_id, partition=partition):
-                    created.append((self.metadata.topic_names_by_id[topic_id], partition))
                 case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
                     reconfigured.add(topic)
                 case ConfigRecord(resource_type=ResourceType.BROKER):
                     self.config.set_dynamic({record.name: record.value}, record.resource_name)
                     reconfigured.update(self.metadata.topics)
+        if snapshot:
+            reconfigured.update(self.metadata.topics)
         for topic in reconfigured:
-            self._reconfigure(topic)
-        if created or detached:
-            for listener in self.topic_listeners:
-                listener()
+            if topic in self.metadata.topics:
+                self._reconfigure(topic)
+        await self._reconcile_logs(detached, strays=snapshot or self.caught_up)
+
+    async def caught_up_with_metadata(self) -> None:
+        """The image now holds the whole committed log: logs it does not place on this
+        broker are strays."""
+        self.caught_up = True
+        await self._reconcile_logs([], strays=True)
+
+    async def _reconcile_logs(self, detached: list[PartitionLog], strays: bool) -> None:
+        """Create the logs of hosted partitions; retire `detached` (deleted topics) and,
+        when the image is complete, move aside logs it does not place here."""
+        async with self._reconciling:
+            await self._reconcile_logs_now(detached, strays)
+
+    async def _reconcile_logs_now(self, detached: list[PartitionLog], strays: bool) -> None:
+        loop = asyncio.get_running_loop()
+        hosted = self.hosted_partitions()
+        stale = [  # left by a deleted topic of the same name (judged on a complete image)
+            key for key, _ in self.logs.logs()
+            if strays and key in hosted
+            and self._log_topic_ids.get(key) not in (hosted[key], None)
+        ]
+        detached = detached + [self.logs.detach(*key) for key in stale]
+        existing = {key for key, _ in self.logs.logs()}
+        created = [(key, hosted[key]) for key in sorted(hosted.keys() - existing)]
+        stray_logs = [self.logs.detach(*key) for key in sorted(existing - hosted.keys())] \
+            if strays else []
+        if created or detached or stray_logs:
             # retired before anything is created, so a re-created topic never finds the old
             # directory; checkpoints rewritten so no stale log start offset outlives its log
-            retired = await loop.run_in_executor(None, self._change_logs, created, detached)
+            retired = await loop.run_in_executor(
+                None, self._change_logs, created, detached, stray_logs
+            )
             loop.run_in_executor(None, _remove_trees, retired)
+        for listener in self.topic_listeners:
+            listener()
+
+    def hosted_partitions(self) -> dict[TopicPartition, str]:
+        """Partitions with a replica on this broker, with their topic ids."""
+        return {
+            (name, index): state.topic_id
+            for name, state in self.metadata.topics.items()
+            for index, partition in state.partitions.items()
+            if self.node_id in partition.replicas
+        }
+
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        """The partition's leader id (-1 when offline), or None for an unknown partition."""
+        state = self.metadata.topics.get(topic)
+        record = state.partitions.get(partition) if state is not None else None
+        return record.leader if record is not None else None
+
+    def brokers(self, include_fenced: bool = False) -> list[dict[str, Any]]:
+        """The registered brokers (by default only the unfenced ones, which Metadata lists)."""
+        return [
+            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack,
+             "is_fenced": b.fenced}
+            for b in sorted(self.metadata.brokers.values(), key=lambda b: b.broker_id)
+            if include_fenced or not b.fenced
+        ]
 
     def _change_logs(
-        self, created: list[TopicPartition], detached: list[PartitionLog]
+        self, created: list[tuple[TopicPartition, str]], deleted: list[PartitionLog],
+        strays: list[PartitionLog],
     ) -> list[Path]:
-        retired = [self.logs.retire(log_) for log_ in detached]
-        for topic, partition in created:
-            self.logs.create(topic, partition, now_ms())
+        """Returns the deleted logs' directories, to remove. Logs the metadata does not place
+        here (but did not delete) are moved aside, not removed."""
+        for log_ in strays:
+            path = self.logs.retire(log_, STRAY_DIR_SUFFIX)
+            log.warning("%s is not assigned to this broker: moved aside to %s",
+                        log_.directory.name, path)
+        retired = [self.logs.retire(log_) for log_ in deleted]
+        for log_ in (*strays, *deleted):
+            self._log_topic_ids.pop(_key(log_), None)
+        for (topic, partition), topic_id in created:
+            write_topic_id(self.logs.create(topic, partition, now_ms()).directory, topic_id)
+            self._log_topic_ids[(topic, partition)] = topic_id
         self.logs.checkpoint()
         return retired
 
@@ -236,6 +294,11 @@ class Broker:
     def _partition_sizes(self) -> Iterable[tuple[str, int, int]]:
         for (topic, partition), log_ in list(self.logs.logs()):
             yield topic, partition, log_.size_bytes()
+
+
+def _key(log_: PartitionLog) -> TopicPartition:
+    topic, _, partition = log_.directory.name.rpartition("-")
+    return topic, int(partition)
 
 
 def _remove_trees(paths: list[Path]) -> None:

@@ -58,6 +58,9 @@ class GroupCoordinatorRuntime:
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()
         self.shards: dict[int, GroupCoordinatorShard] = {}
+        """The shards of the `__consumer_offsets` partitions this broker leads."""
+        self.num_partitions = 0
+        """The partition count of `__consumer_offsets` once loaded; groups route by it."""
         self._waiting: dict[Token, tuple[int, asyncio.Future[Any]]] = {}
         """Requests parked in the coordinator (JoinGroup, SyncGroup): partition, future."""
         self._tokens = itertools.count()
@@ -67,15 +70,26 @@ class GroupCoordinatorRuntime:
         broker.topic_listeners.append(self._refresh_topics)
 
     def is_loaded(self) -> bool:
-        return bool(self.shards)
+        return self.num_partitions > 0
+
+    def led_partitions(self) -> set[int]:
+        state = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        if state is None:
+            return set()
+        return {p for p, record in state.partitions.items()
+                if record.leader == self.broker.node_id}
+
+    def coordinator_partition(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
 
     # Loading.
 
     def load(self) -> None:
-        """Replay every partition of `__consumer_offsets` into a fresh shard, as at startup.
-        Blocking: run it in a thread before serving."""
-        state = self.broker.metadata.topics[OFFSETS_TOPIC]
-        self.shards = {p: self._load_shard(p) for p in range(len(state.partitions))}
+        """Replay every partition of `__consumer_offsets` this broker leads into a fresh
+        shard, as at startup. Blocking: run it in a thread before serving."""
+        led = self.led_partitions()
+        self.shards = {p: self._load_shard(p) for p in sorted(led)}
+        self.num_partitions = len(self.broker.metadata.topics[OFFSETS_TOPIC].partitions)
 
     def _load_shard(self, partition: int) -> GroupCoordinatorShard:
         shard = GroupCoordinatorShard(self.config, self.topics, self.rng)
@@ -117,12 +131,12 @@ class GroupCoordinatorRuntime:
     async def ensure_loaded(self) -> None:
         """Create `__consumer_offsets` on first use, as Kafka does on the first
         FindCoordinator, and load its shards."""
-        if self.shards:
+        if self.num_partitions:
             return
         if self._creating is None:
             self._creating = asyncio.Lock()
         async with self._creating:
-            if self.shards:
+            if self.num_partitions:
                 return
             if OFFSETS_TOPIC not in self.broker.metadata.topics:
                 config = self.broker.config
@@ -142,9 +156,12 @@ class GroupCoordinatorRuntime:
 
     def shard_for(self, group_id: str) -> tuple[int, GroupCoordinatorShard]:
         """The group's shard, by the partition count the shards were loaded with (the
-        metadata refuses to change it)."""
-        partition = partition_for(group_id, len(self.shards))
-        return partition, self.shards[partition]
+        metadata refuses to change it); NotCoordinator when another broker leads it."""
+        partition = self.coordinator_partition(group_id)
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise NotCoordinator()
+        return partition, shard
 
     async def run(self, group_id: str,
                   handler: Callable[[GroupCoordinatorShard, int], tuple[T, Output]]) -> T:
@@ -243,11 +260,30 @@ class GroupCoordinatorRuntime:
             self._schedule(partition)
 
     def _refresh_topics(self) -> None:
+        if self.num_partitions:
+            self._follow_leadership()
         for partition, shard in list(self.shards.items()):
             try:
                 self._commit(partition, shard.refresh_topics(now_ms()))
             except CoordinatorUnavailable:
                 log.exception("refreshing the groups of %s-%d failed", OFFSETS_TOPIC, partition)
+
+    def _follow_leadership(self) -> None:
+        """Serve the partitions this broker now leads, and stop serving the others."""
+        led = self.led_partitions()
+        for partition in sorted(set(self.shards) - led):
+            del self.shards[partition]
+            handle = self._timers.pop(partition, None)
+            if handle is not None:
+                handle.cancel()
+            for parked_partition, waiting in self._waiting.values():
+                if parked_partition == partition and not waiting.done():
+                    waiting.set_exception(NotCoordinator())
+            log.info("no longer the group coordinator of %s-%d", OFFSETS_TOPIC, partition)
+        for partition in sorted(led - set(self.shards)):
+            self.shards[partition] = self._load_shard(partition)
+            self._schedule(partition)
+            log.info("now the group coordinator of %s-%d", OFFSETS_TOPIC, partition)
 
     async def expire_offsets(self) -> None:
         for partition, shard in list(self.shards.items()):
@@ -279,3 +315,9 @@ class CoordinatorUnavailable(Exception):
     """The coordinator cannot serve now; clients get COORDINATOR_NOT_AVAILABLE."""
 
     error_code = ErrorCode.coordinator_not_available
+
+
+class NotCoordinator(CoordinatorUnavailable):
+    """Another broker leads the group's partition; clients look the coordinator up again."""
+
+    error_code = ErrorCode.not_coordinator

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -64,6 +64,12 @@ class BrokerMetrics:
             "Time from a rebalance's start to its completion, in milliseconds.", ["protocol"],
             buckets=LATENCY_BUCKETS_MS, registry=registry,
         )
+
+    def register_metadata(self, applied_offset: Callable[[], float]) -> None:
+        Gauge(
+            "kafka_server_broker_metadata_metrics_last_applied_record_offset",
+            "The last metadata log offset this broker applied.", registry=self.registry,
+        ).set_function(applied_offset)
 
     def register_groups(self, states: GroupStates, offsets: GroupOffsets) -> None:
         self.registry.register(_GroupCollector(states, offsets))

@@ -4,19 +4,28 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
 from odradek.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from odradek.metadata.errors import MetadataError as MetadataError
+from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
     ConfigRecord,
+    FenceBrokerRecord,
     MetadataRecord,
+    PartitionChangeRecord,
     PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
     ResourceType,
     TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -32,13 +41,20 @@ MAX_PARTITIONS_PER_REQUEST = 10_000
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
-class MetadataError(Exception):
-    """A request the metadata state refuses, with the Kafka error code to answer."""
+class ReplayError(RuntimeError):
+    """A record that does not fit the state it is replayed on: the log is corrupt or out of
+    order."""
 
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    incarnation_id: str
+    epoch: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
 
 
 @dataclass(slots=True)
@@ -93,6 +109,9 @@ class ClusterMetadata:
         self.broker_configs: dict[str, dict[str, str]] = {}
         """Dynamic broker configs by broker resource name: "" the cluster default, a node id
         that broker's own."""
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self.next_producer_id = 0
+        """The first id of the next block of producer ids."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -103,6 +122,8 @@ class ClusterMetadata:
                 self.topic_names_by_id[topic_id] = name
             case PartitionRecord(topic_id=topic_id, partition=partition):
                 self.topics[self.topic_names_by_id[topic_id]].partitions[partition] = record
+            case PartitionChangeRecord():
+                self._replay_partition_change(record)
             case RemoveTopicRecord(topic_id=topic_id):
                 name = self.topic_names_by_id.pop(topic_id)
                 del self.topics[name]
@@ -113,6 +134,49 @@ class ClusterMetadata:
                 self._apply_config(configs, record)
                 if not configs:
                     del self.broker_configs[resource]
+            case RegisterBrokerRecord():
+                self.brokers[record.broker_id] = BrokerRegistration(
+                    record.broker_id, record.incarnation_id, record.broker_epoch, record.host,
+                    record.port, record.rack, record.fenced,
+                )
+            case UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
+                self._registration(record, broker_id, epoch)
+                del self.brokers[broker_id]
+            case FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
+                registration = self._registration(record, broker_id, epoch)
+                self.brokers[broker_id] = replace(registration, fenced=True)
+            case UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
+                registration = self._registration(record, broker_id, epoch)
+                self.brokers[broker_id] = replace(registration, fenced=False)
+            case ProducerIdsRecord(next_producer_id=next_id):
+                if next_id <= self.next_producer_id:
+                    raise ReplayError(f"{record} does not advance the next producer id "
+                                      f"{self.next_producer_id}")
+                self.next_producer_id = next_id
+
+    def _registration(self, record: MetadataRecord, broker_id: int,
+                      epoch: int) -> BrokerRegistration:
+        registration = self.brokers.get(broker_id)
+        if registration is None or registration.epoch != epoch:
+            raise ReplayError(f"{record}: no registration of broker {broker_id} with epoch "
+                              f"{epoch}")
+        return registration
+
+    def _replay_partition_change(self, record: PartitionChangeRecord) -> None:
+        name = self.topic_names_by_id.get(record.topic_id)
+        partitions = self.topics[name].partitions if name is not None else {}
+        current = partitions.get(record.partition)
+        if current is None:
+            raise ReplayError(f"{record}: no such partition")
+        leader = current.leader if record.leader is None else record.leader
+        partitions[record.partition] = replace(
+            current,
+            leader=leader,
+            isr=current.isr if record.isr is None else record.isr,
+            replicas=current.replicas if record.replicas is None else record.replicas,
+            leader_epoch=current.leader_epoch + (leader != current.leader),
+            partition_epoch=current.partition_epoch + 1,
+        )
 
     @staticmethod
     def _apply_config(configs: dict[str, str], record: ConfigRecord) -> None:
@@ -121,7 +185,31 @@ class ClusterMetadata:
         else:
             configs[record.name] = record.value
 
-    # --- handlers: validate, return records ----------------------------------------------
+    def to_records(self) -> list[MetadataRecord]:
+        """Records that rebuild exactly this state when replayed on an empty one: the image
+        a snapshot holds and a broker starts from."""
+        records: list[MetadataRecord] = [
+            RegisterBrokerRecord(b.broker_id, b.incarnation_id, b.epoch, b.host, b.port,
+                                 b.rack, b.fenced)
+            for _, b in sorted(self.brokers.items())
+        ]
+        if self.next_producer_id:
+            records.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        records += [
+            ConfigRecord(ResourceType.BROKER, resource, key, value)
+            for resource, configs in sorted(self.broker_configs.items())
+            for key, value in sorted(configs.items())
+        ]
+        for state in self.topics.values():
+            records.append(TopicRecord(state.name, state.topic_id))
+            records += [state.partitions[p] for p in sorted(state.partitions)]
+            records += [
+                ConfigRecord(ResourceType.TOPIC, state.name, key, value)
+                for key, value in sorted(state.configs.items())
+            ]
+        return records
+
+    # --- queries --------------------------------------------------------------------------
 
     def topic(self, name: str) -> TopicState:
         state = self.topics.get(name)
@@ -131,6 +219,37 @@ class ClusterMetadata:
             )
         return state
 
+    def partition(self, topic_id: str, partition: int) -> PartitionRecord:
+        name = self.topic_names_by_id.get(topic_id)
+        if name is None:
+            raise MetadataError(ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist")
+        record = self.topics[name].partitions.get(partition)
+        if record is None:
+            raise MetadataError(
+                ErrorCode.unknown_topic_or_partition,
+                f"Partition {partition} of topic {name!r} does not exist",
+            )
+        return record
+
+    def partitions(self) -> list[PartitionRecord]:
+        """Every partition of every topic."""
+        return [p for state in self.topics.values() for p in state.partitions.values()]
+
+    def unfenced_brokers(self) -> list[BrokerRegistration]:
+        """The registered brokers that are not fenced, by id."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def racks(self) -> dict[int, str | None]:
+        """The rack of every registered broker (None when it has none)."""
+        return {broker_id: b.rack for broker_id, b in self.brokers.items()}
+
+    def leader_counts(self) -> Counter[int]:
+        """Partitions per preferred (first) replica: what placement balances, so that new
+        leaders do not depend on the failovers of the moment."""
+        return Counter(p.replicas[0] for p in self.partitions() if p.replicas)
+
+    # --- handlers: validate, return records ----------------------------------------------
+
     def create_topic(
         self,
         name: str,
@@ -138,10 +257,11 @@ class ClusterMetadata:
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str | None],
-        broker_ids: Sequence[int],
         assignments: Mapping[int, Sequence[int]] | None = None,
         internal: bool = False,
     ) -> list[MetadataRecord]:
+        """Replicas are placed over the unfenced brokers (or given in `assignments`, on
+        registered brokers); each new partition starts with ISR = (leader,)."""
         validate_topic_name(name, internal)
         if name in self.topics:
             raise MetadataError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
@@ -165,7 +285,7 @@ class ClusterMetadata:
                     "Partitions in the assignment must be numbered 0..n-1",
                 )
             for replicas in replica_sets:
-                self._check_replicas(replicas, broker_ids, len(replica_sets[0]))
+                self._check_replicas(replicas, len(replica_sets[0]))
         else:
             if num_partitions < 1:
                 raise MetadataError(
@@ -177,28 +297,39 @@ class ClusterMetadata:
                     ErrorCode.invalid_replication_factor,
                     "Replication factor must be larger than 0.",
                 )
-            if replication_factor > len(broker_ids):
-                raise MetadataError(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(broker_ids)}.",
-                )
-            replica_sets = self._assign(0, num_partitions, replication_factor, broker_ids)
+            replica_sets = self._place(0, num_partitions, replication_factor)
         records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
-        records += [
-            PartitionRecord(topic_id, index, tuple(replicas), tuple(replicas), replicas[0])
-            for index, replicas in enumerate(replica_sets)
-        ]
+        records += self._new_partitions(topic_id, 0, replica_sets)
         records += [
             ConfigRecord(ResourceType.TOPIC, name, key, value)
             for key, value in sorted(configs.items())
         ]
         return records
 
-    @staticmethod
-    def _check_replicas(
-        replicas: Sequence[int], broker_ids: Sequence[int], replication_factor: int
-    ) -> None:
+    def _place(self, first: int, count: int, replication_factor: int) -> list[list[int]]:
+        usable = [(b.broker_id, b.rack) for b in self.unfenced_brokers()]
+        if not usable and self.brokers:
+            raise unable_to_replicate(replication_factor, "All brokers are currently fenced.")
+        return place_replicas(first, count, replication_factor, usable, self.leader_counts())
+
+    def _new_partitions(
+        self, topic_id: str, first: int, replica_sets: Sequence[Sequence[int]]
+    ) -> list[MetadataRecord]:
+        """The leader is the first unfenced replica. Replication does not exist yet, so no
+        follower is in sync: the ISR is the leader alone (AlterPartition grows it)."""
+        records: list[MetadataRecord] = []
+        for index, replicas in enumerate(replica_sets, first):
+            leader = next((r for r in replicas if not self.brokers[r].fenced), None)
+            if leader is None:
+                raise MetadataError(
+                    ErrorCode.invalid_replica_assignment,
+                    f"All brokers specified in the manual partition assignment for partition "
+                    f"{index} are fenced or in controlled shutdown.",
+                )
+            records.append(PartitionRecord(topic_id, index, tuple(replicas), (leader,), leader))
+        return records
+
+    def _check_replicas(self, replicas: Sequence[int], replication_factor: int) -> None:
         if not replicas or len(set(replicas)) != len(replicas):
             raise MetadataError(
                 ErrorCode.invalid_replica_assignment, f"Invalid replica list {list(replicas)}"
@@ -209,22 +340,12 @@ class ClusterMetadata:
                 f"Replica list {list(replicas)} has {len(replicas)} replica(s), but the "
                 f"topic's other partitions have {replication_factor}",
             )
-        unknown = [r for r in replicas if r not in broker_ids]
+        unknown = [r for r in replicas if r not in self.brokers]
         if unknown:
             raise MetadataError(
                 ErrorCode.invalid_replica_assignment,
                 f"Unknown broker(s) {unknown} in replica assignment",
             )
-
-    @staticmethod
-    def _assign(
-        first: int, count: int, replication_factor: int, broker_ids: Sequence[int]
-    ) -> list[list[int]]:
-        brokers = sorted(broker_ids)
-        return [
-            [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
-            for p in range(first, first + count)
-        ]
 
     def delete_topic(self, name: str) -> list[MetadataRecord]:
         _refuse_internal(name, "deleted")
@@ -234,7 +355,6 @@ class ClusterMetadata:
         self,
         name: str,
         count: int,
-        broker_ids: Sequence[int],
         assignments: Sequence[Sequence[int]] | None = None,
     ) -> list[MetadataRecord]:
         state = self.topic(name)
@@ -260,20 +380,11 @@ class ClusterMetadata:
                     f"{len(assignments)} assignments provided.",
                 )
             for replicas in assignments:
-                self._check_replicas(replicas, broker_ids, replication_factor)
+                self._check_replicas(replicas, replication_factor)
             replica_sets = [list(r) for r in assignments]
         else:
-            if replication_factor > len(broker_ids):
-                raise MetadataError(
-                    ErrorCode.invalid_replication_factor,
-                    f"Replication factor: {replication_factor} larger than available brokers: "
-                    f"{len(broker_ids)}.",
-                )
-            replica_sets = self._assign(current, count - current, replication_factor, broker_ids)
-        return [
-            PartitionRecord(state.topic_id, current + i, tuple(r), tuple(r), r[0])
-            for i, r in enumerate(replica_sets)
-        ]
+            replica_sets = self._place(current, count - current, replication_factor)
+        return self._new_partitions(state.topic_id, current, replica_sets)
 
     def alter_topic_configs(
         self, name: str, changes: Mapping[str, str | None]

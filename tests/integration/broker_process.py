@@ -10,13 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+from odradek.cluster_cli.layout import free_port
+
 ODRADEK = [sys.executable, "-m", "odradek.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["ODRADEK", "BrokerProcess", "free_port"]
 
 
 class BrokerProcess:

@@ -654,9 +654,8 @@ def test_describe_cluster(broker: BrokerProcess, kadmin: KafkaAdminClient) -> No
     meta = (broker.data_dir / "meta.properties").read_text()
     assert f"cluster.id={cluster['cluster_id']}" in meta
     assert cluster["controller_id"] == NODE_ID
-    assert cluster["brokers"] == [
-        {"broker_id": NODE_ID, "host": "127.0.0.1", "port": broker.port, "rack": None}
-    ]
+    assert cluster["brokers"] == [{"broker_id": NODE_ID, "host": "127.0.0.1",
+                                   "port": broker.port, "rack": None, "is_fenced": False}]
     assert set(cluster["authorized_operations"]) == {
         "CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE",
         "ALTER", "DESCRIBE",

@@ -171,3 +171,25 @@ def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
                   protocol="consumer") >= 1
     for group in groups.values():
         group.close_all()
+
+
+def test_controller_and_raft_metrics_of_the_combined_node(broker: BrokerProcess) -> None:
+    before = scrape(broker)
+    create_topic(broker)
+    after = scrape(broker)
+
+    controller = "kafka_controller_kafkacontroller_"
+    assert sample(after, controller + "activecontrollercount") == 1
+    assert sample(after, controller + "fencedbrokercount") == 0
+    assert sample(after, controller + "activebrokercount") == 1
+    assert sample(after, controller + "offlinepartitionscount") == 0
+    assert increase(before, after, controller + "globalpartitioncount") == 1
+    assert sample(after, "kafka_server_raftmetrics_current_state", state="leader") == 1
+    assert sample(after, "kafka_server_raftmetrics_current_state", state="follower") == 0
+    assert sample(after, "kafka_server_raftmetrics_current_leader") == 1
+    assert increase(before, after, "kafka_server_raftmetrics_high_watermark") >= 1
+    assert sample(after, "kafka_server_raftmetrics_log_end_offset") == sample(
+        after, "kafka_server_raftmetrics_high_watermark")
+    assert sample(after, "kafka_server_raftmetrics_commit_latency_max") > 0
+    applied = sample(after, "kafka_server_broker_metadata_metrics_last_applied_record_offset")
+    assert applied == sample(after, "kafka_server_raftmetrics_high_watermark")

@@ -51,18 +51,17 @@ def handle_describe_cluster(context: RequestContext, request: Any) -> Result:
         return {"error_code": ErrorCode.mismatched_endpoint_type,
                 "error_message": "The request was sent to an endpoint of type BROKER, "
                                  "but we wanted an endpoint of type CONTROLLER"}
-    endpoint = broker.endpoint()
+    include_fenced = getattr(request, "include_fenced_brokers", False)
     return {
         "error_code": ErrorCode.none,
         "endpoint_type": BROKERS_ENDPOINT,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": [{
-            "broker_id": endpoint["node_id"],
-            "host": endpoint["host"],
-            "port": endpoint["port"],
-            "rack": endpoint["rack"],
-        }],
+        "brokers": [
+            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
+             "rack": b["rack"], "is_fenced": b["is_fenced"]}
+            for b in broker.brokers(include_fenced)
+        ],
         "cluster_authorized_operations": CLUSTER_OPERATIONS
         if request.include_cluster_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED,

@@ -213,10 +213,8 @@ async def _alter_each(broker: Broker, request: Any, incremental: bool) -> list[d
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise MetadataError(ErrorCode.invalid_request,
                                     "Each resource must appear at most once.")
-            async with broker.admin_lock:
-                records = _alter_records(broker, resource, incremental)
-                if records and not request.validate_only:
-                    await broker.apply(records)
+            records = _alter_records(broker, resource, incremental)
+            await broker.writer.alter_configs(records, request.validate_only)
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         responses.append(result)

@@ -27,9 +27,9 @@ def handle_delete_records(context: RequestContext, request: Any) -> Result:
 
 
 def _delete(broker: Broker, topic: str, partition: int, offset: int) -> dict[str, Any]:
-    log_ = broker.partition(topic, partition)
+    log_, code = broker.leader_log(topic, partition)
     if log_ is None:
-        return _error(ErrorCode.unknown_topic_or_partition)
+        return _error(code)
     if not log_.config.delete_enabled:
         return _error(ErrorCode.policy_violation)
     target = log_.high_watermark if offset == HIGH_WATERMARK else offset

@@ -145,9 +145,9 @@ def _read_partition(
 ) -> FetchedPartition:
     if item.topic is None:
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
-    log_ = broker.partition(item.topic, item.partition)
+    log_, code = broker.leader_log(item.topic, item.partition)
     if log_ is None:
-        return FetchedPartition(item.partition, ErrorCode.unknown_topic_or_partition)
+        return FetchedPartition(item.partition, code)
     high_watermark = log_.high_watermark
     partition = FetchedPartition(
         item.partition, ErrorCode.none, high_watermark, high_watermark, log_.log_start_offset

@@ -18,6 +18,7 @@ from odradek.group.consumer_group import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
+from odradek.metadata.image import OFFSETS_TOPIC
 
 BATCHED_KEYS_VERSION = 4
 GROUP_KEY = 0
@@ -42,9 +43,17 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
         code, message = ErrorCode.invalid_request, f"Unknown key type {key_type}"
     else:
         await broker.groups.ensure_loaded()
-        endpoint = broker.endpoint()
-        return {"key": key, "node_id": endpoint["node_id"], "host": endpoint["host"],
-                "port": endpoint["port"], "error_code": ErrorCode.none, "error_message": None}
+        partition = broker.groups.coordinator_partition(key)
+        leader = broker.leader_of(OFFSETS_TOPIC, partition)
+        live = {b["node_id"]: b for b in broker.brokers()}
+        if leader in live:
+            endpoint = live[leader]
+            return {"key": key, "node_id": leader, "host": endpoint["host"],
+                    "port": endpoint["port"], "error_code": ErrorCode.none,
+                    "error_message": None}
+        code, message = ErrorCode.coordinator_not_available, (
+            f"{OFFSETS_TOPIC}-{partition} has no live leader"
+        )
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
             "error_message": message}
 
@@ -146,7 +155,13 @@ async def handle_describe_groups(context: RequestContext, request: Any) -> Resul
     await groups.ensure_loaded()
     described = []
     for group_id in request.groups:
-        _, shard = groups.shard_for(group_id)
+        try:
+            _, shard = groups.shard_for(group_id)
+        except CoordinatorUnavailable as error:
+            described.append({"group_id": group_id, "error_code": error.error_code,
+                              "group_state": "", "protocol_type": "", "protocol_data": "",
+                              "members": [], "authorized_operations": -(2**31)})
+            continue
         described.append(shard.describe_group(group_id, context.version))
     return {"groups": described}
 
@@ -204,7 +219,14 @@ async def handle_consumer_group_describe(context: RequestContext, request: Any) 
     await groups.ensure_loaded()
     described = []
     for group_id in request.group_ids:
-        _, shard = groups.shard_for(group_id)
+        try:
+            _, shard = groups.shard_for(group_id)
+        except CoordinatorUnavailable as error:
+            described.append({"group_id": group_id, "error_code": error.error_code,
+                              "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                              "assignor_name": "", "members": [],
+                              "authorized_operations": -(2**31)})
+            continue
         described.append(shard.consumer_group_describe(group_id))
     return {"groups": described}
 

@@ -28,9 +28,9 @@ def handle_list_offsets(context: RequestContext, request: Any) -> Result:
 
 
 def _lookup(broker: Broker, topic: str, partition: int, timestamp: int) -> dict[str, Any]:
-    log_ = broker.partition(topic, partition)
+    log_, code = broker.leader_log(topic, partition)
     if log_ is None:
-        return {"error_code": ErrorCode.unknown_topic_or_partition}
+        return {"error_code": code}
     found: tuple[int, int] | None
     if timestamp in (LATEST, LATEST_TIERED):
         found = (log_.high_watermark, -1)

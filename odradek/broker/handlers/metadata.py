@@ -80,6 +80,7 @@ def _lookup(broker: Broker, topic: Any, version: int) -> dict[str, Any]:
 
 
 def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
+    live = {b["node_id"] for b in broker.brokers()}
     return {
         "error_code": ErrorCode.none,
         "name": state.name,
@@ -87,13 +88,14 @@ def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
         "is_internal": state.name in INTERNAL_TOPICS,
         "partitions": [
             {
-                "error_code": ErrorCode.none,
+                "error_code": ErrorCode.none if record.leader >= 0
+                else ErrorCode.leader_not_available,
                 "partition_index": index,
                 "leader_id": record.leader,
                 "leader_epoch": record.leader_epoch,
                 "replica_nodes": record.replicas,
                 "isr_nodes": record.isr,
-                "offline_replicas": (),
+                "offline_replicas": tuple(r for r in record.replicas if r not in live),
             }
             for index, record in sorted(state.partitions.items())
         ],
@@ -102,8 +104,10 @@ def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
 
 
 def _response(broker: Broker, topics: list[dict[str, Any]]) -> Result:
+    """As a KRaft broker: clients cannot reach the controllers, so the controller id is a
+    live broker (this one), which forwards what a client sends its "controller"."""
     return {
-        "brokers": [broker.endpoint()],
+        "brokers": broker.brokers(),
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,

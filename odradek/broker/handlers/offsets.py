@@ -61,7 +61,10 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
         wanted = {}
         for topic in topics:
             wanted.setdefault(topic.name, []).extend(topic.partition_indexes)
-    _, shard = context.broker.groups.shard_for(group_id)
+    try:
+        _, shard = context.broker.groups.shard_for(group_id)
+    except CoordinatorUnavailable as error:
+        return error.error_code, []
     try:
         fetched = shard.fetch_offsets(group_id, wanted, member_id, member_epoch)
     except GroupError as error:

@@ -121,11 +121,11 @@ def produce_partition(
     flushes: list[PartitionLog],
 ) -> dict[str, Any]:
     """Append one partition's batch; logs whose flush policy is due go to `flushes`."""
-    log_ = broker.partition(topic, index)
+    log_, code = broker.leader_log(topic, index)
     metrics = broker.metrics
     if log_ is None:
         _count_failure(broker, topic)
-        return _error(index, ErrorCode.unknown_topic_or_partition)
+        return _error(index, code)
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_topic_exception,

@@ -11,8 +11,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.config import ConfigSource, format_value
-from odradek.metadata.image import MetadataError
-from odradek.metadata.records import new_topic_id
+from odradek.metadata.image import MetadataError, validate_topic_name
 
 DEFAULT = -1
 
@@ -32,22 +31,18 @@ async def create_topic(
     validate_only: bool = False,
     internal: bool = False,
 ) -> str:
-    """Validate, then (unless validate_only) durably create a topic; returns its id."""
-    async with broker.admin_lock:
-        topic_id = new_topic_id()
-        records = broker.metadata.create_topic(
-            name,
-            topic_id,
-            _or_default(broker, num_partitions, "num.partitions"),
-            _or_default(broker, replication_factor, "default.replication.factor"),
-            configs,
-            broker.broker_ids,
-            assignments,
-            internal,
-        )
-        if not validate_only:
-            await broker.apply(records)
-        return topic_id
+    """Have the controller validate and (unless validate_only) create a topic; returns its
+    id. Raises MetadataError."""
+    validate_topic_name(name, internal)
+    return await broker.writer.create_topic(
+        name,
+        _or_default(broker, num_partitions, "num.partitions"),
+        _or_default(broker, replication_factor, "default.replication.factor"),
+        configs,
+        assignments,
+        validate_only,
+        internal,
+    )
 
 
 async def handle_create_topics(context: RequestContext, request: Any) -> Result:
@@ -132,10 +127,7 @@ async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
             responses.append({**result, "error_code": ErrorCode.topic_deletion_disabled})
             continue
         try:
-            async with broker.admin_lock:
-                state = broker.metadata.topic(name)
-                result["topic_id"] = uuid.UUID(state.topic_id)
-                await broker.apply(broker.metadata.delete_topic(name))
+            result["topic_id"] = uuid.UUID(await broker.writer.delete_topic(name))
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         responses.append(result)
@@ -153,12 +145,9 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
             else None
         )
         try:
-            async with broker.admin_lock:
-                records = broker.metadata.create_partitions(
-                    topic.name, topic.count, broker.broker_ids, assignments
-                )
-                if not request.validate_only:
-                    await broker.apply(records)
+            await broker.writer.create_partitions(
+                topic.name, topic.count, assignments, request.validate_only
+            )
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         results.append(result)

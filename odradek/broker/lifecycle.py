@@ -1,0 +1,193 @@
+"""The broker's life with the controllers: register, heartbeat, follow the committed metadata
+log into the broker's image, and, on shutdown, ask to be fenced (controlled shutdown).
+
+A new broker is fenced; it is unfenced once it has applied the metadata log up to its own
+registration, so heartbeats go out quickly until then and every heartbeat interval after."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+import grpc
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
+from odradek.metadata.records import MetadataRecord, decode_batch
+from odradek.rpc import controller_pb2 as pb
+
+log = logging.getLogger("odradek.broker.lifecycle")
+
+CATCH_UP_HEARTBEAT_S = 0.05
+SHUTDOWN_WAIT_S = 5.0
+_REREGISTER = {ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered}
+
+ApplyMetadata = Callable[[list[MetadataRecord], int, bool], Awaitable[None]]
+"""(records, offset, is_snapshot): apply a committed batch, or replace the image."""
+
+
+class BrokerLifecycle:
+    def __init__(self, client: ControllerClient, cluster_id: str, node_id: int, host: str,
+                 port: int, rack: str | None, heartbeat_ms: int,
+                 apply: ApplyMetadata) -> None:
+        self.client = client
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.host, self.port, self.rack = host, port, rack
+        self.heartbeat_s = heartbeat_ms / 1000
+        self.apply = apply
+        self.incarnation_id = str(uuid.uuid4())
+        self.broker_epoch = -1
+        self.metadata_offset = 0
+        self.fenced = True
+        self.unfenced = asyncio.Event()
+        self._offset_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._shutting_down = False
+
+    async def start(self) -> None:
+        """Register, then heartbeat and follow the metadata log in the background."""
+        await self._register()
+        self._tasks = [asyncio.create_task(self._follow()), asyncio.create_task(self._beat())]
+
+    async def wait_for_offset(self, offset: int, timeout_s: float) -> None:
+        """Until this broker has applied the metadata log up to `offset` (or the timeout)."""
+        if self.metadata_offset >= offset:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._offset_waiters.append((offset, future))
+        try:
+            await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            log.warning("metadata offset %d not reached in %.1fs (at %d)", offset, timeout_s,
+                        self.metadata_offset)
+
+    async def _register(self) -> None:
+        request = pb.BrokerRegistrationRequest(
+            cluster_id=self.cluster_id, broker_id=self.node_id,
+            incarnation_id=self.incarnation_id, host=self.host, port=self.port,
+            rack=self.rack,
+        )
+        backoff = self.client.backoff_s
+        while True:
+            try:
+                response = await self.client.call(lambda s: s.RegisterBroker, request)
+            except ControllerUnavailable as error:
+                log.warning("registration: %s; retrying", error)
+                continue
+            if response.error.code == ErrorCode.none:
+                self.broker_epoch = response.broker_epoch
+                log.info("registered with the controller %d as broker %d, epoch %d",
+                         self.client.current, self.node_id, self.broker_epoch)
+                return
+            if response.error.code == ErrorCode.inconsistent_cluster_id:
+                raise SystemExit(f"registration refused: {response.error.message}")
+            log.warning("registration refused (%s): %s; retrying",
+                        ErrorCode(response.error.code).name, response.error.message)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(CATCH_UP_HEARTBEAT_S if self.fenced else self.heartbeat_s)
+            await self._heartbeat()
+
+    async def _heartbeat(self) -> pb.BrokerHeartbeatResponse | None:
+        request = pb.BrokerHeartbeatRequest(
+            broker_id=self.node_id, broker_epoch=self.broker_epoch,
+            current_metadata_offset=self.metadata_offset, want_fence=False,
+            want_shutdown=self._shutting_down,
+        )
+        try:
+            response = await self.client.call(lambda s: s.BrokerHeartbeat, request)
+        except ControllerUnavailable as error:
+            log.warning("heartbeat: %s", error)
+            return None
+        if response.error.code in _REREGISTER:
+            log.warning("heartbeat refused (%s): registering again",
+                        ErrorCode(response.error.code).name)
+            await self._register()
+            return None
+        if response.error.code != ErrorCode.none:
+            log.warning("heartbeat refused (%s): %s", ErrorCode(response.error.code).name,
+                        response.error.message)
+            return None
+        if response.is_fenced != self.fenced:
+            log.info("broker %d is now %s", self.node_id,
+                     "fenced" if response.is_fenced else "unfenced")
+        self.fenced = response.is_fenced
+        if not self.fenced:
+            self.unfenced.set()
+        return response
+
+    async def _follow(self) -> None:
+        """Stream committed batches from the current controller; on a broken stream, or when
+        calls move to another controller, resume from the last applied offset there."""
+        backoff = self.client.backoff_s
+        while True:
+            self.client.switched.clear()
+            streaming = asyncio.create_task(self._stream())
+            switched = asyncio.create_task(self.client.switched.wait())
+            try:
+                await asyncio.wait({streaming, switched}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                streaming.cancel()
+                switched.cancel()
+            await asyncio.gather(streaming, switched, return_exceptions=True)
+            if streaming.done() and not streaming.cancelled() and streaming.exception():
+                log.debug("metadata stream from controller %d broke: %r", self.client.current,
+                          streaming.exception())
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+            else:
+                backoff = self.client.backoff_s
+
+    async def _stream(self) -> None:
+        stream = self.client.stub().FetchMetadata(
+            pb.MetadataFetchRequest(from_offset=self.metadata_offset)
+        )
+        try:
+            async for batch in stream:
+                # shielded: a batch is applied and its offset recorded together, never half
+                await asyncio.shield(self._apply_batch(batch))
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self.client.redirect(None)
+            raise
+        finally:
+            stream.cancel()
+
+    async def _apply_batch(self, batch: pb.MetadataBatch) -> None:
+        if batch.offset <= self.metadata_offset and not batch.snapshot:
+            return
+        records = decode_batch(batch.records) if batch.records else []
+        await self.apply(records, batch.offset, batch.snapshot)
+        self.metadata_offset = batch.offset
+        self._release_waiters()
+
+    def _release_waiters(self) -> None:
+        waiting = []
+        for offset, future in self._offset_waiters:
+            if offset <= self.metadata_offset:
+                if not future.done():
+                    future.set_result(None)
+            elif not future.done():
+                waiting.append((offset, future))
+        self._offset_waiters = waiting
+
+    async def shutdown(self) -> None:
+        """Controlled shutdown: ask to be fenced so leadership moves off, then stop."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.broker_epoch >= 0:
+            self._shutting_down = True
+            try:
+                response = await asyncio.wait_for(self._heartbeat(), SHUTDOWN_WAIT_S)
+            except TimeoutError:
+                response = None
+            if response is None or not response.should_shutdown:
+                log.warning("controlled shutdown not confirmed by the controller")
+        await self.client.close()

@@ -1,0 +1,99 @@
+"""Admin writes a broker forwards to the active controller. Each returns once the controller
+has committed the records and this broker has applied them, so the client that asked sees its
+change in this broker's next Metadata answer."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
+from odradek.metadata.image import MetadataError
+from odradek.metadata.records import ConfigRecord, MetadataRecord
+from odradek.rpc import controller_pb2 as pb
+
+
+def _entries(configs: Mapping[str, str | None]) -> list[pb.ConfigEntry]:
+    return [pb.ConfigEntry(name=k, value=v) if v is not None else pb.ConfigEntry(name=k)
+            for k, v in configs.items()]
+
+
+def _raise_for(failure: pb.Error) -> None:
+    if failure.code != ErrorCode.none:
+        raise MetadataError(ErrorCode(failure.code), failure.message)
+
+
+class MetadataWriter:
+    def __init__(self, client: ControllerClient,
+                 wait_for_offset: Callable[[int, float], Awaitable[None]]) -> None:
+        self.client = client
+        self.wait_for_offset = wait_for_offset
+
+    async def _call(self, method: Callable[[Any], Any], request: Any) -> Any:
+        try:
+            response = await self.client.call(method, request)
+        except ControllerUnavailable as error:
+            raise MetadataError(ErrorCode.request_timed_out, str(error)) from None
+        _raise_for(response.error)
+        await self.wait_for_offset(response.metadata_offset, self.client.timeout_s)
+        return response
+
+    async def _one_topic(self, method: Callable[[Any], Any], request: Any) -> str:
+        response = await self._call(method, request)
+        (result,) = response.topics
+        _raise_for(result.error)
+        topic_id: str = result.topic_id
+        return topic_id
+
+    async def create_topic(
+        self, name: str, num_partitions: int, replication_factor: int,
+        configs: Mapping[str, str | None], assignments: Mapping[int, Sequence[int]] | None,
+        validate_only: bool = False, internal: bool = False,
+    ) -> str:
+        """The new topic's id; raises MetadataError."""
+        topic = pb.CreateTopicRequest(
+            name=name, num_partitions=num_partitions, replication_factor=replication_factor,
+            configs=_entries(configs), internal=internal,
+            assignments=[pb.ReplicaAssignment(partition=p, broker_ids=list(b))
+                         for p, b in (assignments or {}).items()],
+        )
+        return await self._one_topic(
+            lambda s: s.CreateTopics,
+            pb.CreateTopicsRequest(topics=[topic], validate_only=validate_only),
+        )
+
+    async def delete_topic(self, name: str) -> str:
+        return await self._one_topic(lambda s: s.DeleteTopics,
+                                     pb.DeleteTopicsRequest(names=[name]))
+
+    async def create_partitions(self, name: str, count: int,
+                                assignments: Sequence[Sequence[int]] | None,
+                                validate_only: bool) -> None:
+        topic = pb.CreatePartitionsTopic(
+            name=name, count=count, has_assignments=assignments is not None,
+            assignments=[pb.ReplicaAssignment(partition=i, broker_ids=list(b))
+                         for i, b in enumerate(assignments or [])],
+        )
+        await self._one_topic(
+            lambda s: s.CreatePartitions,
+            pb.CreatePartitionsRequest(topics=[topic], validate_only=validate_only),
+        )
+
+    async def alter_configs(self, built: Sequence[MetadataRecord], validate_only: bool) -> None:
+        """Commit config records of one resource (as ClusterMetadata's handlers build them)."""
+        records = [record for record in built if isinstance(record, ConfigRecord)]
+        if not records:
+            return
+        first = records[0]
+        resource = pb.ConfigResource(
+            resource_type=first.resource_type, resource_name=first.resource_name,
+            changes=_entries({r.name: r.value for r in records}),
+        )
+        response = await self._call(
+            lambda s: s.AlterConfigs,
+            pb.AlterConfigsRequest(resources=[resource], validate_only=validate_only),
+        )
+        for result in response.results:
+            _raise_for(result.error)

@@ -1,0 +1,125 @@
+"""The shape of a local cluster: node names, ids, ports and each node's server.properties,
+and `cluster.json`, the record of it that every other command reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+_random = random.SystemRandom()
+CONTROLLER_ID_BASE = 1000
+"""Controllers are node 1001, 1002, ...: node ids are unique across roles, as Kafka requires."""
+CLUSTER_FILE = "cluster.json"
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    role: str
+    id: int
+    port: int
+    metrics_port: int
+    log: str
+    config: str
+    pid: int = 0
+    start_time: int = 0
+    """The process's start time in clock ticks (/proc/<pid>/stat field 22): guards against
+    a recycled pid."""
+
+
+@dataclass(slots=True)
+class Layout:
+    bootstrap: str
+    cluster_id: str
+    nodes: list[Node]
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        names = ", ".join(n.name for n in self.nodes)
+        raise KeyError(f"no node {name!r} in this cluster (nodes: {names})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bootstrap": self.bootstrap, "cluster_id": self.cluster_id,
+                "nodes": [asdict(n) for n in self.nodes]}
+
+
+def free_port() -> int:
+    """A free port below Linux's ephemeral range (32768-60999 by default), so that no
+    outgoing connection takes it before its node binds it."""
+    for _ in range(1000):
+        port = _random.randrange(20000, 32768)
+        if not port_taken(port):
+            return port
+    raise OSError("no free port found in 20000-32767")
+
+
+def port_taken(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def plan(data_dir: Path, controllers: int, brokers: int, base_port: int,
+         cluster_id: str) -> Layout:
+    """Brokers take base..base+M-1, controllers the next N ports, metrics ports follow;
+    base 0 picks free ports."""
+    count = brokers + controllers
+    if base_port:
+        ports = list(range(base_port, base_port + 2 * count))
+    else:
+        ports = [free_port() for _ in range(2 * count)]
+    names = [(f"broker-{i}", "broker", i) for i in range(1, brokers + 1)]
+    names += [(f"controller-{i}", "controller", CONTROLLER_ID_BASE + i)
+              for i in range(1, controllers + 1)]
+    nodes = [
+        Node(name, role, node_id, ports[i], ports[count + i], str(data_dir / f"{name}.log"),
+             str(data_dir / name / "server.properties"))
+        for i, (name, role, node_id) in enumerate(names)
+    ]
+    bootstrap = ",".join(f"{HOST}:{n.port}" for n in nodes if n.role == "broker")
+    return Layout(bootstrap, cluster_id, nodes)
+
+
+def voters(layout: Layout) -> str:
+    return ",".join(f"{n.id}@{HOST}:{n.port}" for n in layout.nodes if n.role == "controller")
+
+
+def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
+    """A node's server.properties; overrides come last and win."""
+    listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
+    values = {
+        "process.roles": node.role,
+        "node.id": str(node.id),
+        "listeners": f"{listener}://{HOST}:{node.port}",
+        "controller.quorum.voters": voters(layout),
+        "log.dir": str(Path(node.config).parent),
+        "cluster.id": layout.cluster_id,
+        "metrics.port": str(node.metrics_port),
+        **overrides,
+    }
+    return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def write_layout(data_dir: Path, layout: Layout) -> None:
+    """Atomically (tmp + rename)."""
+    path = data_dir / CLUSTER_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(layout.to_json(), indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def read_layout(data_dir: Path) -> Layout:
+    data = json.loads((data_dir / CLUSTER_FILE).read_text())
+    return Layout(data["bootstrap"], data["cluster_id"], [Node(**n) for n in data["nodes"]])

@@ -1,0 +1,180 @@
+"""Runs a controller: recovers the Raft log and snapshot from disk, joins the quorum over gRPC,
+serves brokers (registration, heartbeats, the metadata stream, admin) and fences brokers whose
+sessions expire."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import grpc
+from prometheus_client import CollectorRegistry
+
+from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
+from odradek.controller.machine import ControllerMachine
+from odradek.controller.metrics import ControllerMetrics
+from odradek.controller.raft_driver import RaftDriver
+from odradek.controller.raft_store import RaftLogStore
+from odradek.controller.raft_transport import RaftPeers, RaftTransportServicer, channel_options
+from odradek.controller.service import ControllerService, NotController
+from odradek.meta_properties import read_or_create_cluster_id
+from odradek.metadata.controller import QuorumController
+from odradek.metadata.image import METADATA_TOPIC, MetadataError
+from odradek.raft import RaftConfig, RaftNode
+from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
+from odradek.service_runtime import every, run_service, start_metrics
+
+log = logging.getLogger("odradek.controller")
+
+TICK_MS = 50
+"""One Raft tick; election timeouts and heartbeats are counted in ticks."""
+HEARTBEAT_TICKS = 2
+FENCING_CHECK_MS = 250
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def controller_listener(config: BrokerConfig) -> tuple[str, int] | None:
+    """The host and port of the first listener named in controller.listener.names."""
+    names = config["controller.listener.names"]
+    assert isinstance(names, list)
+    for uri in config["listeners"] or []:  # type: ignore[union-attr]
+        name, host, port = parse_listener(uri)
+        if name in names:
+            return host, port
+    return None
+
+
+def metadata_dir(config: BrokerConfig) -> Path:
+    base = config["metadata.log.dir"]
+    root = Path(base) if isinstance(base, str) else config.log_dirs()[0]
+    return root.resolve() / f"{METADATA_TOPIC}-0"
+
+
+class ControllerApp:
+    """One Raft voter. `voters` None means a one-voter quorum on this node's listener (the
+    combined `odradek dev` mode)."""
+
+    def __init__(self, config: BrokerConfig, registry: CollectorRegistry | None = None) -> None:
+        self.config = config
+        self.node_id = config.integer("node.id")
+        listener = controller_listener(config)
+        configured_voters = config["controller.quorum.voters"]
+        if configured_voters:
+            assert isinstance(configured_voters, list)
+            self.voters = parse_voters(configured_voters)
+            if self.node_id not in self.voters:
+                raise InvalidConfigError(
+                    f"node.id {self.node_id} is not in controller.quorum.voters"
+                )
+            if listener is None:
+                raise InvalidConfigError("a controller needs a CONTROLLER listener in listeners")
+        else:
+            self.voters = {}
+        self.bind = listener or ("127.0.0.1", 0)
+        self.registry = registry or CollectorRegistry()
+        self.directory = metadata_dir(config)
+        self.cluster_id = read_or_create_cluster_id(
+            self.directory.parent, self.node_id, config["cluster.id"],  # type: ignore[arg-type]
+            generate=len(self.voters) <= 1,
+        )
+        self.port = 0
+        self.ready = asyncio.Event()
+        """Set once the gRPC server listens (then `port` is the bound port)."""
+
+    def endpoint(self) -> tuple[str, int]:
+        host = self.bind[0] if self.bind[0] != "0.0.0.0" else "127.0.0.1"
+        return host, self.port
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        store = RaftLogStore(self.directory)
+        persisted = await loop.run_in_executor(None, store.load)
+        session_ms = self.config.integer("broker.session.timeout.ms")
+        machine = ControllerMachine(lambda: QuorumController(session_timeout_ms=session_ms))
+        if persisted.snapshot is not None:
+            machine.restore(persisted.snapshot)
+        server = grpc.aio.server(options=channel_options())
+        self.port = server.add_insecure_port(f"{self.bind[0]}:{self.bind[1]}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.bind[0]}:{self.bind[1]}")
+        voters = self.voters or {self.node_id: self.endpoint()}
+        node = RaftNode(
+            RaftConfig(
+                node_id=self.node_id,
+                voters=frozenset(voters),
+                election_ticks=self.config.integer("controller.quorum.election.timeout.ms")
+                // TICK_MS,
+                heartbeat_ticks=HEARTBEAT_TICKS,
+            ),
+            random.Random(),
+            persisted.hard_state,
+            persisted.snapshot,
+            persisted.entries,
+        )
+        peers = RaftPeers(
+            {i: address for i, address in voters.items() if i != self.node_id},
+            self.cluster_id,
+            self.config.integer("controller.quorum.request.timeout.ms"),
+            self.config.integer("controller.quorum.retry.backoff.ms"),
+        )
+        driver = RaftDriver(
+            node, store, machine, peers, TICK_MS,
+            self.config.integer("metadata.log.max.record.bytes.between.snapshots"),
+            on_active=lambda: machine.controller.become_active(now_ms()),
+        )
+        service = ControllerService(
+            machine, driver, self.cluster_id, voters,
+            self.config.integer("controller.quorum.request.timeout.ms"),
+        )
+        raft_pb2_grpc.add_RaftTransportServicer_to_server(
+            RaftTransportServicer(self.node_id, self.cluster_id, driver.step), server
+        )
+        controller_pb2_grpc.add_ControllerServicer_to_server(service, server)
+        ControllerMetrics(self.registry, driver, machine)
+        await server.start()
+        self.ready.set()
+        tasks = [asyncio.create_task(driver.run()),
+                 every(FENCING_CHECK_MS, lambda: self._fence_expired(service, machine))]
+        log.info("odradek controller %d serving gRPC on %s:%d (cluster %s, quorum %s, "
+                 "metadata log in %s)", self.node_id, self.bind[0], self.port, self.cluster_id,
+                 _describe(voters), self.directory)
+        try:
+            await stop.wait()
+        finally:
+            log.info("controller shutting down")
+            await server.stop(grace=0.5)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await peers.close()
+            log.info("controller stopped")
+
+    @staticmethod
+    async def _fence_expired(service: ControllerService, machine: ControllerMachine) -> None:
+        if not service.driver.active:
+            return
+        try:
+            await service.write(lambda: (machine.controller.tick(now_ms()), None))
+        except (NotController, MetadataError, TimeoutError) as failure:
+            log.warning("fencing expired brokers failed: %r", failure)
+
+
+def _describe(voters: Mapping[int, tuple[str, int]]) -> str:
+    return ",".join(f"{i}@{host}:{port}" for i, (host, port) in sorted(voters.items()))
+
+
+def run_controller(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
+    app = ControllerApp(config)
+
+    async def serve(stop: asyncio.Event) -> None:
+        start_metrics(app.registry, app.bind[0], config.integer("metrics.port"))
+        await app.run(stop)
+
+    run_service(serve, prefer_uvloop)

@@ -1,0 +1,329 @@
+"""The active controller's logic, after Kafka's QuorumController and its cluster, replication
+and producer-id managers, without IO: handlers return the records to commit (and an answer);
+the committed records come back through `replay`, the only path that changes the metadata.
+
+Broker sessions are the one volatile state: deadlines kept by the active controller, renewed
+by heartbeats, and given afresh to every broker when a controller becomes active."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from odradek.metadata.errors import MetadataError
+from odradek.metadata.image import BrokerRegistration, ClusterMetadata
+from odradek.metadata.records import (
+    NO_LEADER,
+    FenceBrokerRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+
+DEFAULT_SESSION_TIMEOUT_MS = 9000
+"""Kafka's broker.session.timeout.ms."""
+PRODUCER_ID_BLOCK_SIZE = 1000
+"""Producer ids handed to a broker at a time (Kafka's ProducerIdsBlock size)."""
+MAX_PRODUCER_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    is_caught_up: bool
+    is_fenced: bool
+    should_shutdown: bool
+
+
+class QuorumController:
+    def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
+        self.metadata = ClusterMetadata()
+        self.session_timeout_ms = session_timeout_ms
+        self.last_offset = 0
+        """The Raft index of the latest batch replayed."""
+        self._registration_offsets: dict[int, int] = {}
+        self._deadlines: dict[int, int] = {}
+        self._contacted: set[int] = set()
+        """Brokers heard from since this controller became active: only their sessions can
+        make a new incarnation's registration a duplicate (a restarted broker is not kept
+        waiting by a session the new controller merely assumed)."""
+        self._issued_epoch = 0
+
+    # --- replay -------------------------------------------------------------------------
+
+    def replay(self, records: Iterable[MetadataRecord], offset: int) -> None:
+        """Replay the committed batch at Raft index `offset` (or, at `offset`, the records of a
+        snapshot image)."""
+        for record in records:
+            self.metadata.replay(record)
+            match record:
+                case RegisterBrokerRecord(broker_id=broker_id):
+                    self._registration_offsets[broker_id] = offset
+                case UnregisterBrokerRecord(broker_id=broker_id):
+                    del self._registration_offsets[broker_id]
+                    self._deadlines.pop(broker_id, None)
+        self.last_offset = max(self.last_offset, offset)
+
+    def registration_offset(self, broker_id: int) -> int | None:
+        """The offset of the broker's latest registration: it is unfenced once it has caught
+        up with it."""
+        return self._registration_offsets.get(broker_id)
+
+    # --- brokers ------------------------------------------------------------------------
+
+    def become_active(self, now_ms: int) -> None:
+        """Sessions are not in the log: a new active controller gives every registered broker
+        a full session from now."""
+        deadline = now_ms + self.session_timeout_ms
+        self._deadlines = {broker_id: deadline for broker_id in self.metadata.brokers}
+        self._contacted = set()
+
+    def register_broker(
+        self, broker_id: int, incarnation_id: str, host: str, port: int, rack: str | None,
+        now_ms: int,
+    ) -> tuple[list[MetadataRecord], int]:
+        """(records, broker epoch). The same incarnation registering again keeps its epoch
+        (records only when its endpoint or rack changed); a new incarnation gets a new, fenced
+        registration, unless the current one is unfenced and its session alive."""
+        if broker_id < 0:
+            raise MetadataError(ErrorCode.invalid_request, f"Invalid broker id {broker_id}")
+        existing = self.metadata.brokers.get(broker_id)
+        if existing is not None and existing.incarnation_id == incarnation_id:
+            self._deadlines[broker_id] = now_ms + self.session_timeout_ms
+            self._contacted.add(broker_id)
+            if (existing.host, existing.port, existing.rack) == (host, port, rack):
+                return [], existing.epoch
+            amended = RegisterBrokerRecord(broker_id, incarnation_id, existing.epoch, host, port,
+                                           rack, existing.fenced)
+            return [amended], existing.epoch
+        if existing is not None and not existing.fenced and self._alive(broker_id, now_ms):
+            raise MetadataError(ErrorCode.duplicate_broker_registration,
+                                "Another broker is registered with that broker id.")
+        epoch = self._issued_epoch = self._next_broker_epoch()
+        changes = _Changes(self.metadata)
+        if existing is not None and not existing.fenced:
+            changes.fence(existing, record=False)
+        self._deadlines[broker_id] = now_ms + self.session_timeout_ms
+        self._contacted.add(broker_id)
+        return [*changes.records(),
+                RegisterBrokerRecord(broker_id, incarnation_id, epoch, host, port, rack)], epoch
+
+    def _next_broker_epoch(self) -> int:
+        """Above every epoch issued so far: epochs at most reach the offset of the batch that
+        registers them, so the latest offset bounds even those of brokers since forgotten."""
+        epochs = (b.epoch for b in self.metadata.brokers.values())
+        return max(self.last_offset, self._issued_epoch, *epochs) + 1
+
+    def _alive(self, broker_id: int, now_ms: int) -> bool:
+        return broker_id in self._contacted and self._deadlines.get(broker_id, -1) >= now_ms
+
+    def broker_heartbeat(
+        self, broker_id: int, broker_epoch: int, metadata_offset: int, want_fence: bool,
+        want_shutdown: bool, now_ms: int,
+    ) -> tuple[list[MetadataRecord], HeartbeatResult]:
+        """Renews the session. A fenced broker that has caught up with its registration is
+        unfenced; an unfenced one that wants to be fenced or to shut down is fenced.
+
+        Controlled shutdown is one step: fencing moves each of the broker's leaderships to
+        another unfenced ISR member or takes the partition offline, so the broker leads
+        nothing once these records commit and is told to shut down in this answer. (Kafka
+        waits in a CONTROLLED_SHUTDOWN state until the other brokers have caught up.)"""
+        registration = self.metadata.brokers.get(broker_id)
+        if registration is None:
+            raise MetadataError(ErrorCode.broker_id_not_registered,
+                                f"Broker {broker_id} is not registered.")
+        _check_epoch(registration, broker_epoch)
+        self._deadlines[broker_id] = now_ms + self.session_timeout_ms
+        self._contacted.add(broker_id)
+        caught_up = metadata_offset >= self._registration_offsets.get(broker_id, 0)
+        changes = _Changes(self.metadata)
+        fenced = registration.fenced
+        if fenced and caught_up and not (want_fence or want_shutdown):
+            changes.unfence(registration)
+            fenced = False
+        elif not fenced and (want_fence or want_shutdown):
+            changes.fence(registration)
+            fenced = True
+        return changes.records(), HeartbeatResult(caught_up, fenced, want_shutdown and fenced)
+
+    def tick(self, now_ms: int) -> list[MetadataRecord]:
+        """Fence every unfenced broker whose session has expired, with the partition changes
+        that follow. A broker without a session (none since this controller became active)
+        gets one from now."""
+        changes = _Changes(self.metadata)
+        for registration in self.metadata.unfenced_brokers():
+            deadline = self._deadlines.setdefault(registration.broker_id,
+                                                  now_ms + self.session_timeout_ms)
+            if deadline < now_ms:
+                changes.fence(registration)
+        return changes.records()
+
+    def offline_partition_count(self) -> int:
+        return sum(p.leader == NO_LEADER for p in self.metadata.partitions())
+
+    def fenced_broker_count(self) -> int:
+        return sum(b.fenced for b in self.metadata.brokers.values())
+
+    # --- partitions and producer ids ----------------------------------------------------
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, topic_id: str, partition: int,
+        leader_epoch: int, partition_epoch: int, new_isr: Sequence[int],
+    ) -> list[MetadataRecord]:
+        """The partition leader's change of its ISR, checked as Kafka's AlterPartition does;
+        no records when the ISR is already `new_isr`."""
+        registration = self.metadata.brokers.get(broker_id)
+        if registration is None:
+            raise MetadataError(ErrorCode.stale_broker_epoch,
+                                f"No broker registration found for broker id {broker_id}")
+        _check_epoch(registration, broker_epoch)
+        current = self.metadata.partition(topic_id, partition)
+        where = f"partition {partition} of topic id {topic_id}"
+        if leader_epoch > current.leader_epoch or partition_epoch > current.partition_epoch:
+            raise MetadataError(ErrorCode.not_controller,
+                                f"The epochs of {where} are ahead of this controller's.")
+        if leader_epoch < current.leader_epoch:
+            raise MetadataError(ErrorCode.fenced_leader_epoch,
+                                f"The leader epoch of {where} is {current.leader_epoch}, "
+                                f"not {leader_epoch}.")
+        if broker_id != current.leader:
+            raise MetadataError(ErrorCode.not_leader_or_follower,
+                                f"Broker {broker_id} does not lead {where}; {current.leader} "
+                                "does.")
+        if partition_epoch < current.partition_epoch:
+            raise MetadataError(ErrorCode.invalid_update_version,
+                                f"The partition epoch of {where} is {current.partition_epoch}, "
+                                f"not {partition_epoch}.")
+        isr = tuple(new_isr)
+        if len(set(isr)) != len(isr) or not set(isr) <= set(current.replicas):
+            raise MetadataError(ErrorCode.invalid_request,
+                                f"Invalid ISR {list(isr)} for replicas {list(current.replicas)}.")
+        if current.leader not in isr:
+            raise MetadataError(ErrorCode.invalid_request,
+                                f"The ISR {list(isr)} does not include the leader {broker_id}.")
+        ineligible = [r for r in isr if r not in self.metadata.brokers
+                      or self.metadata.brokers[r].fenced]
+        if ineligible:
+            raise MetadataError(ErrorCode.ineligible_replica,
+                                f"Replica(s) {ineligible} are fenced or not registered.")
+        if isr == current.isr:
+            return []
+        return [PartitionChangeRecord(topic_id, partition, isr=isr)]
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[list[MetadataRecord], int, int]:
+        """(records, first id, count): the next block of producer ids, for this broker."""
+        registration = self.metadata.brokers.get(broker_id)
+        if registration is None:
+            raise MetadataError(ErrorCode.stale_broker_epoch,
+                                f"No broker registration found for broker id {broker_id}")
+        _check_epoch(registration, broker_epoch)
+        first = self.metadata.next_producer_id
+        if first > MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+            raise MetadataError(ErrorCode.unknown_server_error,
+                                "Exhausted all producerIds as the next block's end producerId "
+                                "has exceeded the int64 type limit")
+        record = ProducerIdsRecord(broker_id, broker_epoch, first + PRODUCER_ID_BLOCK_SIZE)
+        return [record], first, PRODUCER_ID_BLOCK_SIZE
+
+    # --- topic admin: replicas placed over the unfenced brokers -------------------------
+
+    def create_topic(
+        self, name: str, topic_id: str, num_partitions: int, replication_factor: int,
+        configs: Mapping[str, str | None],
+        assignments: Mapping[int, Sequence[int]] | None = None, internal: bool = False,
+    ) -> list[MetadataRecord]:
+        return self.metadata.create_topic(name, topic_id, num_partitions, replication_factor,
+                                          configs, assignments, internal)
+
+    def delete_topic(self, name: str) -> list[MetadataRecord]:
+        return self.metadata.delete_topic(name)
+
+    def create_partitions(
+        self, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> list[MetadataRecord]:
+        return self.metadata.create_partitions(name, count, assignments)
+
+    def alter_topic_configs(
+        self, name: str, changes: Mapping[str, str | None]
+    ) -> list[MetadataRecord]:
+        return self.metadata.alter_topic_configs(name, changes)
+
+    def alter_broker_configs(
+        self, resource_name: str, changes: Mapping[str, str | None]
+    ) -> list[MetadataRecord]:
+        return self.metadata.alter_broker_configs(resource_name, changes)
+
+
+def _check_epoch(registration: BrokerRegistration, broker_epoch: int) -> None:
+    if registration.epoch != broker_epoch:
+        raise MetadataError(ErrorCode.stale_broker_epoch,
+                            f"Expected broker epoch {registration.epoch}, but got broker "
+                            f"epoch {broker_epoch}")
+
+
+class _Changes:
+    """Fencing and unfencing worked out one broker after another over the metadata and the
+    changes so far; `records` merges them into one PartitionChangeRecord per partition.
+
+    Fencing a broker takes it out of every ISR it is in, unless it is the last member, and
+    gives each partition it led the first replica that is in the ISR and unfenced, or no
+    leader (-1). Unfencing gives it the leaderless partitions whose ISR holds it."""
+
+    def __init__(self, metadata: ClusterMetadata) -> None:
+        self._metadata = metadata
+        self._fenced = {b.broker_id: b.fenced for b in metadata.brokers.values()}
+        self._changed: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
+        self._broker_records: list[MetadataRecord] = []
+
+    def fence(self, registration: BrokerRegistration, record: bool = True) -> None:
+        """`record`: with a FenceBrokerRecord (not when a new registration replaces it)."""
+        broker_id = registration.broker_id
+        self._fenced[broker_id] = True
+        if record:
+            self._broker_records.append(FenceBrokerRecord(broker_id, registration.epoch))
+        for partition in self._metadata.partitions():
+            leader, isr = self._state(partition)
+            if broker_id in isr:
+                isr = tuple(r for r in isr if r != broker_id) or isr
+                self._set(partition, self._elect(partition.replicas, isr, leader), isr)
+
+    def unfence(self, registration: BrokerRegistration) -> None:
+        self._fenced[registration.broker_id] = False
+        self._broker_records.append(UnfenceBrokerRecord(registration.broker_id,
+                                                       registration.epoch))
+        for partition in self._metadata.partitions():
+            leader, isr = self._state(partition)
+            if leader == NO_LEADER and registration.broker_id in isr:
+                self._set(partition, self._elect(partition.replicas, isr, leader), isr)
+
+    def _elect(self, replicas: Sequence[int], isr: Sequence[int], leader: int) -> int:
+        if leader in isr and not self._fenced.get(leader, True):
+            return leader
+        return next((r for r in replicas if r in isr and not self._fenced.get(r, True)),
+                    NO_LEADER)
+
+    def _state(self, partition: PartitionRecord) -> tuple[int, tuple[int, ...]]:
+        key = (partition.topic_id, partition.partition)
+        return self._changed.get(key, (partition.leader, partition.isr))
+
+    def _set(self, partition: PartitionRecord, leader: int, isr: tuple[int, ...]) -> None:
+        self._changed[(partition.topic_id, partition.partition)] = (leader, isr)
+
+    def records(self) -> list[MetadataRecord]:
+        records = list(self._broker_records)
+        for partition in self._metadata.partitions():
+            leader, isr = self._state(partition)
+            if (leader, isr) != (partition.leader, partition.isr):
+                records.append(PartitionChangeRecord(
+                    partition.topic_id, partition.partition,
+                    leader=leader if leader != partition.leader else None,
+                    isr=isr if isr != partition.isr else None,
+                ))
+        return records

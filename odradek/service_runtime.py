@@ -1,0 +1,69 @@
+"""What every Odradek process shares: the event loop choice, signal handling, periodic
+background work and the Prometheus endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+log = logging.getLogger("odradek.runtime")
+
+
+def every(interval_ms: int, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
+    """Run `work` every `interval_ms`, logging (not propagating) its failures."""
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                await work()
+            except Exception:
+                log.exception("background task failed")
+
+    return asyncio.create_task(loop())
+
+
+def start_metrics(registry: CollectorRegistry, host: str, port: int) -> None:
+    """Serve /metrics on `port` (-1: not at all; 0: a free port)."""
+    if port < 0:
+        return
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry)
+    except OSError as error:
+        log.error("metrics endpoint not started on port %d: %s", port, error)
+        return
+    log.info("metrics on http://%s:%d/metrics", host, server.server_port)
+
+
+def install_event_loop(prefer_uvloop: bool = True) -> str:
+    """uvloop when wanted and available, else the standard loop; returns which."""
+    if not prefer_uvloop:
+        return "asyncio"
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+def run_service(
+    serve: Callable[[asyncio.Event], Coroutine[Any, Any, None]], prefer_uvloop: bool = True
+) -> None:
+    """Run `serve(stop)` until SIGTERM or SIGINT sets `stop`."""
+    loop_name = install_event_loop(prefer_uvloop)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        log.info("event loop: %s", loop_name)
+        await serve(stop)
+
+    asyncio.run(main())

@@ -1,0 +1,89 @@
+"""A real multi-process cluster for integration tests, run through `odradek cluster`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.integration.broker_process import ODRADEK
+
+
+class Cluster:
+    def __init__(self, data_dir: Path, controllers: int = 3, brokers: int = 3,
+                 overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.controllers = controllers
+        self.broker_count = brokers
+        self.overrides = overrides or {}
+
+    def cli(self, *args: str, timeout: float = 120.0, check: bool = True
+            ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*ODRADEK, "cluster", *args, "--data-dir", str(self.data_dir)],
+            capture_output=True, text=True, timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(f"odradek cluster {' '.join(args)} failed "
+                               f"({result.returncode}):\n{result.stdout}\n{result.stderr}\n"
+                               f"{self.logs()}")
+        return result
+
+    def up(self) -> None:
+        args = ["up", "--controllers", str(self.controllers), "--brokers",
+                str(self.broker_count), "--base-port", "0"]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        self.cli(*args)
+
+    def down(self) -> None:
+        self.cli("down", check=False)
+
+    @property
+    def layout(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.data_dir / "cluster.json").read_text())
+        return data
+
+    @property
+    def bootstrap(self) -> str:
+        return str(self.layout["bootstrap"])
+
+    def node(self, name: str) -> dict[str, Any]:
+        return next(n for n in self.layout["nodes"] if n["name"] == name)
+
+    def broker_bootstrap(self, name: str) -> str:
+        return f"127.0.0.1:{self.node(name)['port']}"
+
+    def status(self) -> list[dict[str, Any]]:
+        nodes: list[dict[str, Any]] = json.loads(self.cli("status", "--json").stdout)["nodes"]
+        return nodes
+
+    def active_controller(self, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leaders = [n["name"] for n in self.status() if n.get("leader")]
+            if len(leaders) == 1:
+                return leaders[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no single active controller within {timeout}s: {self.status()}")
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        self.cli("stop", name, *(["--kill"] if kill else []))
+
+    def start(self, name: str) -> None:
+        self.cli("start", name)
+
+    def pause(self, name: str) -> None:
+        self.cli("pause", name)
+
+    def resume(self, name: str) -> None:
+        self.cli("resume", name)
+
+    def logs(self) -> str:
+        parts = []
+        for path in sorted(self.data_dir.glob("*.log")):
+            text = path.read_text(errors="replace")
+            parts.append(f"--- {path.name} (last 3000 chars)\n{text[-3000:]}")
+        return "\n".join(parts)

@@ -1,0 +1,243 @@
+"""A 3-controller, 3-broker cluster started with `odradek cluster up`, driven by real clients:
+leaders spread across brokers, controller failover, a killed controller catching up from its
+log and snapshot, fencing of a broker whose heartbeats stop, and a full cluster restart."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin import DescribeClusterRequest
+
+from odradek.rpc import controller_pb2, controller_pb2_grpc
+from tests.integration.cluster import Cluster
+
+TIMEOUT = 30.0
+SESSION_TIMEOUT_MS = 3000
+FIGURES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"), controllers=3, brokers=3, overrides={
+        "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "broker.heartbeat.interval.ms": "500",
+        "metadata.log.max.record.bytes.between.snapshots": "4096",
+    })
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()
+        if FIGURES:
+            print("\ncluster figures:", ", ".join(f"{k}={v:.2f}" for k, v in FIGURES.items()))
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create(client: AdminClient, partitions: int, replication: int, name: str | None = None,
+           timeout: float = TIMEOUT) -> str:
+    name = name or f"t-{uuid.uuid4().hex[:8]}"
+    client.create_topics([NewTopic(name, partitions, replication)],
+                         request_timeout=timeout)[name].result(timeout)
+    return name
+
+
+def partitions(bootstrap: str, topic: str) -> dict[int, Any]:
+    metadata = admin(bootstrap).list_topics(topic, timeout=TIMEOUT)
+    return dict(metadata.topics[topic].partitions)
+
+
+def broker_ids(bootstrap: str) -> set[int]:
+    return set(admin(bootstrap).list_topics(timeout=TIMEOUT).brokers)
+
+
+def quorum(cluster: Cluster, name: str) -> controller_pb2.DescribeQuorumResponse:
+    port = cluster.node(name)["port"]
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        response: controller_pb2.DescribeQuorumResponse = stub.DescribeQuorum(
+            controller_pb2.DescribeQuorumRequest(), timeout=5
+        )
+        return response
+
+
+def describe_cluster(bootstrap: str, node_id: int) -> Any:
+    """DescribeCluster v2 with fenced brokers included, through kafka-python, sent to the
+    broker `node_id` (the one at `bootstrap`)."""
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        async def call() -> Any:
+            return await client._manager.send(DescribeClusterRequest(
+                include_cluster_authorized_operations=False, include_fenced_brokers=True,
+            ), node_id=node_id)
+
+        return client._manager.run(call)
+    finally:
+        client.close()
+
+
+def wait_until(condition: Any, timeout: float = TIMEOUT, what: str = "") -> float:
+    """Seconds until `condition()` held; fails after `timeout`."""
+    started = time.monotonic()
+    last: Exception | None = None
+    while time.monotonic() - started < timeout:
+        try:
+            if condition():
+                return time.monotonic() - started
+        except Exception as error:  # noqa: BLE001 - retried until the deadline
+            last = error
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout}s: {what} (last error: {last!r})")
+
+
+def test_replicated_topics_spread_leaders_and_replicas_across_brokers(cluster: Cluster) -> None:
+    topic = create(admin(cluster.broker_bootstrap("broker-2")), 6, 3)
+
+    described = partitions(cluster.broker_bootstrap("broker-3"), topic)
+    assert sorted(described) == list(range(6))
+    for partition in described.values():
+        assert sorted(partition.replicas) == [1, 2, 3]
+        assert partition.leader == partition.replicas[0]
+    assert Counter(p.leader for p in described.values()) == {1: 2, 2: 2, 3: 2}
+
+
+def test_clients_produce_to_and_consume_from_every_leader(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), 6, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    for i in range(60):
+        producer.produce(topic, f"v{i}".encode(), partition=i % 6)
+    assert producer.flush(TIMEOUT) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + TIMEOUT
+    while len(seen) < 60 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.add(message.value())
+    consumer.close()
+    assert seen == {f"v{i}".encode() for i in range(60)}
+
+
+def test_every_broker_serves_the_same_metadata(cluster: Cluster) -> None:
+    topic = create(admin(cluster.broker_bootstrap("broker-1")), 3, 2)
+    views = [partitions(cluster.broker_bootstrap(f"broker-{n}"), topic) for n in (1, 2, 3)]
+    shapes = [{i: (p.leader, tuple(p.replicas)) for i, p in view.items()} for view in views]
+    assert shapes[0] == shapes[1] == shapes[2]
+    assert all(broker_ids(cluster.broker_bootstrap(f"broker-{n}")) == {1, 2, 3}
+               for n in (1, 2, 3))
+
+
+def test_killing_the_active_controller_elects_another_and_a_restarted_one_catches_up(
+    cluster: Cluster,
+) -> None:
+    client = admin(cluster.broker_bootstrap("broker-1"))
+    for _ in range(12):  # enough metadata for the controllers to take snapshots
+        create(client, 4, 3)
+    victim = cluster.active_controller()
+    victim_dir = Path(cluster.node(victim)["config"]).parent
+    assert list(victim_dir.rglob("*.checkpoint")), "the controllers took no snapshot"
+
+    started = time.monotonic()
+    cluster.stop(victim, kill=True)
+    created = None
+    while created is None and time.monotonic() - started < TIMEOUT:
+        try:
+            created = create(client, 1, 3, timeout=5)
+        except KafkaException:
+            time.sleep(0.1)
+    failover = time.monotonic() - started
+    FIGURES["controller_failover_s"] = failover
+    assert created is not None, f"no topic could be created within {TIMEOUT}s of the kill"
+    successor = cluster.active_controller()
+    assert successor != victim
+
+    cluster.start(victim)
+    target = quorum(cluster, successor).commit_index
+    catch_up = wait_until(lambda: quorum(cluster, victim).applied_offset >= target,
+                          what=f"{victim} applies the log up to {target}")
+    FIGURES["restarted_controller_catch_up_s"] = catch_up
+    restarted = quorum(cluster, victim)
+    assert restarted.leader_id == quorum(cluster, successor).node_id
+    assert not restarted.active
+    assert created in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
+
+
+def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
+    cluster: Cluster,
+) -> None:
+    topic = create(admin(cluster.broker_bootstrap("broker-1")), 3, 1)
+    led_by_3 = [i for i, p in partitions(cluster.broker_bootstrap("broker-1"), topic).items()
+                if p.leader == 3]
+    assert led_by_3
+    observer = cluster.broker_bootstrap("broker-1")
+
+    def fenced(broker_id: int) -> bool:
+        brokers = {b.broker_id: b for b in describe_cluster(observer, 1).brokers}
+        return bool(brokers[broker_id].is_fenced)
+
+    assert not fenced(3)
+    cluster.pause("broker-3")
+    try:
+        FIGURES["broker_fenced_after_s"] = wait_until(lambda: fenced(3),
+                                                      what="broker 3 is fenced")
+        assert broker_ids(observer) == {1, 2}
+        after = partitions(observer, topic)
+        assert all(after[i].leader == -1 for i in led_by_3)  # its only in-sync replica is gone
+    finally:
+        cluster.resume("broker-3")
+    wait_until(lambda: not fenced(3), what="broker 3 is unfenced again")
+    wait_until(lambda: all(partitions(observer, topic)[i].leader == 3 for i in led_by_3),
+               what="broker 3 leads its partitions again")
+
+
+def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
+    client = admin(cluster.bootstrap)
+    topic = create(client, 3, 3)
+    resource = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "3600000"})
+    client.alter_configs([resource])[resource].result(TIMEOUT)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    producer.produce(topic, b"kept", partition=1)
+    assert producer.flush(TIMEOUT) == 0
+    before = {i: (p.leader, tuple(p.replicas))
+              for i, p in partitions(cluster.bootstrap, topic).items()}
+    topics_before = set(client.list_topics(timeout=TIMEOUT).topics)
+
+    cluster.down()
+    assert not any(node["alive"] for node in cluster.status())
+    for node in sorted(cluster.layout["nodes"], key=lambda n: n["role"] != "controller"):
+        cluster.start(node["name"])
+    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2, 3}, what="all brokers back")
+
+    client = admin(cluster.bootstrap)
+    assert set(client.list_topics(timeout=TIMEOUT).topics) == topics_before
+    assert {i: (p.leader, tuple(p.replicas))
+            for i, p in partitions(cluster.bootstrap, topic).items()} == before
+    check = ConfigResource(ResourceType.TOPIC, topic)
+    assert client.describe_configs([check])[check].result(TIMEOUT)["retention.ms"].value == (
+        "3600000"
+    )
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"r-{topic}",
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 1, 0)])
+    message = None
+    deadline = time.monotonic() + TIMEOUT
+    while message is None and time.monotonic() < deadline:
+        polled = consumer.poll(0.5)
+        if polled is not None and polled.error() is None:
+            message = polled
+    consumer.close()
+    assert message is not None and message.value() == b"kept"

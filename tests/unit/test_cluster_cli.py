@@ -1,0 +1,92 @@
+"""`odradek cluster`'s layout (ids, ports, configs, cluster.json) and its process checks."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from odradek.cli import build_parser
+from odradek.cluster_cli.layout import plan, properties, read_layout, voters, write_layout
+from odradek.cluster_cli.processes import alive, start_time
+from odradek.config import BrokerConfig, load_properties
+
+
+def test_brokers_then_controllers_then_metrics_take_consecutive_ports(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=3, brokers=2, base_port=9092, cluster_id="c")
+    assert [(n.name, n.role, n.id, n.port, n.metrics_port) for n in layout.nodes] == [
+        ("broker-1", "broker", 1, 9092, 9097),
+        ("broker-2", "broker", 2, 9093, 9098),
+        ("controller-1", "controller", 1001, 9094, 9099),
+        ("controller-2", "controller", 1002, 9095, 9100),
+        ("controller-3", "controller", 1003, 9096, 9101),
+    ]
+    assert layout.bootstrap == "127.0.0.1:9092,127.0.0.1:9093"
+    assert voters(layout) == "1001@127.0.0.1:9094,1002@127.0.0.1:9095,1003@127.0.0.1:9096"
+
+
+def test_every_node_gets_a_valid_config_with_overrides_last(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=1, base_port=0, cluster_id="abc")
+    for node in layout.nodes:
+        path = tmp_path / f"{node.name}.properties"
+        path.write_text(properties(layout, node, {"broker.session.timeout.ms": "3000"}))
+        config = BrokerConfig(load_properties(path))
+        assert config["process.roles"] == [node.role]
+        assert config.integer("node.id") == node.id
+        assert config["cluster.id"] == "abc"
+        assert config.integer("broker.session.timeout.ms") == 3000
+        listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
+        assert config["listeners"] == [f"{listener}://127.0.0.1:{node.port}"]
+    ports = [p for n in layout.nodes for p in (n.port, n.metrics_port)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_cluster_json_round_trips(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=3, brokers=3, base_port=9092, cluster_id="c")
+    layout.nodes[0].pid = 1234
+    write_layout(tmp_path, layout)
+    assert read_layout(tmp_path) == layout
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_unknown_node_names_list_the_known_ones(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=1, base_port=9092, cluster_id="c")
+    with pytest.raises(KeyError, match="broker-1, controller-1"):
+        layout.node("broker-9")
+
+
+def test_alive_follows_the_process_through_stop_zombie_and_reuse(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=1, base_port=9092, cluster_id="c")
+    node = layout.nodes[0]
+    process = subprocess.Popen(["sleep", "30"])
+    node.pid, node.start_time = process.pid, start_time(process.pid)
+    try:
+        assert alive(node)
+        process.send_signal(signal.SIGSTOP)
+        assert alive(node)  # paused is alive
+        node.start_time += 1
+        assert not alive(node)  # a recycled pid is not our node
+        node.start_time -= 1
+        process.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while alive(node) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not alive(node)  # a zombie (not yet reaped) is dead
+    finally:
+        process.kill()
+        process.wait()
+    assert not alive(node)
+
+
+def test_the_verbs_parse() -> None:
+    parser = build_parser()
+    up = parser.parse_args(["cluster", "up", "--data-dir", "d", "--controllers", "1",
+                            "--brokers", "2", "--override", "a=b"])
+    assert (up.controllers, up.brokers, up.override, up.base_port) == (1, 2, [("a", "b")], 9092)
+    stop = parser.parse_args(["cluster", "stop", "broker-2", "--kill", "--data-dir", "d"])
+    assert (stop.verb, stop.node, stop.kill) == ("stop", "broker-2", True)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["cluster", "explode", "--data-dir", "d"])
