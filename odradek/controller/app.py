@@ -25,6 +25,7 @@ from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
 from odradek.raft import RaftConfig, RaftNode
+from odradek.raft.types import Role
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
 from odradek.service_runtime import every, run_service, start_metrics
 
@@ -34,6 +35,7 @@ TICK_MS = 50
 """One Raft tick; election timeouts and heartbeats are counted in ticks."""
 HEARTBEAT_TICKS = 2
 FENCING_CHECK_MS = 250
+RESIGN_TIMEOUT_S = 2.0
 
 
 def now_ms() -> int:
@@ -140,21 +142,42 @@ class ControllerApp:
         ControllerMetrics(self.registry, driver, machine)
         await server.start()
         self.ready.set()
-        tasks = [asyncio.create_task(driver.run()),
-                 every(FENCING_CHECK_MS, lambda: self._fence_expired(service, machine))]
+        running = asyncio.create_task(driver.run())
+        fencing = every(FENCING_CHECK_MS, lambda: self._fence_expired(service, machine))
         log.info("odradek controller %d serving gRPC on %s:%d (cluster %s, quorum %s, "
                  "metadata log in %s)", self.node_id, self.bind[0], self.port, self.cluster_id,
                  _describe(voters), self.directory)
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        failure = running.exception() if running.done() else None
+        if failure is not None:
+            log.critical("the Raft driver failed: stopping", exc_info=failure)
         try:
-            await stop.wait()
+            if failure is None:
+                await self._resign(driver, peers.reachable())
         finally:
             log.info("controller shutting down")
+            stopping.cancel()
             await server.stop(grace=0.5)
-            for task in tasks:
+            for task in (running, fencing):
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(running, fencing, return_exceptions=True)
             await peers.close()
             log.info("controller stopped")
+        if failure is not None:
+            raise SystemExit(1)
+
+    @staticmethod
+    async def _resign(driver: RaftDriver, reachable: list[int]) -> None:
+        """An active controller that is shutting down hands leadership to a reachable voter
+        first, as Kafka's does, so that the quorum does not wait out an election timeout."""
+        if not driver.active or not reachable:
+            return
+        driver.transfer_leadership(reachable[0])
+        deadline = asyncio.get_running_loop().time() + RESIGN_TIMEOUT_S
+        while driver.role is Role.LEADER and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(TICK_MS / 1000)
+        log.info("resigned: controller %d now leads", driver.leader)
 
     @staticmethod
     async def _fence_expired(service: ControllerService, machine: ControllerMachine) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Protocol
@@ -94,7 +95,13 @@ class RaftDriver:
         return future
 
     def transfer_leadership(self, target: int) -> None:
-        self._submit(lambda: self.node.transfer_leadership(target))
+        """Hand leadership to `target` (a no-op unless this node leads)."""
+
+        def do() -> None:
+            with contextlib.suppress(NotLeaderError, ValueError):
+                self.node.transfer_leadership(target)
+
+        self._submit(do)
 
     def _submit(self, action: Callable[[], None]) -> None:
         self._inbox.append(action)

@@ -80,6 +80,10 @@ class RaftPeers:
         }
         self._tasks = [asyncio.create_task(peer.run()) for peer in self._peers.values()]
 
+    def reachable(self) -> list[int]:
+        """Peers whose last call went through."""
+        return sorted(i for i, peer in self._peers.items() if peer.reachable)
+
     def send(self, messages: list[Message]) -> None:
         for message in messages:
             peer = self._peers.get(message.target)

@@ -5,6 +5,7 @@ log and snapshot, fencing of a broker whose heartbeats stop, and a full cluster 
 from __future__ import annotations
 
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeClusterRequest
+from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.rpc import controller_pb2, controller_pb2_grpc
 from tests.integration.cluster import Cluster
@@ -86,6 +88,15 @@ def describe_cluster(bootstrap: str, node_id: int) -> Any:
         return client._manager.run(call)
     finally:
         client.close()
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Unlabelled samples of a node's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if not sample.labels}
 
 
 def wait_until(condition: Any, timeout: float = TIMEOUT, what: str = "") -> float:
@@ -176,6 +187,20 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
     assert created in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
 
 
+def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: Cluster) -> None:
+    victim = cluster.active_controller()
+    started = time.monotonic()
+    cluster.stop(victim)
+    successor = cluster.active_controller()
+    FIGURES["graceful_controller_handover_s"] = time.monotonic() - started
+    assert successor != victim
+    log = Path(cluster.node(victim)["log"]).read_text()
+    assert f"resigned: controller {cluster.node(successor)['id']} now leads" in log
+    cluster.start(victim)
+    wait_until(lambda: not quorum(cluster, victim).active and quorum(cluster, victim).leader_id
+               == cluster.node(successor)["id"], what=f"{victim} follows again")
+
+
 def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
     cluster: Cluster,
 ) -> None:
@@ -197,6 +222,11 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
         assert broker_ids(observer) == {1, 2}
         after = partitions(observer, topic)
         assert all(after[i].leader == -1 for i in led_by_3)  # its only in-sync replica is gone
+        metrics = scrape(cluster.node(cluster.active_controller())["metrics_port"])
+        prefix = "kafka_controller_kafkacontroller_"
+        assert metrics[prefix + "fencedbrokercount"] == 1
+        assert metrics[prefix + "activebrokercount"] == 2
+        assert metrics[prefix + "offlinepartitionscount"] >= len(led_by_3)
     finally:
         cluster.resume("broker-3")
     wait_until(lambda: not fenced(3), what="broker 3 is unfenced again")
