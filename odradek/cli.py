@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
+from odradek.service_runtime import StartupError
 
 Runner = Callable[[BrokerConfig, bool], None]
 
@@ -95,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InvalidConfigError, OSError) as error:
         print(f"odradek: invalid configuration: {error}", file=sys.stderr)
         return 2
+    except StartupError as error:
+        print(f"odradek: cannot start: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

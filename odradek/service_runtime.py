@@ -14,6 +14,10 @@ from prometheus_client import CollectorRegistry, start_http_server
 log = logging.getLogger("odradek.runtime")
 
 
+class StartupError(Exception):
+    """State on disk that a process cannot start from; `odradek` reports it in one line."""
+
+
 def every(interval_ms: int, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
     """Run `work` every `interval_ms`, logging (not propagating) its failures."""
 

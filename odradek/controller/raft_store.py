@@ -27,6 +27,7 @@ import crc32c
 
 from odradek.log.checkpoint import fsync_directory
 from odradek.raft.types import Entry, HardState, Snapshot
+from odradek.service_runtime import StartupError
 
 log = logging.getLogger("odradek.controller.store")
 
@@ -42,7 +43,7 @@ _SNAPSHOT_HEADER = struct.Struct(">Iqqi")
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
 
 
-class RaftStoreError(Exception):
+class RaftStoreError(StartupError):
     """The stored state cannot be trusted: a corrupt snapshot or quorum-state file, or a log
     that does not follow its snapshot."""
 

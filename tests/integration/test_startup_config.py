@@ -173,3 +173,22 @@ def test_garbage_after_the_metadata_log_entries_is_cut_off(fresh_broker: BrokerP
     fresh_broker.restart()
     admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
     assert topics(admin) == {"kept-a": 2, "kept-b": 1, "created-after": 1}
+
+
+def test_a_corrupt_metadata_snapshot_stops_start_up_with_a_clear_message(
+    fresh_broker: BrokerProcess,
+) -> None:
+    fresh_broker.overrides["metadata.log.max.record.bytes.between.snapshots"] = "1"
+    fresh_broker.start()
+    admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
+    admin.create_topics([NewTopic("snapshotted", 1, 1)])["snapshotted"].result(TIMEOUT)
+    assert fresh_broker.stop() == 0
+    (snapshot,) = (fresh_broker.data_dir / "__cluster_metadata-0").glob("*.checkpoint")
+    data = bytearray(snapshot.read_bytes())
+    data[-1] ^= 0xFF
+    snapshot.write_bytes(bytes(data))
+
+    with pytest.raises(RuntimeError, match="exited with 1") as failed:
+        fresh_broker.start()
+    assert "odradek: cannot start: " in str(failed.value)
+    assert snapshot.name in str(failed.value) and "Traceback" not in str(failed.value)
