@@ -14,7 +14,8 @@ from odradek.service_runtime import StartupError
 Runner = Callable[[BrokerConfig, bool], None]
 
 
-def _override(text: str) -> tuple[str, str]:
+def key_value(text: str) -> tuple[str, str]:
+    """An argparse type for `--override KEY=VALUE`."""
     key, separator, value = text.partition("=")
     if not separator or not key.strip():
         raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
@@ -40,7 +41,7 @@ def _add_node_parser(
 ) -> argparse.ArgumentParser:
     parser = commands.add_parser(name, help=help_text)
     parser.add_argument("--config", help="a Kafka-style .properties file")
-    parser.add_argument("--override", action="append", type=_override, default=[],
+    parser.add_argument("--override", action="append", type=key_value, default=[],
                         metavar="KEY=VALUE", help="set a config (repeatable)")
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",

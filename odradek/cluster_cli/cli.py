@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from odradek.cli import key_value
 from odradek.cluster_cli.layout import (
     CLUSTER_FILE,
     Layout,
@@ -28,13 +29,6 @@ from odradek.meta_properties import new_cluster_id
 STOP_TIMEOUT_S = 30.0
 
 
-def _override(text: str) -> tuple[str, str]:
-    key, separator, value = text.partition("=")
-    if not separator or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    return key.strip(), value.strip()
-
-
 def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("cluster", help="run a local multi-process cluster")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -50,7 +44,7 @@ def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--base-port", type=int, default=9092,
                     help="brokers from here, then controllers, then metrics; 0: free ports")
-    up.add_argument("--override", action="append", type=_override, default=[],
+    up.add_argument("--override", action="append", type=key_value, default=[],
                     metavar="KEY=VALUE", help="a config for every node (repeatable)")
     up.add_argument("--timeout", type=float, default=60.0)
     status = verb("status", "which nodes are alive, which controller is active", run_status)
