@@ -28,6 +28,7 @@ from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
+UNFENCE_POLL_S = 0.01
 
 
 class BrokerApp:
@@ -138,6 +139,11 @@ class BrokerApp:
         await lifecycle.start()
         log.info("waiting to catch up with the metadata log and be unfenced")
         await lifecycle.unfenced.wait()
+        registration = self.broker.metadata.brokers.get(self.broker.node_id)
+        while registration is None or registration.fenced:
+            # the unfencing batch (with its leader elections) is on its way in the stream
+            await asyncio.sleep(UNFENCE_POLL_S)
+            registration = self.broker.metadata.brokers.get(self.broker.node_id)
         await self.broker.caught_up_with_metadata()
 
     async def enforce_retention(self) -> None:

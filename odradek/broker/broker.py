@@ -105,15 +105,6 @@ class Broker:
         self.topic_listeners: list[Callable[[], None]] = []
         """Called after topics are created, deleted or given partitions."""
 
-    def endpoint(self) -> dict[str, Any]:
-        """This broker as Metadata and DescribeCluster list it."""
-        return {
-            "node_id": self.node_id,
-            "host": self.host,
-            "port": self.port,
-            "rack": self.config["broker.rack"],
-        }
-
     def topic_config(self, topic: str) -> dict[str, Any]:
         """The effective config of a topic (broker defaults overlaid with its overrides)."""
         config = self._topic_configs.get(topic)
@@ -134,7 +125,7 @@ class Broker:
 
     def load(self) -> None:
         """Open (recover) every partition log on disk. Blocking: run in a thread. Logs the
-        metadata does not assign to this broker are retired at the first metadata image."""
+        metadata does not place on this broker are moved aside once it has caught up."""
         self.logs.load(now_ms())
         for key, log_ in self.logs.logs():
             log_.high_watermark = log_.log_end_offset

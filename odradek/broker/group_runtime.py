@@ -24,7 +24,7 @@ from odradek.group.record_codec import (
     decode_record,
     encode_record,
 )
-from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.metadata.image import OFFSETS_TOPIC, MetadataError
 from odradek.protocol.records import build_batch, decode_records, iter_batches, validate_batches
 
 log = logging.getLogger("odradek.broker.groups")
@@ -37,18 +37,18 @@ class BrokerTopics:
     """The broker's metadata image as the coordinator's TopicsView."""
 
     def __init__(self, broker: Broker) -> None:
-        self._metadata = broker.metadata
+        self._broker = broker  # read through: a snapshot replaces the broker's image
 
     def by_name(self, name: str) -> TopicInfo | None:
-        state = self._metadata.topics.get(name)
+        state = self._broker.metadata.topics.get(name)
         return None if state is None else TopicInfo(state.topic_id, name, len(state.partitions))
 
     def by_id(self, topic_id: str) -> TopicInfo | None:
-        name = self._metadata.topic_names_by_id.get(topic_id)
+        name = self._broker.metadata.topic_names_by_id.get(topic_id)
         return None if name is None else self.by_name(name)
 
     def names(self) -> Iterable[str]:
-        return list(self._metadata.topics)
+        return list(self._broker.metadata.topics)
 
 
 class GroupCoordinatorRuntime:
@@ -80,6 +80,8 @@ class GroupCoordinatorRuntime:
                 if record.leader == self.broker.node_id}
 
     def coordinator_partition(self, group_id: str) -> int:
+        if not self.num_partitions:
+            raise CoordinatorUnavailable()
         return partition_for(group_id, self.num_partitions)
 
     # Loading.
@@ -139,18 +141,34 @@ class GroupCoordinatorRuntime:
             if self.num_partitions:
                 return
             if OFFSETS_TOPIC not in self.broker.metadata.topics:
-                config = self.broker.config
-                await create_topic(
-                    self.broker, OFFSETS_TOPIC,
-                    config.integer("offsets.topic.num.partitions"),
-                    config.integer("offsets.topic.replication.factor"),
-                    {"cleanup.policy": "compact", "compression.type": "producer",
-                     "segment.bytes": str(config.integer("offsets.topic.segment.bytes"))},
-                    internal=True,
-                )
+                try:
+                    await self._create_offsets_topic()
+                except CoordinatorUnavailable:
+                    return  # requests answer COORDINATOR_NOT_AVAILABLE; the next one retries
             await asyncio.get_running_loop().run_in_executor(None, self.load)
             for partition in self.shards:
                 self._schedule(partition)
+
+    async def _create_offsets_topic(self) -> None:
+        """Create `__consumer_offsets`; one that another broker created meanwhile will do
+        (the writer has waited for this broker's image to hold it). Other failures answer
+        COORDINATOR_NOT_AVAILABLE."""
+        config = self.broker.config
+        try:
+            await create_topic(
+                self.broker, OFFSETS_TOPIC,
+                config.integer("offsets.topic.num.partitions"),
+                config.integer("offsets.topic.replication.factor"),
+                {"cleanup.policy": "compact", "compression.type": "producer",
+                 "segment.bytes": str(config.integer("offsets.topic.segment.bytes"))},
+                internal=True,
+            )
+        except MetadataError as error:
+            if error.error_code != ErrorCode.topic_already_exists:
+                log.warning("creating %s failed: %s", OFFSETS_TOPIC, error.message)
+                raise CoordinatorUnavailable() from error
+        if OFFSETS_TOPIC not in self.broker.metadata.topics:
+            raise CoordinatorUnavailable()
 
     # Serving.
 

@@ -37,6 +37,7 @@ class MetadataWriter:
         except ControllerUnavailable as error:
             raise MetadataError(ErrorCode.request_timed_out, str(error)) from None
         _raise_for(response.error)
+        # also after per-item errors: TOPIC_ALREADY_EXISTS means this broker should see it
         await self.wait_for_offset(response.metadata_offset, self.client.timeout_s)
         return response
 

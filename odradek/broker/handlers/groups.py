@@ -43,7 +43,11 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
         code, message = ErrorCode.invalid_request, f"Unknown key type {key_type}"
     else:
         await broker.groups.ensure_loaded()
-        partition = broker.groups.coordinator_partition(key)
+        try:
+            partition = broker.groups.coordinator_partition(key)
+        except CoordinatorUnavailable as error:
+            return {"key": key, "node_id": -1, "host": "", "port": -1,
+                    "error_code": error.error_code, "error_message": None}
         leader = broker.leader_of(OFFSETS_TOPIC, partition)
         live = {b["node_id"]: b for b in broker.brokers()}
         if leader in live:
