@@ -73,9 +73,6 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                     raise NotController from None
             return result
 
-    async def commit(self, records: list[MetadataRecord]) -> None:
-        await self.write(lambda: (records, None))
-
     def _failure(self, failure: Exception) -> tuple[pb.Error, pb.ControllerHint | None]:
         if isinstance(failure, NotController):
             return error(ErrorCode.not_controller, "This controller is not active."), self.hint()
