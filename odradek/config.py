@@ -215,6 +215,30 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
     ConfigDef("min.insync.replicas", INT, 1, "Replicas that must ack acks=all.", at_least(1)),
     ConfigDef("unclean.leader.election.enable", B, False, "Allow out-of-sync leaders."),
+    ConfigDef("replica.lag.time.max.ms", L, 30000, "A follower that has not caught up "
+              "with the leader's log end for this long leaves the ISR.", at_least(1),
+              read_only=True),
+    ConfigDef("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch "
+              "for new data.", at_least(0), read_only=True),
+    ConfigDef("replica.fetch.min.bytes", INT, 1, "Bytes a follower's fetch waits for.",
+              at_least(1), read_only=True),
+    ConfigDef("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower fetches per "
+              "partition at most (a larger first batch still comes whole).", at_least(0),
+              read_only=True),
+    ConfigDef("replica.fetch.response.max.bytes", INT, 10485760, "Bytes of one follower "
+              "fetch response at most.", at_least(0), read_only=True),
+    ConfigDef("replica.fetch.backoff.ms", INT, 1000, "Pause after a follower's fetch fails.",
+              at_least(0), read_only=True),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high "
+              "watermarks are written to replication-offset-checkpoint.", at_least(1),
+              read_only=True),
+    ConfigDef("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred "
+              "replicas when brokers are imbalanced.", read_only=True),
+    ConfigDef("leader.imbalance.check.interval.seconds", L, 300, "How often the controller "
+              "checks leader imbalance.", at_least(1), read_only=True),
+    ConfigDef("leader.imbalance.per.broker.percentage", INT, 10, "Share of a broker's "
+              "partitions not led by their preferred replica that triggers a rebalance.",
+              at_least(0), read_only=True),
     ConfigDef("offsets.topic.num.partitions", INT, 50,
               "Partitions of __consumer_offsets (fixed once the topic exists).", at_least(1),
               read_only=True),
@@ -222,6 +246,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Replication factor of __consumer_offsets.", at_least(1), read_only=True),
     ConfigDef("offsets.topic.segment.bytes", INT, 104857600,
               "Segment size of __consumer_offsets.", at_least(1), read_only=True),
+    ConfigDef("offsets.commit.timeout.ms", INT, 5000, "How long a group coordinator's write "
+              "waits for every replica of __consumer_offsets before it fails.", at_least(1),
+              read_only=True),
     ConfigDef("offsets.retention.minutes", INT, 10080, "Minutes a group's committed offsets "
               "are kept after it becomes empty (or after the commit, for standalone "
               "consumers).", at_least(1), read_only=True),

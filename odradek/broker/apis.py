@@ -32,6 +32,7 @@ from odradek.broker.handlers.groups import (
     handle_list_groups,
     handle_sync_group,
 )
+from odradek.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
 from odradek.broker.handlers.list_offsets import handle_list_offsets
 from odradek.broker.handlers.metadata import handle_metadata
 from odradek.broker.handlers.offsets import (
@@ -71,6 +72,7 @@ API_TABLE: list[Api] = [
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),
     Api(21, 0, 2, handle_delete_records),
+    Api(23, 2, 4, handle_offset_for_leader_epoch),
     Api(32, 1, 4, handle_describe_configs),
     Api(33, 0, 2, handle_alter_configs),
     Api(35, 1, 4, handle_describe_log_dirs),

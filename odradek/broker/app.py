@@ -6,25 +6,27 @@ process: one controller and one broker."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import socket
 from collections.abc import Mapping
-from pathlib import Path
+from functools import partial
 
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
-from odradek.broker.broker import Broker, now_ms
-from odradek.broker.controller_client import ControllerClient
+from odradek.broker.broker import Broker, now_ms, unlink_all
+from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.lifecycle import BrokerLifecycle
 from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
 from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.replication.leader import IsrChange
+from odradek.rpc import controller_pb2 as pb
 from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
@@ -49,6 +51,7 @@ class BrokerApp:
         self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port,
                              generate_cluster_id)
         self.broker.groups = GroupCoordinatorRuntime(self.broker)
+        self.broker.replicas = ReplicaManager(self.broker)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._socket: socket.socket | None = None
@@ -85,6 +88,7 @@ class BrokerApp:
             config.integer("broker.heartbeat.interval.ms"), broker.apply_metadata,
         )
         broker.writer = MetadataWriter(client, lifecycle.wait_for_offset)
+        broker.replicas.alter_partition = partial(_alter_partition, client, lifecycle)
         registering = asyncio.create_task(self._join(lifecycle))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({registering, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -93,6 +97,7 @@ class BrokerApp:
             stopping.cancel()
             await asyncio.gather(registering, return_exceptions=True)
             await lifecycle.shutdown()
+            await broker.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             if self._socket is not None:
                 self._socket.close()
@@ -116,6 +121,9 @@ class BrokerApp:
                   self.checkpoint),
             every(config.integer("offsets.retention.check.interval.ms"),
                   broker.groups.expire_offsets),
+            every(max(config.integer("replica.lag.time.max.ms") // 2, 1), self.shrink_isrs),
+            every(config.integer("replica.high.watermark.checkpoint.interval.ms"),
+                  self.checkpoint_high_watermarks),
         ]
         log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
                  broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
@@ -131,6 +139,7 @@ class BrokerApp:
                 task.cancel()
             await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
             await lifecycle.shutdown()
+            await broker.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
 
@@ -157,7 +166,7 @@ class BrokerApp:
             log.info("retention removed %d segment(s) of %s-%d; log start offset now %d",
                      len(expired), topic, partition, partition_log.log_start_offset)
             delay = partition_log.config.file_delete_delay_ms / 1000
-            loop.call_later(delay, loop.run_in_executor, None, _unlink_all, paths)
+            loop.call_later(delay, loop.run_in_executor, None, unlink_all, paths)
 
     async def flush_by_time(self) -> None:
         loop = asyncio.get_running_loop()
@@ -171,11 +180,25 @@ class BrokerApp:
     async def checkpoint(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.broker.logs.checkpoint)
 
+    async def checkpoint_high_watermarks(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.broker.logs.checkpoint_high_watermarks)
 
-def _unlink_all(paths: list[Path]) -> None:
-    for path in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+    async def shrink_isrs(self) -> None:
+        self.broker.replicas.shrink_isrs(now_ms())
+
+
+async def _alter_partition(client: ControllerClient, lifecycle: BrokerLifecycle, topic_id: str,
+                           partition: int, change: IsrChange) -> tuple[ErrorCode, int]:
+    """AlterPartition to the active controller: (error code, partition epoch after it)."""
+    try:
+        response = await client.call(lambda stub: stub.AlterPartition, pb.AlterPartitionRequest(
+            broker_id=lifecycle.node_id, broker_epoch=lifecycle.broker_epoch, topic_id=topic_id,
+            partition=partition, leader_epoch=change.leader_epoch,
+            partition_epoch=change.partition_epoch, new_isr=list(change.isr)))
+    except ControllerUnavailable:
+        return ErrorCode.request_timed_out, -1
+    return ErrorCode(response.error.code), response.partition_epoch
 
 
 def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:

@@ -26,6 +26,7 @@ from odradek.metadata.image import ClusterMetadata
 if TYPE_CHECKING:
     from odradek.broker.group_runtime import GroupCoordinatorRuntime
     from odradek.broker.metadata_writer import MetadataWriter
+    from odradek.broker.replica_manager import ReplicaManager
 from odradek.metadata.records import (
     ConfigRecord,
     MetadataRecord,
@@ -76,6 +77,8 @@ class Broker:
     """The group coordinator; set by the app, which wires the services together."""
     writer: MetadataWriter
     """Admin writes, forwarded to the controller; set by the app."""
+    replicas: ReplicaManager
+    """Leadership, high watermarks and follower fetching; set by the app."""
 
     def __init__(self, config: BrokerConfig, host: str, port: int,
                  generate_cluster_id: bool = False) -> None:
@@ -128,7 +131,6 @@ class Broker:
         metadata does not place on this broker are moved aside once it has caught up."""
         self.logs.load(now_ms())
         for key, log_ in self.logs.logs():
-            log_.high_watermark = log_.log_end_offset
             self._log_topic_ids[key] = read_topic_id(log_.directory)
 
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
@@ -228,6 +230,7 @@ class Broker:
                 None, self._change_logs, created, detached, stray_logs
             )
             loop.run_in_executor(None, _remove_trees, retired)
+        self.replicas.on_metadata(now_ms())
         for listener in self.topic_listeners:
             listener()
 
@@ -290,6 +293,11 @@ class Broker:
 def _key(log_: PartitionLog) -> TopicPartition:
     topic, _, partition = log_.directory.name.rpartition("-")
     return topic, int(partition)
+
+
+def unlink_all(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def _remove_trees(paths: list[Path]) -> None:

@@ -24,6 +24,7 @@ from odradek.group.record_codec import (
     decode_record,
     encode_record,
 )
+from odradek.log.partition import PartitionLog
 from odradek.metadata.image import OFFSETS_TOPIC, MetadataError
 from odradek.protocol.records import build_batch, decode_records, iter_batches, validate_batches
 
@@ -55,6 +56,7 @@ class GroupCoordinatorRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.config = GroupConfig.from_broker_config(broker.config)
+        self.commit_timeout_s = broker.config.integer("offsets.commit.timeout.ms") / 1000
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()
         self.shards: dict[int, GroupCoordinatorShard] = {}
@@ -219,9 +221,18 @@ class GroupCoordinatorRuntime:
         if flushing is None:
             self._release(out)
         else:
-            flushing.add_done_callback(lambda _: self._release(out))
+            flushing.add_done_callback(lambda done: self._settle(partition, out, done))
         self._schedule(partition)
         return flushing
+
+    def _settle(self, partition: int, out: Output, appended: asyncio.Future[None]) -> None:
+        """Release the output's responses once its records are committed; if they never are,
+        the shard (if still led here) is rebuilt from the log and its parked requests fail."""
+        if appended.cancelled() or appended.exception() is not None:
+            if partition in self.shards:
+                self._reload(partition)
+            return
+        self._release(out)
 
     def _release(self, out: Output) -> None:
         for token, response in out.responses:
@@ -242,18 +253,37 @@ class GroupCoordinatorRuntime:
                 waiting.set_exception(CoordinatorUnavailable())
 
     def _append(self, partition: int, out: Output) -> asyncio.Future[None] | None:
-        log_ = self.broker.partition(OFFSETS_TOPIC, partition)
-        if log_ is None:
-            raise CoordinatorUnavailable()
+        """Append the records as the partition's leader; None when they are committed at
+        once, else a future that completes when they are (replicated to the ISR and, when
+        the flush policy asks, fsynced) or fails when they cannot be."""
+        key = (OFFSETS_TOPIC, partition)
+        log_ = self.broker.partition(*key)
+        leader_epoch = self.broker.replicas.leader_epoch(key)
+        if log_ is None or leader_epoch is None:
+            raise NotCoordinator()
         now = now_ms()
         batch = bytearray(build_batch([encode_record(*r) for r in out.records], timestamp_ms=now))
         batches = validate_batches(batch, len(batch), from_client=False)
-        result = log_.append(batch, batches, now)
-        log_.high_watermark = log_.log_end_offset
-        self.broker.waiters.wake((OFFSETS_TOPIC, partition))
-        if not result.flush_due:
+        result = log_.append(batch, batches, now, leader_epoch=leader_epoch)
+        self.broker.replicas.advance(key)
+        self.broker.waiters.wake(key)
+        committed = self.broker.replicas.committed(key, result.last_offset + 1)
+        if not result.flush_due and committed.done() and committed.result() == ErrorCode.none:
             return None
-        return asyncio.ensure_future(self.broker.flush(log_))
+        return asyncio.ensure_future(self._committed(log_, result.flush_due, committed))
+
+    async def _committed(self, log_: PartitionLog, flush: bool,
+                         committed: asyncio.Future[ErrorCode]) -> None:
+        if flush:
+            await self.broker.flush(log_)
+        try:
+            code = await asyncio.wait_for(committed, self.commit_timeout_s)
+        except TimeoutError:
+            code = ErrorCode.request_timed_out
+        if code == ErrorCode.not_leader_or_follower:
+            raise NotCoordinator()
+        if code != ErrorCode.none:
+            raise CoordinatorUnavailable()
 
     # Time.
 

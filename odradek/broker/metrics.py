@@ -65,6 +65,32 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS_MS, registry=registry,
         )
 
+        self.isr_shrinks = Counter(
+            "kafka_server_replicamanager_isrshrinks",
+            "ISR shrinks this broker asked for as a partition leader.", registry=registry,
+        )
+        self.isr_expands = Counter(
+            "kafka_server_replicamanager_isrexpands",
+            "ISR expansions this broker asked for as a partition leader.", registry=registry,
+        )
+
+    def register_replicas(self, under_replicated: Callable[[], float],
+                          under_min_isr: Callable[[], float], leaders: Callable[[], float],
+                          partitions: Callable[[], float]) -> None:
+        prefix = "kafka_server_replicamanager_"
+        for name, doc, read in (
+            ("underreplicatedpartitions", "Led partitions whose ISR lacks a replica.",
+             under_replicated),
+            ("underminisrpartitioncount", "Led partitions whose ISR is below "
+             "min.insync.replicas.", under_min_isr),
+            ("leadercount", "Partitions this broker leads.", leaders),
+            ("partitioncount", "Partitions with a replica on this broker.", partitions),
+        ):
+            Gauge(prefix + name, doc, registry=self.registry).set_function(read)
+
+    def count_isr_change(self, grown: bool) -> None:
+        (self.isr_expands if grown else self.isr_shrinks).inc()
+
     def register_metadata(self, applied_offset: Callable[[], float]) -> None:
         Gauge(
             "kafka_server_broker_metadata_metrics_last_applied_record_offset",

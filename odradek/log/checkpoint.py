@@ -17,6 +17,7 @@ from pathlib import Path
 VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 
 TopicPartition = tuple[str, int]
 
@@ -39,6 +40,12 @@ def write_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     lines += [
         f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())
     ]
+    write_lines_atomically(path, lines)
+
+
+def write_lines_atomically(path: Path, lines: list[str]) -> None:
+    """Replace `path` with `lines`: a fsynced `.tmp` sibling renamed over it, then the
+    directory fsynced."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
         out.write("\n".join(lines) + "\n")

@@ -2,6 +2,7 @@
 
     <log.dir>/recovery-point-offset-checkpoint
     <log.dir>/log-start-offset-checkpoint
+    <log.dir>/replication-offset-checkpoint  high watermarks
     <log.dir>/.kafka_cleanshutdown          present only between a clean shutdown and the next load
     <log.dir>/<topic>-<partition>/...
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
     fsync_directory,
     read_checkpoint,
@@ -59,6 +61,7 @@ class LogManager:
         clean = marker.exists()
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         log_starts = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = read_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for entry in sorted(os.scandir(self.log_dir), key=lambda item: item.name):
             if not entry.is_dir():
                 continue
@@ -68,13 +71,14 @@ class LogManager:
             key = parse_log_dir_name(entry.name)
             if key is None or key[0] == METADATA_TOPIC:
                 continue
-            self._logs[key] = PartitionLog.open(
+            log = self._logs[key] = PartitionLog.open(
                 Path(entry.path),
                 self._config_for(key[0]),
                 now_ms,
                 recovery_point=_NO_RECOVERY if clean else recovery_points.get(key, 0),
                 log_start_offset=log_starts.get(key, 0),
             )
+            log.high_watermark = high_watermarks.get(key, 0)
         if clean:
             marker.unlink()
             fsync_directory(self.log_dir)
@@ -117,7 +121,7 @@ class LogManager:
         return list(self._logs.items())
 
     def checkpoint(self) -> None:
-        """Write both checkpoint files, each atomically.
+        """Write the three checkpoint files, each atomically.
 
         As in Kafka, a log start offset is recorded only when it lies past the log's first
         segment base offset (otherwise loading derives it).
@@ -139,6 +143,17 @@ class LogManager:
                 if log.log_start_offset > log.segments[0].base_offset
             },
         )
+        self._write_high_watermarks(logs)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write replication-offset-checkpoint (Kafka does it every
+        replica.high.watermark.checkpoint.interval.ms)."""
+        with self._checkpoint_lock:
+            self._write_high_watermarks(self.logs())
+
+    def _write_high_watermarks(self, logs: Iterable[tuple[TopicPartition, PartitionLog]]) -> None:
+        write_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT,
+                         {key: log.high_watermark for key, log in logs})
 
     def shutdown(self) -> None:
         """Flush every log, checkpoint, close, then leave the clean shutdown marker."""

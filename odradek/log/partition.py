@@ -20,6 +20,7 @@ from odradek.protocol.records import BatchInfo, assign_offsets, decode_records
 
 from .checkpoint import fsync_directory
 from .config import LogConfig
+from .leader_epochs import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from .segment import (
     INDEX_SUFFIX,
     INT32_MAX,
@@ -73,9 +74,12 @@ class PartitionLog:
         segments: list[LogSegment],
         log_start_offset: int,
         recovery_point: int,
+        leader_epochs: LeaderEpochCache,
     ) -> None:
         """Use `PartitionLog.open`."""
         self.directory = directory
+        self.leader_epochs = leader_epochs
+        """The first offset of each leader epoch in this log."""
         self.config = config
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
@@ -135,11 +139,14 @@ class PartitionLog:
             segments.append(segment)
         if not segments:
             segments.append(LogSegment.create(directory, log_start_offset, now_ms))
-        log = cls(directory, config, segments, log_start_offset, recovery_point)
+        log = cls(directory, config, segments, log_start_offset, recovery_point,
+                  _load_leader_epochs(directory, segments))
         if log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(log_start_offset, now_ms)
             for path in log.take_deleted_files():
                 path.unlink(missing_ok=True)
+        log.leader_epochs.truncate_from_end(log.log_end_offset)
+        log.leader_epochs.truncate_from_start(log.log_start_offset)
         return log
 
     # -- state ------------------------------------------------------------------------------
@@ -188,23 +195,53 @@ class PartitionLog:
         *,
         leader_epoch: int | None = None,
     ) -> AppendResult:
-        """Assign offsets to validated `batches` (patching `records`) and write them at once."""
+        """Assign offsets to validated `batches` (patching `records`) and write them at once;
+        a `leader_epoch` is stamped on every batch and recorded in the epoch cache."""
+        self._check_size(records, batches)
+        append_time = now_ms if self.config.log_append_time else None
+        base_offset = self._log_end_offset
+        assigned = assign_offsets(records, batches, base_offset, append_time, leader_epoch)
+        if leader_epoch is not None:
+            self.leader_epochs.assign(leader_epoch, base_offset)
+        return self._write(records, assigned, now_ms, append_time)
+
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, batches: list[BatchInfo], now_ms: int
+    ) -> AppendResult:
+        """Append batches fetched from the leader as they are (offsets and epochs included);
+        they must continue this log without a gap or overlap."""
+        self._check_size(records, batches)
+        expected = self._log_end_offset
+        for info in batches:
+            if info.base_offset != expected:
+                raise OffsetOutOfRangeError(
+                    f"{self.directory.name}: a replicated batch starts at offset "
+                    f"{info.base_offset}, expected {expected}"
+                )
+            expected = info.next_offset
+        for info in batches:
+            self.leader_epochs.assign(info.partition_leader_epoch, info.base_offset)
+        return self._write(records, batches, now_ms, None)
+
+    def _check_size(self, records: bytes | bytearray | memoryview,
+                    batches: list[BatchInfo]) -> None:
         if not batches:
             raise ValueError("nothing to append")
-        size = len(records)
-        if size > self.config.segment_bytes:
+        if len(records) > self.config.segment_bytes:
             raise RecordBatchTooLargeError(
-                f"{size} bytes of record batches exceed segment.bytes {self.config.segment_bytes}"
+                f"{len(records)} bytes of record batches exceed segment.bytes "
+                f"{self.config.segment_bytes}"
             )
-        append_time = now_ms if self.config.log_append_time else None
-        assigned = assign_offsets(records, batches, self._log_end_offset, append_time, leader_epoch)
-        last_offset = assigned[-1].last_offset
-        max_timestamp = max(info.max_timestamp for info in assigned)
-        segment = self._maybe_roll(size, max_timestamp, last_offset, now_ms)
-        segment.append(records, assigned, self._limits())
+
+    def _write(self, records: bytes | bytearray | memoryview, batches: list[BatchInfo],
+               now_ms: int, append_time: int | None) -> AppendResult:
+        last_offset = batches[-1].last_offset
+        max_timestamp = max(info.max_timestamp for info in batches)
+        segment = self._maybe_roll(len(records), max_timestamp, last_offset, now_ms)
+        segment.append(records, batches, self._limits())
         self._log_end_offset = last_offset + 1
         return AppendResult(
-            base_offset=assigned[0].base_offset,
+            base_offset=batches[0].base_offset,
             last_offset=last_offset,
             log_append_time_ms=-1 if append_time is None else append_time,
             log_start_offset=self.log_start_offset,
@@ -357,6 +394,7 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self.recovery_point = max(self.recovery_point, offset)
+            self.leader_epochs.truncate_from_start(offset)
 
     def retention_candidates(self, now_ms: int) -> list[LogSegment]:
         """The oldest segments past retention.ms, retention.bytes or the log start offset.
@@ -442,6 +480,7 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self._log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self.leader_epochs.truncate_from_end(self._log_end_offset)
         return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
@@ -453,6 +492,7 @@ class PartitionLog:
         self.log_start_offset = offset
         self.recovery_point = offset
         self._high_watermark = offset
+        self.leader_epochs.clear()
 
     # -- durability -------------------------------------------------------------------------
 
@@ -505,3 +545,17 @@ def _clean_directory(directory: Path) -> list[int]:
         if base not in bases:
             path.unlink()
     return sorted(bases)
+
+
+def _load_leader_epochs(directory: Path, segments: list[LogSegment]) -> LeaderEpochCache:
+    """The checkpointed cache, or, for a log written without one, the cache rebuilt from the
+    batch headers (as Kafka does when the file is missing)."""
+    if (directory / LEADER_EPOCH_CHECKPOINT).exists():
+        return LeaderEpochCache.load(directory)
+    rebuilt = LeaderEpochCache(None)
+    for segment in segments:
+        for _, info in segment.batches_from(0):
+            rebuilt.assign(info.partition_leader_epoch, info.base_offset)
+    cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, list(rebuilt.entries))
+    cache.save()
+    return cache

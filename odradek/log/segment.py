@@ -232,7 +232,8 @@ class LogSegment:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, data: bytearray, batches: Sequence[BatchInfo], limits: IndexLimits) -> None:
+    def append(self, data: bytes | bytearray | memoryview, batches: Sequence[BatchInfo],
+               limits: IndexLimits) -> None:
         """Write `data` (the batches, offsets assigned) with one write; index as Kafka does."""
         assert self._fd is not None, "segment is closed"
         start = self.size

@@ -315,18 +315,18 @@ class ClusterMetadata:
     def _new_partitions(
         self, topic_id: str, first: int, replica_sets: Sequence[Sequence[int]]
     ) -> list[MetadataRecord]:
-        """The leader is the first unfenced replica. Replication does not exist yet, so no
-        follower is in sync: the ISR is the leader alone (AlterPartition grows it)."""
+        """As in Kafka, the ISR is the unfenced replicas (all are empty, so all are in sync)
+        and the leader the first of them."""
         records: list[MetadataRecord] = []
         for index, replicas in enumerate(replica_sets, first):
-            leader = next((r for r in replicas if not self.brokers[r].fenced), None)
-            if leader is None:
+            isr = tuple(r for r in replicas if not self.brokers[r].fenced)
+            if not isr:
                 raise MetadataError(
                     ErrorCode.invalid_replica_assignment,
                     f"All brokers specified in the manual partition assignment for partition "
                     f"{index} are fenced or in controlled shutdown.",
                 )
-            records.append(PartitionRecord(topic_id, index, tuple(replicas), (leader,), leader))
+            records.append(PartitionRecord(topic_id, index, tuple(replicas), isr, isr[0]))
         return records
 
     def _check_replicas(self, replicas: Sequence[int], replication_factor: int) -> None:

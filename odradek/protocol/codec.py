@@ -240,6 +240,11 @@ def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
     return _project(response_schema(api_key, version))(data)
 
 
+def build_request(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
+    """Project `data` onto the request schema of (api_key, version)."""
+    return _project(load_request_schema(api_key, version))(data)
+
+
 def encode_body(entity: Any) -> bytes:
     buffer = io.BytesIO()
     entity_writer(type(entity))(buffer, entity)

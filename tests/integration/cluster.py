@@ -1,14 +1,24 @@
-"""A real multi-process cluster for integration tests, run through `odradek cluster`."""
+"""A real multi-process cluster for integration tests, run through `odradek cluster`, and
+helpers to look at it through real clients."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.integration.broker_process import ODRADEK
+
+TIMEOUT = 30.0
 
 
 class Cluster:
@@ -87,3 +97,59 @@ class Cluster:
             text = path.read_text(errors="replace")
             parts.append(f"--- {path.name} (last 3000 chars)\n{text[-3000:]}")
         return "\n".join(parts)
+
+
+@contextmanager
+def running_cluster(data_dir: Path, controllers: int, brokers: int,
+                    overrides: dict[str, str]) -> Iterator[Cluster]:
+    """A cluster that is up for the block and torn down after it, whatever happens."""
+    cluster = Cluster(data_dir, controllers, brokers, overrides)
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create(client: AdminClient, partitions: int, replication: int, name: str | None = None,
+           timeout: float = TIMEOUT) -> str:
+    name = name or f"t-{uuid.uuid4().hex[:8]}"
+    client.create_topics([NewTopic(name, partitions, replication)],
+                         request_timeout=timeout)[name].result(timeout)
+    return name
+
+
+def partitions(bootstrap: str, topic: str) -> dict[int, Any]:
+    metadata = admin(bootstrap).list_topics(topic, timeout=TIMEOUT)
+    return dict(metadata.topics[topic].partitions)
+
+
+def broker_ids(bootstrap: str) -> set[int]:
+    return set(admin(bootstrap).list_topics(timeout=TIMEOUT).brokers)
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Unlabelled samples of a node's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if not sample.labels}
+
+
+def wait_until(condition: Any, timeout: float = TIMEOUT, what: str = "") -> float:
+    """Seconds until `condition()` held; fails after `timeout`."""
+    started = time.monotonic()
+    last: Exception | None = None
+    while time.monotonic() - started < timeout:
+        try:
+            if condition():
+                return time.monotonic() - started
+        except Exception as error:  # noqa: BLE001 - retried until the deadline
+            last = error
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout}s: {what} (last error: {last!r})")

@@ -138,10 +138,10 @@ def test_create_topic_records() -> None:
                                     {"segment.ms": "1000", "cleanup.policy": "compact"})
     assert records == [
         TopicRecord("orders", "id-1"),
-        PartitionRecord("id-1", 0, (1, 2), (1,), 1),
-        PartitionRecord("id-1", 1, (2, 3), (2,), 2),
-        PartitionRecord("id-1", 2, (3, 1), (3,), 3),
-        PartitionRecord("id-1", 3, (1, 3), (1,), 1),
+        PartitionRecord("id-1", 0, (1, 2), (1, 2), 1),
+        PartitionRecord("id-1", 1, (2, 3), (2, 3), 2),
+        PartitionRecord("id-1", 2, (3, 1), (3, 1), 3),
+        PartitionRecord("id-1", 3, (1, 3), (1, 3), 1),
         ConfigRecord(ResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
         ConfigRecord(ResourceType.TOPIC, "orders", "segment.ms", "1000"),
     ]
@@ -154,7 +154,7 @@ def test_replaying_create_topic_builds_the_topic() -> None:
     assert (state.name, state.topic_id) == ("orders", "id-orders")
     assert metadata.topic_names_by_id == {"id-orders": "orders"}
     assert sorted(state.partitions) == [0, 1]
-    assert all(len(set(p.replicas)) == 3 and p.leader == p.replicas[0] and p.isr == (p.leader,)
+    assert all(len(set(p.replicas)) == 3 and p.leader == p.replicas[0] and p.isr == p.replicas
                for p in state.partitions.values())
     assert state.configs == {"retention.ms": "5"}
 
@@ -232,8 +232,8 @@ def test_invalid_config(configs: dict[str, str]) -> None:
 def test_manual_assignment() -> None:
     metadata = with_brokers()
     records = metadata.create_topic("t", "id", -1, -1, {}, {1: [3, 1], 0: [2, 3]})
-    assert records[1:] == [PartitionRecord("id", 0, (2, 3), (2,), 2),
-                           PartitionRecord("id", 1, (3, 1), (3,), 3)]
+    assert records[1:] == [PartitionRecord("id", 0, (2, 3), (2, 3), 2),
+                           PartitionRecord("id", 1, (3, 1), (3, 1), 3)]
 
 
 def test_manual_assignment_may_name_fenced_brokers_but_leads_with_an_unfenced_one() -> None:
@@ -287,8 +287,8 @@ def test_delete_then_recreate() -> None:
 def test_create_partitions_extends_round_robin_with_the_same_replication() -> None:
     metadata = created("orders", 2, 2)
     records = metadata.create_partitions("orders", 4)
-    assert records == [PartitionRecord("id-orders", 2, (3, 1), (3,), 3),
-                       PartitionRecord("id-orders", 3, (1, 2), (1,), 1)]
+    assert records == [PartitionRecord("id-orders", 2, (3, 1), (3, 1), 3),
+                       PartitionRecord("id-orders", 3, (1, 2), (1, 2), 1)]
     apply(metadata, records)
     assert sorted(metadata.topic("orders").partitions) == [0, 1, 2, 3]
 
@@ -308,8 +308,8 @@ def test_create_partitions_of_an_unknown_topic() -> None:
 def test_create_partitions_with_assignments() -> None:
     metadata = created("orders", 1, 2)
     records = metadata.create_partitions("orders", 3, [[3, 2], [2, 1]])
-    assert records == [PartitionRecord("id-orders", 1, (3, 2), (3,), 3),
-                       PartitionRecord("id-orders", 2, (2, 1), (2,), 2)]
+    assert records == [PartitionRecord("id-orders", 1, (3, 2), (3, 2), 3),
+                       PartitionRecord("id-orders", 2, (2, 1), (2, 1), 2)]
 
 
 @pytest.mark.parametrize(
@@ -571,7 +571,7 @@ def check(metadata: ClusterMetadata, model: Model) -> None:
             assert len(record.replicas) == model.replication[name]
             assert len(set(record.replicas)) == len(record.replicas)
             assert set(record.replicas) <= set(BROKERS)
-            assert record.leader == record.replicas[0] and record.isr == (record.leader,)
+            assert record.leader == record.replicas[0] and record.isr == record.replicas
         assert state.configs == model.configs[name]
     assert metadata.broker_configs == model.broker_configs
 

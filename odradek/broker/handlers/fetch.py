@@ -1,5 +1,8 @@
 """Fetch: whole batches straight from the segment files, long-polling on partition waiters.
 
+A follower's fetch (replica id set) reads up to the log end rather than the high watermark and
+reports how far the follower has got, which may move the high watermark and the ISR.
+
 Fetch sessions (KIP-227): the broker keeps none and answers session id 0, which every
 client reads as "send full fetch requests"; a request naming a session gets
 FETCH_SESSION_ID_NOT_FOUND, as from a broker whose session cache evicted it.
@@ -15,7 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker
+from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.fetch_response import (
@@ -25,6 +28,8 @@ from odradek.protocol.fetch_response import (
     encode_fetch_body,
 )
 
+FIRST_REPLICA_STATE_VERSION = 15
+
 
 @dataclass(slots=True)
 class _Wanted:
@@ -33,6 +38,7 @@ class _Wanted:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
+    current_leader_epoch: int
 
 
 def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
@@ -42,7 +48,8 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         return _top_level_error(ErrorCode.fetch_session_id_not_found)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    read = _read(broker, wanted, request.max_bytes, context.version)
+    replica_id = _replica_id(request, context.version)
+    read = _read(broker, wanted, request.max_bytes, context.version, replica_id)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
     if read.size >= request.min_bytes or max_wait_ms <= 0 or read.failed:
         return read.send(broker)
@@ -51,8 +58,15 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
     return _wait_and_read(
         broker, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms,
-        context.version,
+        context.version, replica_id,
     )
+
+
+def _replica_id(request: Any, version: int) -> int:
+    """The follower's broker id (-1 for consumers): in ReplicaState from v15 (KIP-903)."""
+    if version >= FIRST_REPLICA_STATE_VERSION:
+        return int(request.replica_state.replica_id)
+    return int(request.replica_id)
 
 
 async def _wait_and_read(
@@ -63,6 +77,7 @@ async def _wait_and_read(
     min_bytes: int,
     max_wait_ms: int,
     version: int,
+    replica_id: int,
 ) -> Result:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
@@ -71,9 +86,9 @@ async def _wait_and_read(
         try:
             await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))
         except TimeoutError:
-            return _read(broker, wanted, max_bytes, version).send(broker)
+            return _read(broker, wanted, max_bytes, version, replica_id).send(broker)
         waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
-        read = _read(broker, wanted, max_bytes, version)
+        read = _read(broker, wanted, max_bytes, version, replica_id)
         if read.size >= min_bytes or read.failed or loop.time() >= deadline:
             waiter.cancel()
             return read.send(broker)
@@ -93,7 +108,8 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
         else:
             topic_id, name = None, topic.topic
         wanted += [
-            _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
+            _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                    getattr(p, "current_leader_epoch", -1))
             for p in topic.partitions
         ]
     return wanted
@@ -120,13 +136,14 @@ class _Read:
         return EncodedBody(encode_fetch_body(self.version, self.topics))
 
 
-def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int) -> _Read:
+def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int,
+          replica_id: int) -> _Read:
     topics: dict[tuple[str | None, uuid.UUID | None], FetchedTopic] = {}
     remaining = max_bytes
     total = 0
     failed = False
     for item in wanted:
-        partition = _read_partition(broker, item, remaining, first=total == 0)
+        partition = _read_partition(broker, item, remaining, total == 0, replica_id)
         records = partition.records
         if records:
             total += len(records)
@@ -141,13 +158,19 @@ def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int) -
 
 
 def _read_partition(
-    broker: Broker, item: _Wanted, remaining: int, first: bool
+    broker: Broker, item: _Wanted, remaining: int, first: bool, replica_id: int
 ) -> FetchedPartition:
     if item.topic is None:
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
     log_, code = broker.leader_log(item.topic, item.partition)
     if log_ is None:
         return FetchedPartition(item.partition, code)
+    key = (item.topic, item.partition)
+    epoch_error = leader_epoch_error(broker, key, item.current_leader_epoch)
+    if epoch_error != ErrorCode.none:
+        return FetchedPartition(item.partition, epoch_error)
+    if replica_id >= 0 and item.fetch_offset <= log_.log_end_offset:
+        broker.replicas.record_follower_fetch(key, replica_id, item.fetch_offset, now_ms())
     high_watermark = log_.high_watermark
     partition = FetchedPartition(
         item.partition, ErrorCode.none, high_watermark, high_watermark, log_.log_start_offset
@@ -155,10 +178,23 @@ def _read_partition(
     limit = min(item.partition_max_bytes, remaining)
     try:
         result = log_.read(
-            item.fetch_offset, limit, max_offset=high_watermark, min_one_batch=first
+            item.fetch_offset, limit, max_offset=high_watermark if replica_id < 0 else None,
+            min_one_batch=first,
         )
     except OffsetOutOfRangeError:
         partition.error_code = ErrorCode.offset_out_of_range
         return partition
     partition.records = result.records
     return partition
+
+
+def leader_epoch_error(broker: Broker, key: tuple[str, int], current_leader_epoch: int
+                       ) -> ErrorCode:
+    """KIP-320: a client behind this leader's epoch is fenced (FENCED_LEADER_EPOCH); one ahead
+    of it knows metadata this broker has yet to apply (UNKNOWN_LEADER_EPOCH)."""
+    epoch = broker.replicas.leader_epoch(key)
+    if current_leader_epoch < 0 or epoch is None or current_leader_epoch == epoch:
+        return ErrorCode.none
+    if current_leader_epoch < epoch:
+        return ErrorCode.fenced_leader_epoch
+    return ErrorCode.unknown_leader_epoch

@@ -1,4 +1,8 @@
-"""Produce: validate batch headers and CRCs, assign offsets, append. Records are never decoded."""
+"""Produce: validate batch headers and CRCs, assign offsets, append. Records are never decoded.
+
+acks=all answers once the high watermark passes the appended batch (every ISR member has
+it), or with the error that stopped it: the request's timeout, a lost leadership, or an ISR
+that shrank below min.insync.replicas meanwhile."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, valid
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 FIRST_ZSTD_VERSION = 7
+_END_OFFSET = "_end_offset"
+"""Marks an acks=all partition response with the offset the high watermark must reach."""
 VALID_ACKS = (0, 1, -1)
 
 
@@ -32,7 +38,8 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
             "name": topic.name,
             "partition_responses": [
                 produce_partition(
-                    broker, topic.name, data.index, data.records, context.version, flushes
+                    broker, topic.name, data.index, data.records, context.version, flushes,
+                    acks,
                 )
                 if acks in VALID_ACKS
                 else _error(data.index, ErrorCode.invalid_required_acks)
@@ -57,17 +64,43 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
             asyncio.ensure_future(broker.flush(log_))
         return None
     response = {"responses": responses}
-    if flushes:
-        return _after_flushes(broker, flushes, response)
+    replicated = [
+        (partition, broker.replicas.committed((topic["name"], partition["index"]),
+                                              partition.pop(_END_OFFSET)))
+        for topic in responses
+        for partition in topic["partition_responses"]
+        if _END_OFFSET in partition
+    ]
+    if flushes or any(not committed.done() for _, committed in replicated):
+        return _acknowledge(broker, flushes, replicated, request.timeout.total_seconds(),
+                            response)
+    _apply_replication_errors(broker, replicated)
     return response
 
 
-async def _after_flushes(
-    broker: Broker, flushes: list[PartitionLog], response: dict[str, Any]
+async def _acknowledge(
+    broker: Broker, flushes: list[PartitionLog],
+    replicated: list[tuple[dict[str, Any], asyncio.Future[ErrorCode]]], timeout_s: float,
+    response: dict[str, Any],
 ) -> Result:
-    """flush.messages/flush.ms say these writes are acknowledged only once fsynced."""
+    """Wait for the fsyncs flush.messages/flush.ms ask for and, for acks=all, for the ISR."""
     await asyncio.gather(*(broker.flush(log_) for log_ in flushes))
+    pending = [committed for _, committed in replicated if not committed.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout_s)
+    _apply_replication_errors(broker, replicated)
     return response
+
+
+def _apply_replication_errors(
+    broker: Broker, replicated: list[tuple[dict[str, Any], asyncio.Future[ErrorCode]]]
+) -> None:
+    for partition, committed in replicated:
+        code = committed.result() if committed.done() else ErrorCode.request_timed_out
+        committed.cancel()
+        if code != ErrorCode.none:
+            partition["error_code"] = code
+            broker.metrics.count_error("Produce", code)
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -119,6 +152,7 @@ def produce_partition(
     records: bytes | None,
     version: int,
     flushes: list[PartitionLog],
+    acks: int,
 ) -> dict[str, Any]:
     """Append one partition's batch; logs whose flush policy is due go to `flushes`."""
     log_, code = broker.leader_log(topic, index)
@@ -126,6 +160,17 @@ def produce_partition(
     if log_ is None:
         _count_failure(broker, topic)
         return _error(index, code)
+    key = (topic, index)
+    leader_epoch = broker.replicas.leader_epoch(key)
+    if leader_epoch is None:
+        _count_failure(broker, topic)
+        return _error(index, ErrorCode.not_leader_or_follower)
+    min_isr = broker.topic_config(topic)["min.insync.replicas"]
+    if acks == -1 and broker.replicas.isr_size(key) < min_isr:
+        _count_failure(broker, topic)
+        return _error(index, ErrorCode.not_enough_replicas,
+                      f"The ISR of {topic}-{index} has {broker.replicas.isr_size(key)} "
+                      f"replica(s), fewer than min.insync.replicas={min_isr}")
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_topic_exception,
@@ -149,17 +194,17 @@ def produce_partition(
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_timestamp, problem)
     try:
-        result = log_.append(bytearray(records), batches, now)
+        result = log_.append(bytearray(records), batches, now, leader_epoch=leader_epoch)
     except RecordBatchTooLargeError as error:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.record_list_too_large, str(error))
-    log_.high_watermark = log_.log_end_offset
-    broker.waiters.wake((topic, index))
+    broker.replicas.advance(key)
+    broker.waiters.wake(key)
     metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
     metrics.bytes_in.labels(topic).inc(len(records))
     if result.flush_due:
         flushes.append(log_)
-    return {
+    answer = {
         "index": index,
         "error_code": ErrorCode.none,
         "base_offset": result.base_offset,
@@ -168,3 +213,6 @@ def produce_partition(
         else _EPOCH + datetime.timedelta(milliseconds=result.log_append_time_ms),
         "log_start_offset": result.log_start_offset,
     }
+    if acks == -1:
+        answer[_END_OFFSET] = result.last_offset + 1
+    return answer

@@ -1,0 +1,249 @@
+"""A follower's fetcher from one leader broker (Kafka's ReplicaFetcherThread): one connection
+and one Fetch at a time for every partition it follows there, as a replica (replica id set).
+
+A partition added here first truncates its divergent tail: OffsetForLeaderEpoch with its
+latest epoch, then the truncation Kafka's followers make (`odradek.replication.follower`).
+Fetched batches are appended as they are, offsets and leader epochs included, and the
+follower's high watermark follows the leader's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker, now_ms, unlink_all
+from odradek.log.leader_epochs import UNDEFINED_EPOCH
+from odradek.log.partition import OffsetOutOfRangeError
+from odradek.protocol.client import BrokerConnection, BrokerConnectionError
+from odradek.protocol.codec import build_request
+from odradek.protocol.records import InvalidRecordsError, validate_batches
+from odradek.replication.follower import truncation
+
+log = logging.getLogger("odradek.broker.fetcher")
+
+TopicPartition = tuple[str, int]
+EPOCH_RETRY_S = 0.05
+"""Pause before asking again when the leader has not yet caught up with the metadata."""
+FETCH_KEY, FETCH_VERSION = 1, 12
+"""Fetch v12: topic names, replica_id in the body (as Kafka's fetchers before KIP-903)."""
+OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION = 23, 4
+_RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch,
+              ErrorCode.fenced_leader_epoch, ErrorCode.unknown_topic_or_partition}
+
+
+@dataclass(slots=True)
+class _Following:
+    leader_epoch: int
+    truncating: bool = True
+    retry_at: float = 0.0
+
+
+class ReplicaFetcher:
+    def __init__(self, broker: Broker, leader_id: int, host: str, port: int) -> None:
+        self.broker = broker
+        self.leader_id = leader_id
+        self.host = host
+        self.port = port
+        config = broker.config
+        self.max_wait_ms = config.integer("replica.fetch.wait.max.ms")
+        self.min_bytes = config.integer("replica.fetch.min.bytes")
+        self.partition_max_bytes = config.integer("replica.fetch.max.bytes")
+        self.response_max_bytes = config.integer("replica.fetch.response.max.bytes")
+        self.backoff_s = config.integer("replica.fetch.backoff.ms") / 1000
+        self.request_timeout_s = config.integer("controller.quorum.request.timeout.ms") / 1000
+        self.partitions: dict[TopicPartition, _Following] = {}
+        self._changed = asyncio.Event()
+        self._task = asyncio.ensure_future(self._run())
+
+    def add(self, key: TopicPartition, leader_epoch: int) -> None:
+        self.partitions[key] = _Following(leader_epoch)
+        self._changed.set()
+
+    def remove(self, key: TopicPartition) -> None:
+        self.partitions.pop(key, None)
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def stopped(self) -> None:
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        connection: BrokerConnection | None = None
+        try:
+            while True:
+                loop = asyncio.get_running_loop()
+                ready = {k: s for k, s in self.partitions.items() if s.retry_at <= loop.time()}
+                if not ready:
+                    await self._idle()
+                    continue
+                try:
+                    if connection is None:
+                        connection = await BrokerConnection.connect(
+                            self.host, self.port, f"replica-fetcher-{self.broker.node_id}",
+                            self.request_timeout_s)
+                    truncating = {k: s for k, s in ready.items() if s.truncating}
+                    if truncating:
+                        await self._truncate(connection, truncating)
+                    else:
+                        await self._fetch(connection, ready)
+                except BrokerConnectionError as error:
+                    log.info("fetching from broker %d at %s:%d: %s", self.leader_id, self.host,
+                             self.port, error)
+                    connection = None
+                    await asyncio.sleep(self.backoff_s)
+        finally:
+            if connection is not None:
+                connection.close()
+
+    async def _idle(self) -> None:
+        """Wait for a partition to be added or a retry to come due."""
+        self._changed.clear()
+        loop = asyncio.get_running_loop()
+        due = [s.retry_at for s in self.partitions.values()]
+        timeout = max(min(due) - loop.time(), 0) if due else None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def _retry_later(self, following: _Following) -> None:
+        following.retry_at = asyncio.get_running_loop().time() + EPOCH_RETRY_S
+
+    # --- truncation ----------------------------------------------------------------------
+
+    async def _truncate(self, connection: BrokerConnection,
+                        partitions: dict[TopicPartition, _Following]) -> None:
+        asking: dict[TopicPartition, tuple[_Following, int]] = {}
+        for key, following in partitions.items():
+            log_ = self.broker.logs.get(*key)
+            if log_ is None:
+                continue
+            latest = log_.leader_epochs.latest_epoch
+            if latest == UNDEFINED_EPOCH:
+                self._truncate_to(key, log_.high_watermark, "no leader epoch recorded")
+                following.truncating = False
+                continue
+            asking[key] = (following, latest)
+        if not asking:
+            return
+        topics: dict[str, list[dict[str, int]]] = {}
+        for (topic, index), (following, latest) in asking.items():
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": following.leader_epoch,
+                "leader_epoch": latest})
+        request = build_request(OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+            "replica_id": self.broker.node_id,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
+        response = await connection.send(request, self.request_timeout_s)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition)
+                asked = asking.get(key)
+                if asked is None or self.partitions.get(key) is not asked[0]:
+                    continue
+                following = asked[0]
+                if answer.error_code != ErrorCode.none:
+                    self._retry_later(following)
+                    continue
+                log_ = self.broker.logs.get(*key)
+                if log_ is None:
+                    continue
+                cut = truncation(log_.leader_epochs, log_.log_end_offset, log_.high_watermark,
+                                 answer.leader_epoch, answer.end_offset)
+                self._truncate_to(key, cut.offset, f"leader {self.leader_id} answered epoch "
+                                  f"{answer.leader_epoch} ends at {answer.end_offset}")
+                following.truncating = not cut.completed
+
+    def _truncate_to(self, key: TopicPartition, offset: int, why: str) -> None:
+        log_ = self.broker.logs.get(*key)
+        if log_ is None or offset >= log_.log_end_offset:
+            return
+        before = log_.log_end_offset
+        log_.truncate_to(offset, now_ms())
+        _unlink_later(log_.take_deleted_files())
+        log.warning("%s-%d: truncated the log from %d to %d (%s)", *key, before,
+                    log_.log_end_offset, why)
+
+    # --- fetching ------------------------------------------------------------------------
+
+    async def _fetch(self, connection: BrokerConnection,
+                     partitions: dict[TopicPartition, _Following]) -> None:
+        topics: dict[str, list[dict[str, int]]] = {}
+        offsets: dict[TopicPartition, int] = {}
+        for key, following in partitions.items():
+            log_ = self.broker.logs.get(*key)
+            if log_ is None:
+                continue
+            offsets[key] = log_.log_end_offset
+            topics.setdefault(key[0], []).append({
+                "partition": key[1], "current_leader_epoch": following.leader_epoch,
+                "fetch_offset": log_.log_end_offset,
+                "last_fetched_epoch": log_.leader_epochs.latest_epoch,
+                "log_start_offset": log_.log_start_offset,
+                "partition_max_bytes": self.partition_max_bytes})
+        if not topics:
+            await asyncio.sleep(EPOCH_RETRY_S)
+            return
+        request = build_request(FETCH_KEY, FETCH_VERSION, {
+            "replica_id": self.broker.node_id, "max_wait": self.max_wait_ms,
+            "min_bytes": self.min_bytes, "max_bytes": self.response_max_bytes,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
+        response = await connection.send(
+            request, self.max_wait_ms / 1000 + self.request_timeout_s)
+        if response.error_code != ErrorCode.none:
+            raise BrokerConnectionError(f"fetch failed: {ErrorCode(response.error_code).name}")
+        for topic in response.responses:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition_index)
+                sent = partitions.get(key)
+                if sent is None or self.partitions.get(key) is not sent:
+                    continue
+                self._apply(key, sent, offsets[key], answer)
+
+    def _apply(self, key: TopicPartition, following: _Following, fetch_offset: int,
+               answer: Any) -> None:
+        log_ = self.broker.logs.get(*key)
+        if log_ is None or log_.log_end_offset != fetch_offset:
+            return
+        code = answer.error_code
+        if code == ErrorCode.offset_out_of_range:
+            if fetch_offset < answer.log_start_offset:
+                log_.truncate_fully_and_start_at(answer.log_start_offset, now_ms())
+                _unlink_later(log_.take_deleted_files())
+                log.warning("%s-%d: behind the leader's log start: restarted at %d", *key,
+                            answer.log_start_offset)
+            else:
+                following.truncating = True
+            return
+        if code in _RETRIABLE:
+            self._retry_later(following)
+            return
+        if code != ErrorCode.none:
+            log.warning("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
+                        ErrorCode(code).name)
+            self._retry_later(following)
+            return
+        records = answer.records
+        if records:
+            try:
+                batches = validate_batches(records, len(records), from_client=False)
+                result = log_.append_as_follower(records, batches, now_ms())
+            except (InvalidRecordsError, OffsetOutOfRangeError) as error:
+                log.error("%s-%d: refused a fetched chunk from %d: %s", *key, self.leader_id,
+                          error)
+                following.truncating = True
+                return
+            if result.flush_due:
+                asyncio.ensure_future(self.broker.flush(log_))
+        log_.high_watermark = min(answer.high_watermark, log_.log_end_offset)
+
+
+
+def _unlink_later(paths: list[Path]) -> None:
+    if paths:
+        asyncio.get_running_loop().run_in_executor(None, unlink_all, paths)

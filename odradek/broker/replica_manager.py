@@ -1,0 +1,244 @@
+"""The broker's replicas (Kafka's ReplicaManager): leads or follows each hosted partition as
+the metadata says, keeps the leaders' high watermarks, parks acks=all produces until the
+high watermark passes them, and asks the controller to shrink or expand ISRs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.replica_fetcher import ReplicaFetcher
+from odradek.metadata.records import NO_LEADER, PartitionRecord
+from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
+
+if TYPE_CHECKING:
+    from odradek.broker.broker import Broker
+
+log = logging.getLogger("odradek.broker.replicas")
+
+TopicPartition = tuple[str, int]
+AlterPartition = Callable[[str, int, IsrChange], Awaitable[tuple[ErrorCode, int]]]
+"""Sends an ISR change to the controller: (topic id, partition, change) -> (error code,
+the partition epoch after it)."""
+
+
+class ReplicaManager:
+    alter_partition: AlterPartition
+    """Set by the app once the controller client exists."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.lag_time_ms = config.integer("replica.lag.time.max.ms")
+        self.leaders: dict[TopicPartition, LeaderState] = {}
+        self.followed: dict[TopicPartition, tuple[int, int]] = {}
+        """Partitions followed: (leader id, leader epoch)."""
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._purgatories: dict[TopicPartition, OffsetPurgatory[asyncio.Future[ErrorCode]]] = {}
+        self._isr_changes: set[asyncio.Task[None]] = set()
+        broker.metrics.register_replicas(self.under_replicated, self.under_min_isr,
+                                         lambda: len(self.leaders),
+                                         lambda: len(self.leaders) + len(self.followed))
+
+    # --- leadership from metadata ------------------------------------------------------
+
+    def on_metadata(self, now_ms: int) -> None:
+        """Lead, follow or drop each hosted partition as the image now says."""
+        broker = self.broker
+        node_id = broker.node_id
+        seen: set[TopicPartition] = set()
+        for name, topic in broker.metadata.topics.items():
+            for index, record in topic.partitions.items():
+                key = (name, index)
+                log_ = broker.logs.get(name, index)
+                if node_id not in record.replicas or log_ is None:
+                    continue
+                seen.add(key)
+                if record.leader == node_id:
+                    self._lead(key, record, now_ms)
+                else:
+                    self._follow(key, record)
+        for key in (self.leaders.keys() | self.followed.keys()) - seen:
+            self._resign(key)
+            self._stop_following(key)
+        for leader_id in [i for i, f in self.fetchers.items() if not f.partitions]:
+            self.fetchers.pop(leader_id).stop()
+
+    def _lead(self, key: TopicPartition, record: PartitionRecord, now_ms: int) -> None:
+        state = self.leaders.get(key)
+        if state is not None and state.leader_epoch == record.leader_epoch:
+            if state.partition_epoch != record.partition_epoch:
+                state.update(record.replicas, record.isr, record.partition_epoch)
+                self.advance(key)
+            return
+        self._stop_following(key)
+        self._resign(key)
+        log_ = self.broker.logs.get(*key)
+        assert log_ is not None
+        log_.leader_epochs.assign(record.leader_epoch, log_.log_end_offset)
+        self.leaders[key] = LeaderState.start(
+            self.broker.node_id, record.replicas, record.isr, record.leader_epoch,
+            record.partition_epoch, log_.log_end_offset, log_.high_watermark, now_ms,
+        )
+        log.info("%s-%d: leader in epoch %d, ISR %s, log end %d", *key, record.leader_epoch,
+                 list(record.isr), log_.log_end_offset)
+        self.advance(key)
+
+    def _follow(self, key: TopicPartition, record: PartitionRecord) -> None:
+        self._resign(key)
+        wanted = (record.leader, record.leader_epoch)
+        if self.followed.get(key) == wanted:
+            return
+        self._stop_following(key)
+        if record.leader == NO_LEADER:
+            return
+        leader = self.broker.metadata.brokers.get(record.leader)
+        if leader is None:
+            return
+        self.followed[key] = wanted
+        fetcher = self.fetchers.get(record.leader)
+        if fetcher is None or (fetcher.host, fetcher.port) != (leader.host, leader.port):
+            if fetcher is not None:
+                fetcher.stop()
+            fetcher = self.fetchers[record.leader] = ReplicaFetcher(
+                self.broker, record.leader, leader.host, leader.port)
+            for other, (leader_id, epoch) in self.followed.items():
+                if leader_id == record.leader and other != key:
+                    fetcher.add(other, epoch)
+        fetcher.add(key, record.leader_epoch)
+        log.info("%s-%d: following %d in epoch %d", *key, *wanted)
+
+    def _stop_following(self, key: TopicPartition) -> None:
+        followed = self.followed.pop(key, None)
+        if followed is not None and followed[0] in self.fetchers:
+            self.fetchers[followed[0]].remove(key)
+
+    def _resign(self, key: TopicPartition) -> None:
+        if self.leaders.pop(key, None) is None:
+            return
+        for future in self._purgatories.pop(key, OffsetPurgatory()).drain():
+            if not future.done():
+                future.set_result(ErrorCode.not_leader_or_follower)
+
+    # --- the leader's high watermark ---------------------------------------------------
+
+    def leader_epoch(self, key: TopicPartition) -> int | None:
+        state = self.leaders.get(key)
+        return state.leader_epoch if state is not None else None
+
+    def isr_size(self, key: TopicPartition) -> int:
+        state = self.leaders.get(key)
+        return len(state.isr) if state is not None else 0
+
+    def advance(self, key: TopicPartition) -> None:
+        """After an append or a follower's fetch: move the high watermark if the ISR allows,
+        completing the produces it passes and waking fetches waiting for it."""
+        state = self.leaders.get(key)
+        log_ = self.broker.logs.get(*key)
+        if state is None or log_ is None or not state.advance_high_watermark(
+                log_.log_end_offset):
+            return
+        log_.high_watermark = state.high_watermark
+        purgatory = self._purgatories.get(key)
+        if purgatory is not None:
+            min_isr = self.broker.topic_config(key[0])["min.insync.replicas"]
+            code = (ErrorCode.none if len(state.isr) >= min_isr
+                    else ErrorCode.not_enough_replicas_after_append)
+            for future in purgatory.reached(state.high_watermark):
+                if not future.done():
+                    future.set_result(code)
+        self.broker.waiters.wake(key)
+
+    def committed(self, key: TopicPartition, end_offset: int) -> asyncio.Future[ErrorCode]:
+        """Resolves once the high watermark reaches `end_offset` (NONE, or
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas), or
+        with NOT_LEADER_OR_FOLLOWER when this broker stops leading the partition."""
+        future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        state = self.leaders.get(key)
+        if state is None:
+            future.set_result(ErrorCode.not_leader_or_follower)
+        elif state.high_watermark >= end_offset:
+            min_isr = self.broker.topic_config(key[0])["min.insync.replicas"]
+            future.set_result(ErrorCode.none if len(state.isr) >= min_isr
+                              else ErrorCode.not_enough_replicas_after_append)
+        else:
+            self._purgatories.setdefault(key, OffsetPurgatory()).add(end_offset, future)
+        return future
+
+    def record_follower_fetch(self, key: TopicPartition, replica: int, fetch_offset: int,
+                              now_ms: int) -> None:
+        state = self.leaders.get(key)
+        log_ = self.broker.logs.get(*key)
+        if state is None or log_ is None:
+            return
+        state.record_fetch(replica, fetch_offset, log_.log_end_offset, now_ms)
+        self.advance(key)
+        registration = self.broker.metadata.brokers.get(replica)
+        change = state.expansion(replica, registration is not None and not registration.fenced)
+        if change is not None:
+            self._send(key, state, change)
+
+    def high_watermark(self, key: TopicPartition) -> int | None:
+        state = self.leaders.get(key)
+        return state.high_watermark if state is not None else None
+
+    # --- ISR changes -------------------------------------------------------------------
+
+    def shrink_isrs(self, now_ms: int) -> None:
+        """Kafka's isr-expiration task: drop followers lagging past replica.lag.time.max.ms."""
+        for key, state in list(self.leaders.items()):
+            log_ = self.broker.logs.get(*key)
+            if log_ is None:
+                continue
+            change = state.shrink(log_.log_end_offset, now_ms, self.lag_time_ms)
+            if change is not None:
+                self._send(key, state, change)
+
+    def _send(self, key: TopicPartition, state: LeaderState, change: IsrChange) -> None:
+        topic_id = self.broker.metadata.topics[key[0]].topic_id
+        log.info("%s-%d: asking to change the ISR from %s to %s", *key, list(state.isr),
+                 list(change.isr))
+        grown = len(change.isr) > len(state.isr)
+        self.broker.metrics.count_isr_change(grown)
+
+        async def send() -> None:
+            try:
+                code, partition_epoch = await self.alter_partition(topic_id, key[1], change)
+            except Exception:
+                log.exception("%s-%d: AlterPartition failed", *key)
+                code, partition_epoch = ErrorCode.unknown_server_error, -1
+            if state.pending is not change:
+                return
+            if code != ErrorCode.none:
+                log.info("%s-%d: ISR change refused: %s", *key, ErrorCode(code).name)
+                state.change_failed()
+            elif partition_epoch <= state.partition_epoch:
+                state.change_failed()  # nothing to commit: the ISR already was `change.isr`
+
+        task = asyncio.ensure_future(send())
+        self._isr_changes.add(task)
+        task.add_done_callback(self._isr_changes.discard)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def under_replicated(self) -> int:
+        return sum(len(s.isr) < len(s.replicas) for s in self.leaders.values())
+
+    def under_min_isr(self) -> int:
+        return sum(
+            len(s.isr) < self.broker.topic_config(key[0])["min.insync.replicas"]
+            for key, s in self.leaders.items()
+        )
+
+    async def stop(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        await asyncio.gather(*(f.stopped() for f in self.fetchers.values()),
+                             *self._isr_changes, return_exceptions=True)
+        self.fetchers.clear()
+        for key in list(self.leaders):
+            self._resign(key)

@@ -1,0 +1,77 @@
+"""A Kafka protocol connection for inter-broker requests (the replica fetchers): kio entities
+in, kio entities out, one request in flight at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from functools import cache
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.serial import entity_reader
+
+from odradek.protocol.codec import INT32, encode_body, is_flexible
+from odradek.protocol.guard import skip_tagged_fields
+
+_HEADER = struct.Struct(">hhih")
+
+
+class BrokerConnectionError(ConnectionError):
+    """The connection failed or the response did not parse; the connection is closed."""
+
+
+@cache
+def _response_reader(api_key: int, version: int) -> Any:
+    return entity_reader(load_response_schema(api_key, version))
+
+
+class BrokerConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 client_id: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._client_id = client_id.encode()
+        self._correlation_id = 0
+
+    @classmethod
+    async def connect(cls, host: str, port: int, client_id: str,
+                      timeout: float) -> BrokerConnection:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError) as error:
+            raise BrokerConnectionError(f"cannot connect to {host}:{port}: {error}") from None
+        return cls(reader, writer, client_id)
+
+    async def send(self, request: Any, timeout: float) -> Any:
+        """Send a kio request entity; the decoded response entity of the same version."""
+        api_key, version = int(request.__api_key__), int(request.__version__)
+        self._correlation_id += 1
+        flexible = is_flexible(api_key, version)
+        header = _HEADER.pack(api_key, version, self._correlation_id, len(self._client_id))
+        header += self._client_id + (b"\x00" if flexible else b"")
+        payload = header + encode_body(request)
+        try:
+            self._writer.write(INT32.pack(len(payload)) + payload)
+            async with asyncio.timeout(timeout):
+                await self._writer.drain()
+                (size,) = INT32.unpack(await self._reader.readexactly(4))
+                frame = await self._reader.readexactly(size)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
+            self.close()
+            raise BrokerConnectionError(f"{type(error).__name__}: {error}") from None
+        (correlation_id,) = INT32.unpack_from(frame, 0)
+        if correlation_id != self._correlation_id:
+            self.close()
+            raise BrokerConnectionError(f"correlation id {correlation_id}, expected "
+                                        f"{self._correlation_id}")
+        try:
+            position = skip_tagged_fields(frame, 4) if flexible else 4
+            response, _ = _response_reader(api_key, version)(frame, position)
+        except Exception as error:  # kio raises several types on garbage; all mean the same
+            self.close()
+            raise BrokerConnectionError(f"undecodable response: {error}") from None
+        return response
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,246 @@
+"""Partition replication on a real 1-controller, 3-broker cluster, driven by real clients:
+acks=all against the ISR and min.insync.replicas, the high watermark as the consumers' limit,
+ISR shrink and expansion with their metrics, failover on kill -9 and controlled shutdown, and
+group offsets surviving the loss of their coordinator."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.cluster import (
+    TIMEOUT,
+    Cluster,
+    admin,
+    partitions,
+    running_cluster,
+    scrape,
+    wait_until,
+)
+
+LAG_TIME_MS = 1000
+OVERRIDES = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": str(LAG_TIME_MS),
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
+BROKERS = ("broker-1", "broker-2", "broker-3")
+FIGURES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    try:
+        with running_cluster(tmp_path_factory.mktemp("replication"), 1, 3, OVERRIDES) as cluster:
+            yield cluster
+    finally:
+        if FIGURES:
+            print("\nreplication figures:", ", ".join(f"{k}={v:.2f}" for k, v in FIGURES.items()))
+
+
+@pytest.fixture
+def patient_cluster(tmp_path: Any) -> Iterator[Cluster]:
+    """Followers stay in the ISR for 8 s without fetching, and brokers in the cluster for 12:
+    room to look at a partition whose followers are frozen."""
+    with running_cluster(tmp_path, 1, 3, {**OVERRIDES, "replica.lag.time.max.ms": "8000",
+                                          "broker.session.timeout.ms": "12000"}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def all_brokers(cluster: Cluster) -> Iterator[Cluster]:
+    """Every broker is back up and in every ISR after the test."""
+    yield cluster
+    for name in BROKERS:
+        if not next(n for n in cluster.status() if n["name"] == name)["alive"]:
+            cluster.start(name)
+        cluster.resume(name)
+    wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
+               what="all brokers registered again")
+
+
+def create_topic(client: AdminClient, name: str, partitions_: int = 1,
+                 min_isr: int = 2) -> str:
+    client.create_topics([NewTopic(name, partitions_, 3,
+                                   config={"min.insync.replicas": str(min_isr)})]
+                         )[name].result(TIMEOUT)
+    return name
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], acks: str = "all",
+            timeout_ms: int = 20000, retries: int = 2**31 - 1) -> list[Any]:
+    """(error, message) delivery reports, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "retries": retries,
+                         "message.timeout.ms": timeout_ms, "linger.ms": 1})
+    reports: list[Any] = []
+    for value in values:
+        producer.produce(topic, value, partition=0,
+                         on_delivery=lambda error, message: reports.append((error, message)))
+    producer.flush(timeout_ms / 1000 + 10)
+    return reports
+
+
+def delivered(reports: list[Any]) -> list[Any]:
+    errors = [error for error, _ in reports if error is not None]
+    assert not errors, errors[:3]
+    return [message for _, message in reports]
+
+
+def read_all(bootstrap: str, topic: str, expected: int, timeout: float = TIMEOUT) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    messages: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(messages) < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            messages.append(message)
+    consumer.close()
+    return messages
+
+
+def isr(cluster: Cluster, topic: str, partition: int = 0) -> set[int]:
+    return set(partitions(cluster.bootstrap, topic)[partition].isrs)
+
+
+def leader(cluster: Cluster, topic: str, partition: int = 0) -> int:
+    return int(partitions(cluster.bootstrap, topic)[partition].leader)
+
+
+def metrics(cluster: Cluster, broker_id: int) -> dict[str, float]:
+    return scrape(cluster.node(f"broker-{broker_id}")["metrics_port"])
+
+
+def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) -> None:
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    topic = create_topic(client, "acks-all", min_isr=3)
+    assert len(delivered(produce(cluster.bootstrap, topic, [b"a", b"b"]))) == 2
+    owner = leader(cluster, topic)
+    follower = next(b for b in (1, 2, 3) if b != owner)
+    shrinks_before = metrics(cluster, owner)["kafka_server_replicamanager_isrshrinks_total"]
+
+    cluster.stop(f"broker-{follower}", kill=True)
+    lagging = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1"})
+
+    def shrunk() -> bool:
+        lagging.produce(topic, b"moves the log end", partition=0)
+        lagging.flush(TIMEOUT)
+        return follower not in isr(cluster, topic)
+
+    wait_until(shrunk, what="the leader drops the follower that stopped fetching")
+    assert metrics(cluster, owner)["kafka_server_replicamanager_isrshrinks_total"] > \
+        shrinks_before
+    refused = produce(cluster.bootstrap, topic, [b"c"], retries=0)
+    assert [error.code() for error, _ in refused] == [KafkaError.NOT_ENOUGH_REPLICAS]
+    assert len(delivered(produce(cluster.bootstrap, topic, [b"d"], acks="1"))) == 1
+    seen = metrics(cluster, owner)
+    assert seen["kafka_server_replicamanager_underreplicatedpartitions"] >= 1
+    assert seen["kafka_server_replicamanager_underminisrpartitioncount"] >= 1
+
+    cluster.start(f"broker-{follower}")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR")
+    assert len(delivered(produce(cluster.bootstrap, topic, [b"e"]))) == 1
+    values = [m.value() for m in read_all(cluster.bootstrap, topic, 100)]
+    assert [v for v in values if v != b"moves the log end"] == [b"a", b"b", b"d", b"e"]
+    after = metrics(cluster, owner)
+    assert after["kafka_server_replicamanager_isrexpands_total"] >= 1
+    assert after["kafka_server_replicamanager_underminisrpartitioncount"] == 0
+
+
+def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -> None:
+    """With both followers frozen an acks=1 write sits on the leader alone, above the high
+    watermark: consumers neither read it nor see it in the latest offset until the ISR
+    shrinks to the leader."""
+    cluster = patient_cluster
+    topic = create_topic(admin(cluster.bootstrap), "high-watermark", min_isr=1)
+    delivered(produce(cluster.bootstrap, topic, [b"committed"]))
+    owner = leader(cluster, topic)
+    followers = [b for b in (1, 2, 3) if b != owner]
+    for follower in followers:
+        cluster.pause(f"broker-{follower}")
+    try:
+        (message,) = delivered(produce(cluster.bootstrap, topic, [b"leader-only"], acks="1"))
+        assert message.offset() == 1
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "hw"})
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)
+        assert (low, high) == (0, 1), "the high watermark stays below the leader-only write"
+        assert [m.value() for m in read_all(cluster.bootstrap, topic, 2, timeout=1.0)] == [
+            b"committed"]
+        assert isr(cluster, topic) == {1, 2, 3}, "the checks above ran before the ISR shrank"
+        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader")
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)[1] == 2
+        consumer.close()
+    finally:
+        for follower in followers:
+            cluster.resume(f"broker-{follower}")
+
+
+def test_a_killed_leader_loses_no_acknowledged_write_and_rejoins(all_brokers: Cluster) -> None:
+    cluster = all_brokers
+    topic = create_topic(admin(cluster.bootstrap), "failover")
+    first = delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(500)]))
+    owner = leader(cluster, topic)
+    killed_at = time.monotonic()
+    cluster.stop(f"broker-{owner}", kill=True)
+    second = delivered(produce(cluster.bootstrap, topic, [b"after"]))
+    FIGURES["leader_kill_to_first_acks_all_s"] = time.monotonic() - killed_at
+    assert leader(cluster, topic) != owner
+    assert second[0].offset() == 500
+    cluster.start(f"broker-{owner}")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR")
+    values = [m.value() for m in read_all(cluster.bootstrap, topic, 501)]
+    assert values == [m.value() for m in first] + [b"after"]
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
+    all_brokers: Cluster,
+) -> None:
+    cluster = all_brokers
+    topic = create_topic(admin(cluster.bootstrap), "handover")
+    delivered(produce(cluster.bootstrap, topic, [b"before"]))
+    owner = leader(cluster, topic)
+    started = time.monotonic()
+    cluster.stop(f"broker-{owner}")
+    assert leader(cluster, topic) != owner, "leadership moved by the time the broker stopped"
+    delivered(produce(cluster.bootstrap, topic, [b"after"]))
+    FIGURES["controlled_shutdown_to_first_acks_all_s"] = time.monotonic() - started
+    assert [m.value() for m in read_all(cluster.bootstrap, topic, 2)] == [b"before", b"after"]
+
+
+def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cluster) -> None:
+    cluster = all_brokers
+    topic = create_topic(admin(cluster.bootstrap), "offsets")
+    delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(10)]))
+    group = "survivors"
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read = []
+    while len(read) < 6:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            read.append(message)
+    consumer.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
+    client = admin(cluster.bootstrap)  # kept: a collected client never completes its futures
+    coordinator = int(client.describe_consumer_groups([group])[group].result(TIMEOUT)
+                      .coordinator.id)
+    consumer.close()
+
+    cluster.stop(f"broker-{coordinator}", kill=True)
+    resumed = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                        "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    committed = wait_until(
+        lambda: resumed.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == 6,
+        what="the new coordinator serves the committed offset")
+    FIGURES["coordinator_kill_to_committed_offset_s"] = committed
+    resumed.close()

@@ -1,0 +1,208 @@
+"""Durability under faults, in the Jepsen spirit: a producer writes uniquely numbered records
+with acks=all to a replication-factor-3 topic (min.insync.replicas=2) while a nemesis kill -9s
+partition leaders and the active controller, restarts them, and freezes a broker (SIGSTOP)
+past its session timeout. Afterwards every acknowledged record must be read back exactly
+once, at the offset its acknowledgement named (so in the order of those offsets within its
+partition), and no offset may be read twice.
+
+The producer does not retry (idempotence, which makes retries safe, is issue 6): a record is
+sent once, so any duplicate would be the brokers' doing. Unacknowledged records may be absent
+or present. Without idempotence librdkafka may send a record requeued from a dead connection
+after a later one; the run reports how often acknowledged offsets ran against send order.
+ODRADEK_FAULT_SECONDS sets the length of the run (default 60)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from tests.integration.cluster import (
+    TIMEOUT,
+    Cluster,
+    admin,
+    partitions,
+    running_cluster,
+    wait_until,
+)
+
+SESSION_TIMEOUT_MS = 3000
+PARTITIONS = 3
+DURATION_S = float(os.environ.get("ODRADEK_FAULT_SECONDS", "60"))
+TOPIC = "jepsen"
+
+
+@pytest.fixture
+def cluster(tmp_path: Any) -> Iterator[Cluster]:
+    with running_cluster(tmp_path, 3, 3, {
+        "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "broker.heartbeat.interval.ms": "500",
+        "replica.lag.time.max.ms": "2000",
+    }) as cluster:
+        yield cluster
+
+
+@dataclass
+class Ledger:
+    """What the producer learnt: each acknowledged record's (partition, offset)."""
+
+    acked: dict[int, tuple[int, int]] = field(default_factory=dict)
+    failed: int = 0
+    sent: int = 0
+    ack_times: dict[int, list[float]] = field(default_factory=dict)
+    """Per partition, when each acknowledgement arrived."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def report(self, error: Any, message: Any) -> None:
+        with self.lock:
+            if error is not None:
+                self.failed += 1
+                return
+            self.acked[int(message.value())] = (message.partition(), message.offset())
+            self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
+
+
+def produce_until(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0,
+                         "enable.idempotence": False, "linger.ms": 5,
+                         "message.timeout.ms": 10000, "request.timeout.ms": 5000})
+    sequence = 0
+    while not stop.is_set():
+        producer.produce(TOPIC, str(sequence).encode(), partition=sequence % PARTITIONS,
+                         on_delivery=ledger.report)
+        sequence += 1
+        ledger.sent = sequence
+        producer.poll(0)
+        if sequence % 100 == 0:
+            time.sleep(0.01)
+    producer.flush(30)
+
+
+class Nemesis:
+    """Rotates through faults until the deadline: kill -9 a partition leader, kill -9 the
+    active controller, freeze a partition leader past its session timeout."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.failovers = 0
+        self.kills: list[tuple[float, int]] = []
+        """(time, partition) of each leader kill."""
+        self.log: list[str] = []
+
+    def leader_of(self, partition: int) -> int:
+        return int(partitions(self.cluster.bootstrap, TOPIC)[partition].leader)
+
+    def run(self, deadline: float) -> None:
+        step = 0
+        while time.monotonic() < deadline - 8:
+            partition = step % PARTITIONS
+            fault = ("kill-leader", "kill-controller", "pause-leader")[step % 3]
+            getattr(self, fault.replace("-", "_"))(partition)
+            step += 1
+            time.sleep(2)
+
+    def kill_leader(self, partition: int) -> None:
+        victim = self.leader_of(partition)
+        self.kills.append((time.monotonic(), partition))
+        self.cluster.stop(f"broker-{victim}", kill=True)
+        self.failovers += 1
+        self.log.append(f"kill -9 broker-{victim} (leader of {partition})")
+        time.sleep(4)
+        self.cluster.start(f"broker-{victim}")
+
+    def kill_controller(self, _: int) -> None:
+        victim = self.cluster.active_controller()
+        self.cluster.stop(victim, kill=True)
+        self.log.append(f"kill -9 {victim} (active controller)")
+        time.sleep(2)
+        self.cluster.start(victim)
+
+    def pause_leader(self, partition: int) -> None:
+        victim = self.leader_of(partition)
+        self.cluster.pause(f"broker-{victim}")
+        self.failovers += 1
+        self.log.append(f"SIGSTOP broker-{victim} (leader of {partition})")
+        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
+        self.cluster.resume(f"broker-{victim}")
+
+
+def read_back(bootstrap: str) -> dict[int, list[tuple[int, int]]]:
+    """Every record of every partition: partition -> [(offset, sequence number)]."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jepsen-check",
+                         "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=TIMEOUT)[1]
+            for p in range(PARTITIONS)}
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    records: dict[int, list[tuple[int, int]]] = {p: [] for p in range(PARTITIONS)}
+    deadline = time.monotonic() + 60
+    while (any(records[p][-1][0] + 1 < ends[p] if records[p] else ends[p] > 0
+               for p in records) and time.monotonic() < deadline):
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            records[message.partition()].append((message.offset(), int(message.value())))
+    consumer.close()
+    return records
+
+
+def test_acknowledged_writes_survive_kills_pauses_and_controller_failover(
+    cluster: Cluster,
+) -> None:
+    client = admin(cluster.bootstrap)
+    client.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
+                         )[TOPIC].result(TIMEOUT)
+    ledger = Ledger()
+    stop = threading.Event()
+    producer = threading.Thread(target=produce_until, args=(cluster.bootstrap, ledger, stop))
+    started = time.monotonic()
+    producer.start()
+    nemesis = Nemesis(cluster)
+    try:
+        nemesis.run(started + DURATION_S)
+        time.sleep(max(started + DURATION_S - time.monotonic(), 0))
+    finally:
+        stop.set()
+        producer.join(60)
+    wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
+               what="every broker back")
+
+    records = read_back(cluster.bootstrap)
+    where = {}
+    duplicated = 0
+    for partition, entries in records.items():
+        offsets = [offset for offset, _ in entries]
+        assert offsets == sorted(set(offsets)), f"partition {partition} re-read an offset"
+        for offset, sequence in entries:
+            duplicated += sequence in where
+            where[sequence] = (partition, offset)
+    lost = [s for s, placed in ledger.acked.items() if where.get(s) != placed]
+    acked_by_partition: dict[int, list[tuple[int, int]]] = {}
+    for sequence, (partition, offset) in sorted(ledger.acked.items()):
+        acked_by_partition.setdefault(partition, []).append((sequence, offset))
+    reordered_by_client = sum(
+        1 for acked in acked_by_partition.values()
+        for (_, a), (_, b) in zip(acked, acked[1:], strict=False) if b <= a
+    )
+    gaps = [b - a for times in ledger.ack_times.values()
+            for a, b in zip(times, times[1:], strict=False)]
+    first_after_kill = [
+        min((t for t in ledger.ack_times.get(partition, []) if t > killed),
+            default=float("inf")) - killed
+        for killed, partition in nemesis.kills
+    ]
+    print(f"\nfault run: {DURATION_S:.0f}s, sent={ledger.sent}, acknowledged={len(ledger.acked)}, "
+          f"failed={ledger.failed}, lost={len(lost)}, duplicated={duplicated}, "
+          f"reordered_by_client={reordered_by_client}, failovers={nemesis.failovers}, "
+          f"longest_unavailability_s={max(gaps, default=0):.2f}, "
+          f"first_ack_after_leader_kill_s={[round(t, 2) for t in first_after_kill]}\n"
+          + "\n".join(nemesis.log))
+    assert len(ledger.acked) > 1000, "too few writes acknowledged to mean anything"
+    assert nemesis.failovers >= 3
+    assert not lost, f"{len(lost)} acknowledged records lost or moved, e.g. {lost[:5]}"
+    assert duplicated == 0
