@@ -132,16 +132,20 @@ class BrokerApp:
             await stop.wait()
         finally:
             log.info("shutting down")
+            await lifecycle.shutdown(self._fenced_in_image)
             server.close()
             broker.groups.close()
             in_flight = [request for c in list(connections) if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
-            await lifecycle.shutdown()
             await broker.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
+
+    def _fenced_in_image(self) -> bool:
+        registration = self.broker.metadata.brokers.get(self.broker.node_id)
+        return registration is None or registration.fenced
 
     async def _join(self, lifecycle: BrokerLifecycle) -> None:
         """Register, then wait to be unfenced: caught up with the metadata log."""

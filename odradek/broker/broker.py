@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from odradek.broker.metadata_writer import MetadataWriter
     from odradek.broker.replica_manager import ReplicaManager
 from odradek.metadata.records import (
+    NO_LEADER,
     ConfigRecord,
     MetadataRecord,
     RemoveTopicRecord,
@@ -248,6 +249,16 @@ class Broker:
         state = self.metadata.topics.get(topic)
         record = state.partitions.get(partition) if state is not None else None
         return record.leader if record is not None else None
+
+    def leader_hint(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(leader id, leader epoch) of a partition another broker leads: KIP-951's hint to a
+        client that sent this broker a request meant for the leader."""
+        state = self.metadata.topics.get(topic)
+        record = state.partitions.get(partition) if state is not None else None
+        if record is None or record.leader in (self.node_id, NO_LEADER) \
+                or record.leader not in self.metadata.brokers:
+            return None
+        return record.leader, record.leader_epoch
 
     def brokers(self, include_fenced: bool = False) -> list[dict[str, Any]]:
         """The registered brokers (by default only the unfenced ones, which Metadata lists)."""

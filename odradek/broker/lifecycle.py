@@ -177,17 +177,27 @@ class BrokerLifecycle:
                 waiting.append((offset, future))
         self._offset_waiters = waiting
 
-    async def shutdown(self) -> None:
-        """Controlled shutdown: ask to be fenced so leadership moves off, then stop."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def shutdown(self, fenced_in_image: Callable[[], bool] = lambda: True) -> None:
+        """Controlled shutdown: ask to be fenced, which moves leadership off this broker, and
+        keep following the metadata until `fenced_in_image()` (the broker has handed its
+        partitions over and answers NOT_LEADER_OR_FOLLOWER for them), then stop."""
+        following, beating = self._tasks or (None, None)
+        if beating is not None:
+            beating.cancel()
+            await asyncio.gather(beating, return_exceptions=True)
         if self.broker_epoch >= 0:
             self._shutting_down = True
             try:
-                response = await asyncio.wait_for(self._heartbeat(), SHUTDOWN_WAIT_S)
+                async with asyncio.timeout(SHUTDOWN_WAIT_S):
+                    response = await self._heartbeat()
+                    while response is not None and response.should_shutdown \
+                            and not fenced_in_image():
+                        await asyncio.sleep(CATCH_UP_HEARTBEAT_S)
             except TimeoutError:
                 response = None
             if response is None or not response.should_shutdown:
                 log.warning("controlled shutdown not confirmed by the controller")
+        if following is not None:
+            following.cancel()
+            await asyncio.gather(following, return_exceptions=True)
         await self.client.close()

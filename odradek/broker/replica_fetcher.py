@@ -241,6 +241,9 @@ class ReplicaFetcher:
             if result.flush_due:
                 asyncio.ensure_future(self.broker.flush(log_))
         log_.high_watermark = min(answer.high_watermark, log_.log_end_offset)
+        if answer.log_start_offset > log_.log_start_offset:  # DeleteRecords on the leader
+            log_.delete_records_before(min(answer.log_start_offset, log_.high_watermark))
+            _unlink_later(log_.take_deleted_files())
 
 
 

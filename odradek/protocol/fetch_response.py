@@ -2,8 +2,9 @@
 
 The generic codec builds dataclasses and copies every records blob into one buffer; this
 writes the fixed fields with struct and returns a list of buffers for `writelines`. It
-covers Fetch v4-v17 and never writes tagged fields; tests check it byte for byte against
-kio's encoding of the same response.
+covers Fetch v4-v17; of the tagged fields it writes only the leader hints of KIP-951
+(a partition's current leader from v12, the leaders' endpoints from v16). Tests check it byte
+for byte against kio's encoding of the same response.
 """
 
 from __future__ import annotations
@@ -15,12 +16,18 @@ from dataclasses import dataclass
 
 FIRST_FLEXIBLE_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
+FIRST_NODE_ENDPOINTS_VERSION = 16
+_CURRENT_LEADER_TAG = 1
+_NODE_ENDPOINTS_TAG = 0
+_UNKNOWN_LEADER = (-1, -1)
+"""The tagged field's default, which is not written."""
 
 _PARTITION = struct.Struct(">ihqqq")
 _PARTITION_V4 = struct.Struct(">ihqq")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _TOP_V7 = struct.Struct(">ihi")
+_LEADER = struct.Struct(">ii")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -33,6 +40,16 @@ class FetchedPartition:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: Buffer | None = None
+    current_leader: tuple[int, int] | None = None
+    """(leader id, leader epoch) for a client that asked the wrong broker (KIP-951)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 @dataclass(slots=True)
@@ -60,12 +77,27 @@ def _string(text: str, flexible: bool) -> bytes:
     return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
 
 
+def _tagged(tag: int, data: bytes) -> bytes:
+    """One tagged field, in a section that holds only it."""
+    return b"\x01" + _uvarint(tag) + _uvarint(len(data)) + data
+
+
+def _endpoints(nodes: Sequence[NodeEndpoint]) -> bytes:
+    out = bytearray(_uvarint(len(nodes) + 1))
+    for node in nodes:
+        out += _INT32.pack(node.node_id) + _string(node.host, True) + _INT32.pack(node.port)
+        out += _string(node.rack, True) if node.rack is not None else b"\x00"
+        out += b"\x00"
+    return bytes(out)
+
+
 def encode_fetch_body(
     version: int,
     topics: Sequence[FetchedTopic],
     error_code: int = 0,
     session_id: int = 0,
     throttle_time_ms: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Buffer]:
     """The response body as buffers; records blobs appear in it unchanged."""
     flexible = version >= FIRST_FLEXIBLE_VERSION
@@ -109,10 +141,13 @@ def encode_fetch_body(
                     parts.append(records)
                     pending = bytearray()
             if flexible:
-                pending += b"\x00"
+                leader = partition.current_leader
+                pending += (b"\x00" if leader is None or leader == _UNKNOWN_LEADER
+                            else _tagged(_CURRENT_LEADER_TAG, _LEADER.pack(*leader) + b"\x00"))
         if flexible:
             pending += b"\x00"
     if flexible:
-        pending += b"\x00"
+        pending += (_tagged(_NODE_ENDPOINTS_TAG, _endpoints(node_endpoints))
+                    if node_endpoints and version >= FIRST_NODE_ENDPOINTS_VERSION else b"\x00")
     parts.append(bytes(pending))
     return parts

@@ -5,14 +5,19 @@ group offsets surviving the loss of their coordinator."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 
+from odradek.protocol.client import BrokerConnection
+from odradek.protocol.codec import build_request
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -244,3 +249,58 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
         what="the new coordinator serves the committed offset")
     FIGURES["coordinator_kill_to_committed_offset_s"] = committed
     resumed.close()
+
+
+def test_a_follower_points_clients_to_the_leader(all_brokers: Cluster) -> None:
+    """KIP-951: Produce v10+ and Fetch v16+ sent to a follower carry the current leader and
+    its endpoint, so clients re-route without a metadata round trip."""
+    cluster = all_brokers
+    topic = create_topic(admin(cluster.bootstrap), "hints")
+    described = partitions(cluster.bootstrap, topic)[0]
+    follower = next(r for r in described.replicas if r != described.leader)
+    port = cluster.node(f"broker-{follower}")["port"]
+    produce_request = build_request(0, 12, {"acks": -1, "timeout": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": b""}]}]})
+    fetch_request = build_request(1, 16, {"max_wait": 0, "min_bytes": 1, "topics": [
+        {"topic_id": topic_id(cluster, topic),
+         "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]}]})
+
+    async def ask() -> tuple[Any, Any]:
+        connection = await BrokerConnection.connect("127.0.0.1", port, "hints", TIMEOUT)
+        try:
+            return (await connection.send(produce_request, TIMEOUT),
+                    await connection.send(fetch_request, TIMEOUT))
+        finally:
+            connection.close()
+
+    produced, fetched = asyncio.run(ask())
+    leader_port = cluster.node(f"broker-{described.leader}")["port"]
+    for response, answer in ((produced, produced.responses[0].partition_responses[0]),
+                             (fetched, fetched.responses[0].partitions[0])):
+        assert answer.error_code == ErrorCode.not_leader_or_follower
+        assert answer.current_leader.leader_id == described.leader
+        assert [(n.node_id, n.port) for n in response.node_endpoints] == [
+            (described.leader, leader_port)]
+
+
+def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
+    client = admin(cluster.bootstrap)
+    found = client.describe_topics(TopicCollection([topic]))[topic].result(TIMEOUT).topic_id
+    mask = 2**64 - 1
+    return uuid.UUID(int=(found.get_most_significant_bits() & mask) << 64
+                     | found.get_least_significant_bits() & mask)
+
+
+def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -> None:
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    topic = create_topic(client, "trimmed")
+    delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(10)]))
+    (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
+    assert trimmed.result(TIMEOUT).low_watermark == 5
+    owner = leader(cluster, topic)
+    time.sleep(1.5)  # followers learn the log start offset from their next fetches
+    cluster.stop(f"broker-{owner}")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed"})
+    assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
+    consumer.close()

@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol import codec
-from odradek.protocol.fetch_response import FetchedPartition, FetchedTopic, encode_fetch_body
+from odradek.protocol.fetch_response import (
+    FetchedPartition,
+    FetchedTopic,
+    NodeEndpoint,
+    encode_fetch_body,
+)
 
 FETCH = 1
 
@@ -20,7 +25,12 @@ partitions = st.builds(
     last_stable_offset=st.integers(-1, 2**40),
     log_start_offset=st.integers(-1, 2**40),
     records=st.one_of(st.none(), st.binary(max_size=300)),
+    current_leader=st.one_of(st.none(), st.tuples(st.integers(-1, 5), st.integers(-1, 2**31 - 1))),
 )
+endpoints = st.lists(st.builds(
+    NodeEndpoint, node_id=st.integers(0, 5), host=st.text(alphabet="h.0-9", min_size=1),
+    port=st.integers(1, 65535), rack=st.one_of(st.none(), st.text(alphabet="rack-1", max_size=8)),
+), max_size=3)
 topics = st.builds(
     FetchedTopic,
     name=st.text(alphabet="abc._-", min_size=1, max_size=20),
@@ -29,8 +39,12 @@ topics = st.builds(
 )
 
 
-def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, session: int) -> bytes:
+def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, session: int,
+              nodes: list[NodeEndpoint]) -> bytes:
     data = {
+        "node_endpoints": [
+            {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack} for n in nodes
+        ],
         "throttle_time": 0,
         "error_code": error_code,
         "session_id": session,
@@ -48,6 +62,9 @@ def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, ses
                         "aborted_transactions": None,
                         "preferred_read_replica": -1,
                         "records": p.records,
+                        **({"current_leader": {"leader_id": p.current_leader[0],
+                                               "leader_epoch": p.current_leader[1]}}
+                           if p.current_leader is not None else {}),
                     }
                     for p in t.partitions
                 ],
@@ -63,14 +80,17 @@ def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, ses
     topic_list=st.lists(topics, max_size=3),
     error_code=st.sampled_from([0, 70]),
     session=st.integers(0, 2**31 - 1),
+    nodes=endpoints,
 )
 @settings(max_examples=300, deadline=None)
 def test_matches_kio_for_every_version(
-    version: int, topic_list: list[FetchedTopic], error_code: int, session: int
+    version: int, topic_list: list[FetchedTopic], error_code: int, session: int,
+    nodes: list[NodeEndpoint],
 ) -> None:
-    ours = b"".join(encode_fetch_body(version, topic_list, error_code, session))
+    ours = b"".join(encode_fetch_body(version, topic_list, error_code, session,
+                                      node_endpoints=nodes))
     expected = kio_bytes(version, topic_list, error_code if version >= 7 else 0,
-                         session if version >= 7 else 0)
+                         session if version >= 7 else 0, nodes)
     assert ours == expected
 
 

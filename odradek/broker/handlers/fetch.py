@@ -25,6 +25,7 @@ from odradek.protocol.fetch_response import (
     FIRST_TOPIC_ID_VERSION,
     FetchedPartition,
     FetchedTopic,
+    NodeEndpoint,
     encode_fetch_body,
 )
 
@@ -127,13 +128,17 @@ class _Read:
     def send(self, broker: Broker) -> EncodedBody:
         """Encode it and count its bytes and errors (only responses actually sent count)."""
         metrics = broker.metrics
+        leaders: set[int] = set()
         for topic in self.topics:
             for partition in topic.partitions:
                 if partition.records:
                     metrics.bytes_out.labels(topic.name).inc(len(partition.records))
                 if partition.error_code:
                     metrics.count_error("Fetch", partition.error_code)
-        return EncodedBody(encode_fetch_body(self.version, self.topics))
+                if partition.current_leader is not None:
+                    leaders.add(partition.current_leader[0])
+        return EncodedBody(encode_fetch_body(self.version, self.topics,
+                                             node_endpoints=node_endpoints(broker, leaders)))
 
 
 def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int,
@@ -164,7 +169,8 @@ def _read_partition(
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
     log_, code = broker.leader_log(item.topic, item.partition)
     if log_ is None:
-        return FetchedPartition(item.partition, code)
+        return FetchedPartition(item.partition, code,
+                                current_leader=broker.leader_hint(item.topic, item.partition))
     key = (item.topic, item.partition)
     epoch_error = leader_epoch_error(broker, key, item.current_leader_epoch)
     if epoch_error != ErrorCode.none:
@@ -186,6 +192,15 @@ def _read_partition(
         return partition
     partition.records = result.records
     return partition
+
+
+def node_endpoints(broker: Broker, node_ids: set[int]) -> list[NodeEndpoint]:
+    """The endpoints of the leaders named in KIP-951 hints."""
+    return [
+        NodeEndpoint(b.broker_id, b.host, b.port, b.rack)
+        for node_id in sorted(node_ids)
+        if (b := broker.metadata.brokers.get(node_id)) is not None
+    ]
 
 
 def leader_epoch_error(broker: Broker, key: tuple[str, int], current_leader_epoch: int

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.server import ConnectionAbort
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
@@ -63,7 +64,11 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
         for log_ in flushes:
             asyncio.ensure_future(broker.flush(log_))
         return None
-    response = {"responses": responses}
+    leaders = {p["current_leader"]["leader_id"] for t in responses
+               for p in t["partition_responses"] if "current_leader" in p}
+    response = {"responses": responses, "node_endpoints": [
+        {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+        for n in node_endpoints(broker, leaders)]}
     replicated = [
         (partition, broker.replicas.committed((topic["name"], partition["index"]),
                                               partition.pop(_END_OFFSET)))
@@ -159,7 +164,11 @@ def produce_partition(
     metrics = broker.metrics
     if log_ is None:
         _count_failure(broker, topic)
-        return _error(index, code)
+        hint = broker.leader_hint(topic, index)
+        answer = _error(index, code)
+        if hint is not None:
+            answer["current_leader"] = {"leader_id": hint[0], "leader_epoch": hint[1]}
+        return answer
     key = (topic, index)
     leader_epoch = broker.replicas.leader_epoch(key)
     if leader_epoch is None:
