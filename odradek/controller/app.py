@@ -99,7 +99,8 @@ class ControllerApp:
         store = RaftLogStore(self.directory)
         persisted = await loop.run_in_executor(None, store.load)
         session_ms = self.config.integer("broker.session.timeout.ms")
-        machine = ControllerMachine(lambda: QuorumController(session_timeout_ms=session_ms))
+        unclean = bool(self.config["unclean.leader.election.enable"])
+        machine = ControllerMachine(lambda: QuorumController(session_ms, unclean))
         if persisted.snapshot is not None:
             machine.restore(persisted.snapshot)
         server = grpc.aio.server(options=channel_options())

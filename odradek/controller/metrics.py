@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from odradek.controller.machine import ControllerMachine
@@ -49,6 +49,10 @@ class ControllerMetrics(Collector):
         yield gauge(prefix + "globalpartitioncount", "Partitions in the cluster.",
                     sum(len(t.partitions) for t in controller.metadata.topics.values())
                     if active else 0)
+        yield CounterMetricFamily(
+            "kafka_controller_controllerstats_uncleanleaderelections", "Leaders this "
+            "controller elected from outside the ISR (unclean.leader.election.enable).",
+            value=controller.unclean_elections)
         state = GaugeMetricFamily("kafka_server_raftmetrics_current_state",
                                   "The Raft role of this controller (1 for the current one).",
                                   labels=["state"])

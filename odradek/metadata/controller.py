@@ -7,7 +7,7 @@ by heartbeats, and given afresh to every broker when a controller becomes active
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -31,6 +31,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 9000
 PRODUCER_ID_BLOCK_SIZE = 1000
 """Producer ids handed to a broker at a time (Kafka's ProducerIdsBlock size)."""
 MAX_PRODUCER_ID = 2**63 - 1
+UNCLEAN = "unclean.leader.election.enable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +42,15 @@ class HeartbeatResult:
 
 
 class QuorumController:
-    def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
+    def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+                 unclean_leader_election: bool = False) -> None:
         self.metadata = ClusterMetadata()
         self.session_timeout_ms = session_timeout_ms
+        self.unclean_leader_election = unclean_leader_election
+        """unclean.leader.election.enable of this controller's config: the default when
+        neither the topic nor the cluster-wide dynamic config sets it."""
+        self.unclean_elections = 0
+        """Leaders this controller elected from outside the ISR."""
         self.last_offset = 0
         """The Raft index of the latest batch replayed."""
         self._registration_offsets: dict[int, int] = {}
@@ -105,13 +112,30 @@ class QuorumController:
             raise MetadataError(ErrorCode.duplicate_broker_registration,
                                 "Another broker is registered with that broker id.")
         epoch = self._issued_epoch = self._next_broker_epoch()
-        changes = _Changes(self.metadata)
+        changes = self._changes()
         if existing is not None and not existing.fenced:
             changes.fence(existing, record=False)
         self._deadlines[broker_id] = now_ms + self.session_timeout_ms
         self._contacted.add(broker_id)
-        return [*changes.records(),
+        return [*self._counted(changes),
                 RegisterBrokerRecord(broker_id, incarnation_id, epoch, host, port, rack)], epoch
+
+    def _changes(self) -> _Changes:
+        return _Changes(self.metadata, self._unclean_allowed)
+
+    def _counted(self, changes: _Changes) -> list[MetadataRecord]:
+        records = changes.records()
+        self.unclean_elections += changes.unclean_elections
+        return records
+
+    def _unclean_allowed(self, topic_id: str) -> bool:
+        """Kafka's precedence: the topic's config, the cluster-wide dynamic default, then
+        this controller's own config."""
+        name = self.metadata.topic_names_by_id.get(topic_id)
+        value = self.metadata.topics[name].configs.get(UNCLEAN) if name is not None else None
+        if value is None:
+            value = self.metadata.broker_configs.get("", {}).get(UNCLEAN)
+        return self.unclean_leader_election if value is None else value.lower() == "true"
 
     def _next_broker_epoch(self) -> int:
         """Above every epoch issued so far: epochs at most reach the offset of the batch that
@@ -141,7 +165,7 @@ class QuorumController:
         self._deadlines[broker_id] = now_ms + self.session_timeout_ms
         self._contacted.add(broker_id)
         caught_up = metadata_offset >= self._registration_offsets.get(broker_id, 0)
-        changes = _Changes(self.metadata)
+        changes = self._changes()
         fenced = registration.fenced
         if fenced and caught_up and not (want_fence or want_shutdown):
             changes.unfence(registration)
@@ -149,19 +173,20 @@ class QuorumController:
         elif not fenced and (want_fence or want_shutdown):
             changes.fence(registration)
             fenced = True
-        return changes.records(), HeartbeatResult(caught_up, fenced, want_shutdown and fenced)
+        return self._counted(changes), HeartbeatResult(caught_up, fenced,
+                                                       want_shutdown and fenced)
 
     def tick(self, now_ms: int) -> list[MetadataRecord]:
         """Fence every unfenced broker whose session has expired, with the partition changes
         that follow. A broker without a session (none since this controller became active)
         gets one from now."""
-        changes = _Changes(self.metadata)
+        changes = self._changes()
         for registration in self.metadata.unfenced_brokers():
             deadline = self._deadlines.setdefault(registration.broker_id,
                                                   now_ms + self.session_timeout_ms)
             if deadline < now_ms:
                 changes.fence(registration)
-        return changes.records()
+        return self._counted(changes)
 
     def offline_partition_count(self) -> int:
         return sum(p.leader == NO_LEADER for p in self.metadata.partitions())
@@ -274,10 +299,16 @@ class _Changes:
 
     Fencing a broker takes it out of every ISR it is in, unless it is the last member, and
     gives each partition it led the first replica that is in the ISR and unfenced, or no
-    leader (-1). Unfencing gives it the leaderless partitions whose ISR holds it."""
+    leader (-1). Unfencing gives it the leaderless partitions whose ISR holds it. Where
+    unclean leader election is allowed, a leaderless partition whose ISR has no unfenced
+    member takes the first unfenced replica, which becomes its whole ISR (data the ISR
+    acknowledged may be lost: hence the count)."""
 
-    def __init__(self, metadata: ClusterMetadata) -> None:
+    def __init__(self, metadata: ClusterMetadata,
+                 unclean_allowed: Callable[[str], bool] = lambda topic_id: False) -> None:
         self._metadata = metadata
+        self._unclean_allowed = unclean_allowed
+        self.unclean_elections = 0
         self._fenced = {b.broker_id: b.fenced for b in metadata.brokers.values()}
         self._changed: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._broker_records: list[MetadataRecord] = []
@@ -292,7 +323,7 @@ class _Changes:
             leader, isr = self._state(partition)
             if broker_id in isr:
                 isr = tuple(r for r in isr if r != broker_id) or isr
-                self._set(partition, self._elect(partition.replicas, isr, leader), isr)
+                self._set(partition, *self._elect(partition, isr, leader))
 
     def unfence(self, registration: BrokerRegistration) -> None:
         self._fenced[registration.broker_id] = False
@@ -300,14 +331,23 @@ class _Changes:
                                                        registration.epoch))
         for partition in self._metadata.partitions():
             leader, isr = self._state(partition)
-            if leader == NO_LEADER and registration.broker_id in isr:
-                self._set(partition, self._elect(partition.replicas, isr, leader), isr)
+            if leader == NO_LEADER and registration.broker_id in partition.replicas:
+                self._set(partition, *self._elect(partition, isr, leader))
 
-    def _elect(self, replicas: Sequence[int], isr: Sequence[int], leader: int) -> int:
+    def _elect(self, partition: PartitionRecord, isr: tuple[int, ...],
+               leader: int) -> tuple[int, tuple[int, ...]]:
+        """(leader, ISR): the leader kept if it may stay, else an unfenced ISR member in
+        replica order, else (when allowed) any unfenced replica, alone in the ISR."""
         if leader in isr and not self._fenced.get(leader, True):
-            return leader
-        return next((r for r in replicas if r in isr and not self._fenced.get(r, True)),
-                    NO_LEADER)
+            return leader, isr
+        unfenced = [r for r in partition.replicas if not self._fenced.get(r, True)]
+        clean = next((r for r in unfenced if r in isr), None)
+        if clean is not None:
+            return clean, isr
+        if unfenced and self._unclean_allowed(partition.topic_id):
+            self.unclean_elections += 1
+            return unfenced[0], (unfenced[0],)
+        return NO_LEADER, isr
 
     def _state(self, partition: PartitionRecord) -> tuple[int, tuple[int, ...]]:
         key = (partition.topic_id, partition.partition)

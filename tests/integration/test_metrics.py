@@ -193,3 +193,9 @@ def test_controller_and_raft_metrics_of_the_combined_node(broker: BrokerProcess)
     assert sample(after, "kafka_server_raftmetrics_commit_latency_max") > 0
     applied = sample(after, "kafka_server_broker_metadata_metrics_last_applied_record_offset")
     assert applied == sample(after, "kafka_server_raftmetrics_high_watermark")
+    assert sample(after, "kafka_controller_controllerstats_uncleanleaderelections_total") == 0
+    replicas = "kafka_server_replicamanager_"
+    assert increase(before, after, replicas + "leadercount") == 1
+    assert increase(before, after, replicas + "partitioncount") == 1
+    assert sample(after, replicas + "underreplicatedpartitions") == 0
+    assert sample(after, replicas + "underminisrpartitioncount") == 0

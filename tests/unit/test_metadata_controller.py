@@ -625,3 +625,51 @@ def test_random_operations_keep_the_invariants(operations: list[tuple[Any, ...]]
     for record in decode_batch(encode_batch(cluster.metadata.to_records())):
         rebuilt.replay(record)
     assert image(rebuilt) == image(cluster.metadata)
+
+
+# --- unclean leader election ----------------------------------------------------------------
+
+
+def offline_with_a_lagging_replica(cluster: Cluster) -> str:
+    """Replicas (1, 2), ISR (1,) after 2 fell behind; then 1 is fenced: offline."""
+    cluster.start(1, 2)
+    topic = cluster.create("t", 1, 2, {0: [1, 2]})
+    cluster.grow_isr(topic, 0, (1,))
+    cluster.heartbeat(2, want_fence=True)
+    cluster.heartbeat(1, want_fence=True)
+    assert (cluster.partition(topic).leader, cluster.partition(topic).isr) == (NO_LEADER, (1,))
+    return topic
+
+
+def test_without_unclean_election_a_replica_outside_the_isr_never_leads() -> None:
+    cluster = Cluster()
+    topic = offline_with_a_lagging_replica(cluster)
+    cluster.heartbeat(2)
+    assert cluster.partition(topic).leader == NO_LEADER
+    assert cluster.controller.unclean_elections == 0
+
+
+def test_a_topic_allowing_unclean_election_takes_any_unfenced_replica_and_counts_it() -> None:
+    cluster = Cluster()
+    topic = offline_with_a_lagging_replica(cluster)
+    cluster.commit(cluster.controller.alter_topic_configs(
+        "t", {"unclean.leader.election.enable": "true"}))
+    cluster.heartbeat(2)
+    after = cluster.partition(topic)
+    assert (after.leader, after.isr) == (2, (2,))
+    assert cluster.controller.unclean_elections == 1
+
+
+def test_the_controller_default_applies_unless_the_topic_says_otherwise() -> None:
+    cluster = Cluster()
+    cluster.controller.unclean_leader_election = True
+    cluster.start(1, 2)
+    kept = cluster.create("kept", 1, 2, {0: [1, 2]})
+    strict = cluster.create("strict", 1, 2, {0: [1, 2]})
+    cluster.commit(cluster.controller.alter_topic_configs(
+        "strict", {"unclean.leader.election.enable": "false"}))
+    for topic in (kept, strict):
+        cluster.grow_isr(topic, 0, (1,))
+    cluster.heartbeat(1, want_fence=True)
+    assert cluster.partition(kept).leader == 2
+    assert cluster.partition(strict).leader == NO_LEADER
