@@ -22,9 +22,15 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+DEV_DEFAULTS = {"offsets.topic.replication.factor": "1"}
+"""What a one-broker cluster needs that Kafka's defaults (made for three brokers) lack, as in
+Kafka's own single-node server.properties."""
+
+
 def node_config(args: argparse.Namespace) -> BrokerConfig:
-    """File, then dev's --data-dir/--port, then --override: later sources win."""
-    raw: dict[str, str] = {}
+    """`odradek dev`'s defaults, the file, dev's --data-dir/--port, then --override: later
+    sources win."""
+    raw: dict[str, str] = dict(DEV_DEFAULTS) if args.runner == "combined" else {}
     if args.config:
         raw.update(load_properties(Path(args.config)))
     if getattr(args, "data_dir", None):

@@ -242,7 +242,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("offsets.topic.num.partitions", INT, 50,
               "Partitions of __consumer_offsets (fixed once the topic exists).", at_least(1),
               read_only=True),
-    ConfigDef("offsets.topic.replication.factor", INT, 1,
+    ConfigDef("offsets.topic.replication.factor", INT, 3,
               "Replication factor of __consumer_offsets.", at_least(1), read_only=True),
     ConfigDef("offsets.topic.segment.bytes", INT, 104857600,
               "Segment size of __consumer_offsets.", at_least(1), read_only=True),

@@ -14,6 +14,8 @@ from typing import Any
 HOST = "127.0.0.1"
 _random = random.SystemRandom()
 CONTROLLER_ID_BASE = 1000
+OFFSETS_REPLICATION = 3
+"""Kafka's offsets.topic.replication.factor, capped at the broker count of small clusters."""
 """Controllers are node 1001, 1002, ...: node ids are unique across roles, as Kafka requires."""
 CLUSTER_FILE = "cluster.json"
 
@@ -99,6 +101,7 @@ def voters(layout: Layout) -> str:
 def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
     """A node's server.properties; overrides come last and win."""
     listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
+    brokers = sum(n.role == "broker" for n in layout.nodes)
     values = {
         "process.roles": node.role,
         "node.id": str(node.id),
@@ -107,6 +110,7 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
         "log.dir": str(Path(node.config).parent),
         "cluster.id": layout.cluster_id,
         "metrics.port": str(node.metrics_port),
+        "offsets.topic.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
         **overrides,
     }
     return "".join(f"{key}={value}\n" for key, value in values.items())

@@ -33,7 +33,6 @@ OVERRIDES = {
     "broker.session.timeout.ms": "4000",
     "broker.heartbeat.interval.ms": "500",
     "replica.lag.time.max.ms": str(LAG_TIME_MS),
-    "offsets.topic.replication.factor": "3",
     "offsets.topic.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cli import build_parser
+from odradek.cli import build_parser, node_config
 from odradek.cluster_cli.layout import plan, properties, read_layout, voters, write_layout
 from odradek.cluster_cli.processes import alive, start_time
 from odradek.config import BrokerConfig, load_properties
@@ -90,3 +90,27 @@ def test_the_verbs_parse() -> None:
     assert (stop.verb, stop.node, stop.kill) == ("stop", "broker-2", True)
     with pytest.raises(SystemExit):
         parser.parse_args(["cluster", "explode", "--data-dir", "d"])
+
+
+def test_offsets_replication_follows_kafkas_default_capped_at_the_broker_count(
+    tmp_path: Path,
+) -> None:
+    for brokers, expected in ((1, 1), (2, 2), (5, 3)):
+        layout = plan(tmp_path, controllers=1, brokers=brokers, base_port=0, cluster_id="c")
+        config = BrokerConfig(load_properties_text(properties(layout, layout.nodes[0], {})))
+        assert config.integer("offsets.topic.replication.factor") == expected
+    assert BrokerConfig({}).integer("offsets.topic.replication.factor") == 3
+
+
+def load_properties_text(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line)
+
+
+def test_dev_defaults_to_one_offsets_replica_and_a_broker_to_kafkas_three() -> None:
+    def config(*argv: str) -> BrokerConfig:
+        return node_config(build_parser().parse_args(list(argv)))
+
+    assert config("dev").integer("offsets.topic.replication.factor") == 1
+    assert config("dev", "--override", "offsets.topic.replication.factor=2").integer(
+        "offsets.topic.replication.factor") == 2
+    assert config("broker").integer("offsets.topic.replication.factor") == 3
