@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.replication.throttle import valid_entry
+
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
 
@@ -56,6 +58,13 @@ def at_least(minimum: int | float) -> Validator:
         return None
 
     return check
+
+
+def throttled_replicas(value: Value) -> str | None:
+    """`*` or partition:broker entries."""
+    assert isinstance(value, list)
+    bad = [entry for entry in value if not valid_entry(entry)]
+    return f"expected * or partition:broker entries, got {bad}" if bad else None
 
 
 def one_of(*choices: str) -> Validator:
@@ -232,6 +241,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high "
               "watermarks are written to replication-offset-checkpoint.", at_least(1),
               read_only=True),
+    ConfigDef("leader.replication.throttled.rate", L, LONG_MAX, "Bytes/s this broker sends "
+              "to throttled out-of-sync followers (leader.replication.throttled.replicas).",
+              at_least(0)),
+    ConfigDef("follower.replication.throttled.rate", L, LONG_MAX, "Bytes/s this broker "
+              "fetches for throttled replicas (follower.replication.throttled.replicas).",
+              at_least(0)),
     ConfigDef("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred "
               "replicas when brokers are imbalanced.", read_only=True),
     ConfigDef("leader.imbalance.check.interval.seconds", L, 300, "How often the controller "
@@ -330,7 +345,13 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
             ("segment.ms", "log.roll.ms"),
             ("unclean.leader.election.enable", "unclean.leader.election.enable"),
         )
-    )
+    ),
+    ConfigDef("leader.replication.throttled.replicas", LS, [], "partition:broker entries "
+              "(or *) whose leader throttles fetches to leader.replication.throttled.rate.",
+              throttled_replicas),
+    ConfigDef("follower.replication.throttled.replicas", LS, [], "partition:broker entries "
+              "(or *) whose follower throttles its fetching to "
+              "follower.replication.throttled.rate.", throttled_replicas),
 )
 
 _HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
@@ -482,11 +503,11 @@ class BrokerConfig:
         return definition.default
 
     def topic_defaults(self) -> dict[str, Value]:
-        """Effective default of every topic config, from its broker synonym."""
+        """Effective default of every topic config: its broker synonym's, or its own."""
         return {
-            name: self._values[definition.synonym]
+            name: self._values[definition.synonym] if definition.synonym is not None
+            else definition.default
             for name, definition in TOPIC_CONFIGS.items()
-            if definition.synonym is not None
         }
 
     def log_dirs(self) -> list[Path]:

@@ -41,6 +41,10 @@ from odradek.broker.handlers.offsets import (
     handle_offset_fetch,
 )
 from odradek.broker.handlers.produce import handle_produce
+from odradek.broker.handlers.reassignments import (
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
+)
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -79,6 +83,8 @@ API_TABLE: list[Api] = [
     Api(37, 0, 3, handle_create_partitions),
     Api(42, 0, 2, handle_delete_groups),
     Api(44, 0, 1, handle_incremental_alter_configs),
+    Api(45, 0, 1, handle_alter_partition_reassignments),
+    Api(46, 0, 0, handle_list_partition_reassignments),
     Api(47, 0, 0, handle_offset_delete),
     Api(60, 0, 2, handle_describe_cluster),
     Api(68, 0, 1, handle_consumer_group_heartbeat),

@@ -31,6 +31,7 @@ from odradek.metadata.records import (
     NO_LEADER,
     ConfigRecord,
     MetadataRecord,
+    PartitionChangeRecord,
     RemoveTopicRecord,
     ResourceType,
 )
@@ -185,6 +186,9 @@ class Broker:
                     for p in self.metadata.topics[name].partitions
                     if self._log_topic_ids.get((name, p), "") in (record.topic_id, None)
                 ]
+            if isinstance(record, PartitionChangeRecord) and self._moves_off(record):
+                name = self.metadata.topic_names_by_id[record.topic_id]
+                detached.append(self.logs.detach(name, record.partition))
             self.metadata.replay(record)
             match record:
                 case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
@@ -198,6 +202,13 @@ class Broker:
             if topic in self.metadata.topics:
                 self._reconfigure(topic)
         await self._reconcile_logs(detached, strays=snapshot or self.caught_up)
+
+    def _moves_off(self, record: PartitionChangeRecord) -> bool:
+        """Whether a reassignment takes the partition's replica (and log) off this broker."""
+        if record.replicas is None or self.node_id in record.replicas:
+            return False
+        name = self.metadata.topic_names_by_id.get(record.topic_id)
+        return name is not None and self.logs.get(name, record.partition) is not None
 
     async def caught_up_with_metadata(self) -> None:
         """The image now holds the whole committed log: logs it does not place on this

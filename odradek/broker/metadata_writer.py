@@ -82,6 +82,20 @@ class MetadataWriter:
             pb.CreatePartitionsRequest(topics=[topic], validate_only=validate_only),
         )
 
+    async def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> dict[tuple[str, int], MetadataError | None]:
+        """Reassign (or, for None, stop reassigning) partitions; the outcome per partition."""
+        response = await self._call(lambda s: s.AlterPartitionReassignments,
+                                    pb.AlterPartitionReassignmentsRequest(targets=[
+                                        pb.ReassignmentTarget(
+                                            topic=topic, partition=partition,
+                                            cancel=replicas is None, replicas=replicas or ())
+                                        for (topic, partition), replicas in targets.items()]))
+        return {(r.topic, r.partition): None if r.error.code == ErrorCode.none
+                else MetadataError(ErrorCode(r.error.code), r.error.message)
+                for r in response.results}
+
     async def alter_configs(self, built: Sequence[MetadataRecord], validate_only: bool) -> None:
         """Commit config records of one resource (as ClusterMetadata's handlers build them)."""
         records = [record for record in built if isinstance(record, ConfigRecord)]

@@ -175,10 +175,16 @@ class ReplicaFetcher:
                      partitions: dict[TopicPartition, _Following]) -> None:
         topics: dict[str, list[dict[str, int]]] = {}
         offsets: dict[TopicPartition, int] = {}
+        throttled: set[TopicPartition] = set()
+        replicas = self.broker.replicas
+        now = now_ms()
         for key, following in partitions.items():
             log_ = self.broker.logs.get(*key)
-            if log_ is None:
+            throttle = replicas.follower_throttle(key, now)
+            if log_ is None or throttle:
                 continue
+            if throttle is not None:
+                throttled.add(key)
             offsets[key] = log_.log_end_offset
             topics.setdefault(key[0], []).append({
                 "partition": key[1], "current_leader_epoch": following.leader_epoch,
@@ -203,6 +209,8 @@ class ReplicaFetcher:
                 sent = partitions.get(key)
                 if sent is None or self.partitions.get(key) is not sent:
                     continue
+                if key in throttled and answer.records:
+                    replicas.follower_quota.record(len(answer.records), now_ms())
                 self._apply(key, sent, offsets[key], answer)
 
     def _apply(self, key: TopicPartition, following: _Following, fetch_offset: int,

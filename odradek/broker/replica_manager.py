@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.replica_fetcher import ReplicaFetcher
 from odradek.metadata.records import NO_LEADER, PartitionRecord
 from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
+from odradek.replication.throttle import ByteRate, throttled
 
 if TYPE_CHECKING:
     from odradek.broker.broker import Broker
@@ -40,6 +41,10 @@ class ReplicaManager:
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._purgatories: dict[TopicPartition, OffsetPurgatory[asyncio.Future[ErrorCode]]] = {}
         self._isr_changes: set[asyncio.Task[None]] = set()
+        self.leader_quota = ByteRate()
+        """Bytes sent to throttled out-of-sync followers (leader.replication.throttled.*)."""
+        self.follower_quota = ByteRate()
+        """Bytes fetched for throttled replicas here (follower.replication.throttled.*)."""
         broker.metrics.register_replicas(self.under_replicated, self.under_min_isr,
                                          lambda: len(self.leaders),
                                          lambda: len(self.leaders) + len(self.followed))
@@ -185,6 +190,28 @@ class ReplicaManager:
     def high_watermark(self, key: TopicPartition) -> int | None:
         state = self.leaders.get(key)
         return state.high_watermark if state is not None else None
+
+    # --- throttles (KIP-73) -------------------------------------------------------------
+
+    def leader_throttle(self, key: TopicPartition, replica: int, now_ms: int) -> bool | None:
+        """None when a fetch by `replica` is not throttled; else whether the leader's quota
+        is used up (the fetch gets no data now). Only out-of-sync followers are throttled."""
+        state = self.leaders.get(key)
+        entries = self.broker.topic_config(key[0])["leader.replication.throttled.replicas"]
+        if state is None or replica in state.isr or not throttled(
+                entries, key[1], self.broker.node_id):
+            return None
+        limit = self.broker.config.integer("leader.replication.throttled.rate")
+        return self.leader_quota.exceeded(limit, now_ms)
+
+    def follower_throttle(self, key: TopicPartition, now_ms: int) -> bool | None:
+        """None when this replica's fetching is not throttled; else whether the follower's
+        quota is used up (the partition sits out this fetch)."""
+        entries = self.broker.topic_config(key[0])["follower.replication.throttled.replicas"]
+        if not throttled(entries, key[1], self.broker.node_id):
+            return None
+        limit = self.broker.config.integer("follower.replication.throttled.rate")
+        return self.follower_quota.exceeded(limit, now_ms)
 
     # --- ISR changes -------------------------------------------------------------------
 

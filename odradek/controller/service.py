@@ -260,6 +260,24 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             partition_epoch=state.partition_epoch, isr=list(state.isr),
         )
 
+    async def AlterPartitionReassignments(  # noqa: N802
+        self, request: pb.AlterPartitionReassignmentsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AlterPartitionReassignmentsResponse:
+        targets = {(t.topic, t.partition): None if t.cancel else tuple(t.replicas)
+                   for t in request.targets}
+        try:
+            outcomes = await self.write(
+                lambda: self.machine.controller.alter_partition_reassignments(targets))
+        except (NotController, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.AlterPartitionReassignmentsResponse(error=code, controller=hint)
+        return pb.AlterPartitionReassignmentsResponse(
+            error=error(), metadata_offset=self.machine.applied, results=[
+                pb.ReassignmentResult(topic=topic, partition=partition, error=error() if failure
+                                      is None else self._failure(failure)[0])
+                for (topic, partition), failure in outcomes.items()
+            ])
+
     async def AllocateProducerIds(  # noqa: N802
         self, request: pb.AllocateProducerIdsRequest, context: grpc.aio.ServicerContext
     ) -> pb.AllocateProducerIdsResponse:

@@ -8,10 +8,11 @@ by heartbeats, and given afresh to every broker when a controller becomes active
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
 
+from odradek.metadata import reassignment
 from odradek.metadata.errors import MetadataError
 from odradek.metadata.image import BrokerRegistration, ClusterMetadata
 from odradek.metadata.records import (
@@ -238,7 +239,39 @@ class QuorumController:
                                 f"Replica(s) {ineligible} are fenced or not registered.")
         if isr == current.isr:
             return []
-        return [PartitionChangeRecord(topic_id, partition, isr=isr)]
+        settled = reassignment.settle(replace(current, isr=isr), self._live())
+        record = reassignment.change(current, settled)
+        return [record] if record is not None else []
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> tuple[list[MetadataRecord], dict[tuple[str, int], MetadataError | None]]:
+        """(records, outcome per partition): each (topic, partition) is reassigned to its
+        target replicas, or its reassignment cancelled when the target is None (Kafka's
+        AlterPartitionReassignments)."""
+        records: list[MetadataRecord] = []
+        outcomes: dict[tuple[str, int], MetadataError | None] = {}
+        registered, live = set(self.metadata.brokers), self._live()
+        for (topic, index), target in targets.items():
+            try:
+                state = self.metadata.topic(topic)
+                current = state.partitions.get(index)
+                if current is None:
+                    raise MetadataError(ErrorCode.unknown_topic_or_partition,
+                                        f"Partition {index} of topic {topic!r} does not exist")
+                after = (reassignment.cancel(current, live) if target is None
+                         else reassignment.start(current, target, registered, live))
+            except MetadataError as error:
+                outcomes[(topic, index)] = error
+                continue
+            outcomes[(topic, index)] = None
+            record = reassignment.change(current, after)
+            if record is not None:
+                records.append(record)
+        return records, outcomes
+
+    def _live(self) -> set[int]:
+        return {b.broker_id for b in self.metadata.unfenced_brokers()}
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int

@@ -174,6 +174,10 @@ class ClusterMetadata:
             leader=leader,
             isr=current.isr if record.isr is None else record.isr,
             replicas=current.replicas if record.replicas is None else record.replicas,
+            adding_replicas=current.adding_replicas if record.adding_replicas is None
+            else record.adding_replicas,
+            removing_replicas=current.removing_replicas if record.removing_replicas is None
+            else record.removing_replicas,
             leader_epoch=current.leader_epoch + (leader != current.leader),
             partition_epoch=current.partition_epoch + 1,
         )

@@ -41,6 +41,10 @@ class PartitionRecord:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    adding_replicas: tuple[int, ...] = ()
+    """Replicas a reassignment is adding (in `replicas`, until they join the ISR)."""
+    removing_replicas: tuple[int, ...] = ()
+    """Replicas a reassignment will remove once every adding replica is in the ISR."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,8 @@ class PartitionChangeRecord:
     leader: int | None = None
     isr: tuple[int, ...] | None = None
     replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

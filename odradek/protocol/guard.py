@@ -144,6 +144,13 @@ def skip_tagged_fields(buf: Buffer, position: int, known: Mapping[int, Step] = _
     return position
 
 
+def _is_array(kind: Any) -> bool:
+    """An array field, nullable (`tuple[...] | None`) or not."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return any(typing.get_origin(arg) is tuple for arg in typing.get_args(kind))
+    return typing.get_origin(kind) is tuple
+
+
 @cache
 def entity_step(cls: type) -> Step:
     """The walk over one entity (request body or nested struct) of kio's schemas."""
@@ -155,7 +162,7 @@ def entity_step(cls: type) -> Step:
         kind, kafka_type = hints[item.name], item.metadata.get("kafka_type")
         if "tag" in item.metadata:
             tagged[item.metadata["tag"]] = _field_step(kind, kafka_type, flexible)
-        elif kafka_type in _FIXED_SIZES and typing.get_origin(kind) is not tuple:
+        elif kafka_type in _FIXED_SIZES and not _is_array(kind):
             size = _FIXED_SIZES[kafka_type]
             if plan and isinstance(plan[-1], int):
                 plan[-1] += size

@@ -9,11 +9,21 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.client import BrokerConnection
@@ -303,3 +313,56 @@ def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed"})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
     consumer.close()
+
+
+def reassignments(cluster: Cluster, targets: dict[TopicPartition, list[int] | None]
+                  ) -> dict[Any, Any]:
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        if targets:
+            return dict(client.alter_partition_reassignments(
+                {KafkaTopicPartition(tp.topic, tp.partition): r for tp, r in targets.items()}))
+        return dict(client.list_partition_reassignments())
+    finally:
+        client.close()
+
+
+def test_a_reassignment_moves_a_partition_and_its_data(all_brokers: Cluster) -> None:
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    client.create_topics([NewTopic("moved", 1, replica_assignment=[[1]])])["moved"].result(
+        TIMEOUT)
+    values = [b"%d" % i for i in range(200)]
+    delivered(produce(cluster.bootstrap, "moved", values))
+    assert reassignments(cluster, {TopicPartition("moved", 0): [2, 3]}) == {
+        KafkaTopicPartition("moved", 0): None}
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    after = partitions(cluster.bootstrap, "moved")[0]
+    assert (sorted(after.replicas), sorted(after.isrs)) == ([2, 3], [2, 3])
+    assert after.leader in (2, 3)
+    assert [m.value() for m in read_all(cluster.bootstrap, "moved", 200)] == values
+    wait_until(lambda: not list(Path(cluster.node("broker-1")["config"]).parent.glob("moved-0")),
+               what="broker 1 deleted its replica")
+
+
+def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> None:
+    """2 MB to copy at 1 KB/s: the new replica stays out of sync until the throttle goes."""
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    client.create_topics([NewTopic("throttled", 1, replica_assignment=[[1]], config={
+        "follower.replication.throttled.replicas": "0:2"})])["throttled"].result(TIMEOUT)
+    delivered(produce(cluster.bootstrap, "throttled", [bytes(1000)] * 2000))
+    rate = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[ConfigEntry(
+        "follower.replication.throttled.rate", "1000",
+        incremental_operation=AlterConfigOpType.SET)])
+    client.incremental_alter_configs([rate])[rate].result(TIMEOUT)
+    reassignments(cluster, {TopicPartition("throttled", 0): [1, 2]})
+    time.sleep(4)
+    (ongoing,) = reassignments(cluster, {}).values()
+    assert ongoing["adding_replicas"] == [2], "the throttle holds the new replica back"
+    lifted = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[ConfigEntry(
+        "follower.replication.throttled.rate", None,
+        incremental_operation=AlterConfigOpType.DELETE)])
+    client.incremental_alter_configs([lifted])[lifted].result(TIMEOUT)
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    assert sorted(partitions(cluster.bootstrap, "throttled")[0].isrs) == [1, 2]

@@ -471,8 +471,24 @@ def test_effective_topic_config_overlays_overrides() -> None:
         effective_topic_config(config, {"retention.ms": "soon"})
 
 
+TOPIC_ONLY = {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+"""Topic configs without a broker synonym, as in Kafka."""
+
+
 def test_every_topic_config_names_an_existing_broker_synonym_of_the_same_type() -> None:
     for name, topic_def in TOPIC_CONFIGS.items():
+        if name in TOPIC_ONLY:
+            assert topic_def.synonym is None
+            continue
         assert topic_def.synonym in BROKER_CONFIGS, name
         broker_def = BROKER_CONFIGS[topic_def.synonym]
         assert (topic_def.type, topic_def.default) == (broker_def.type, broker_def.default), name
+
+
+def test_throttled_replica_lists_take_star_or_partition_broker_entries() -> None:
+    assert validate_topic_configs({"leader.replication.throttled.replicas": "0:1,1:2"}) == {
+        "leader.replication.throttled.replicas": ["0:1", "1:2"]}
+    assert validate_topic_configs({"follower.replication.throttled.replicas": "*"})
+    with pytest.raises(InvalidConfigError):
+        validate_topic_configs({"leader.replication.throttled.replicas": "0-1"})
+    assert BrokerConfig({}).topic_defaults()["follower.replication.throttled.replicas"] == []

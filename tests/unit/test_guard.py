@@ -31,6 +31,16 @@ def test_walk_ends_where_kio_ends_for_a_nullable_struct() -> None:
     assert decoded[0].cursor.partition_index == 3
 
 
+@pytest.mark.parametrize("replicas", ["030000000200000003", "00"])
+def test_walk_ends_where_kio_ends_for_a_nullable_int_array(replicas: str) -> None:
+    # AlterPartitionReassignments v1 as kafka-python sends it: replicas [2, 3], or null
+    body = bytes.fromhex("00007530" "01" "02" "066d6f766564" "02" "00000000" + replicas
+                         + "00" "00" "00")
+    schema = load_request_schema(45, 1)
+    assert entity_step(schema)(body, 0) == len(body)
+    assert codec._request_reader(45, 1)(body, 0)[1] == len(body)
+
+
 @pytest.mark.parametrize("cut", [1, 5, 9, 12])
 def test_truncated_body_is_refused(cut: int) -> None:
     body = bytes.fromhex("02" "027400" "000007d0" "01" "0274" "00000003" "00" "00")

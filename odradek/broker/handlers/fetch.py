@@ -175,13 +175,19 @@ def _read_partition(
     epoch_error = leader_epoch_error(broker, key, item.current_leader_epoch)
     if epoch_error != ErrorCode.none:
         return FetchedPartition(item.partition, epoch_error)
-    if replica_id >= 0 and item.fetch_offset <= log_.log_end_offset:
-        broker.replicas.record_follower_fetch(key, replica_id, item.fetch_offset, now_ms())
+    now = now_ms()
+    throttle = None
+    if replica_id >= 0:
+        if item.fetch_offset <= log_.log_end_offset:
+            broker.replicas.record_follower_fetch(key, replica_id, item.fetch_offset, now)
+        throttle = broker.replicas.leader_throttle(key, replica_id, now)
     high_watermark = log_.high_watermark
     partition = FetchedPartition(
         item.partition, ErrorCode.none, high_watermark, high_watermark, log_.log_start_offset
     )
     limit = min(item.partition_max_bytes, remaining)
+    if throttle:
+        return partition
     try:
         result = log_.read(
             item.fetch_offset, limit, max_offset=high_watermark if replica_id < 0 else None,
@@ -191,6 +197,8 @@ def _read_partition(
         partition.error_code = ErrorCode.offset_out_of_range
         return partition
     partition.records = result.records
+    if throttle is not None:
+        broker.replicas.leader_quota.record(len(result.records), now)
     return partition
 
 
