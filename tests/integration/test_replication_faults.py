@@ -56,8 +56,9 @@ class Ledger:
     acked: dict[int, tuple[int, int]] = field(default_factory=dict)
     failed: int = 0
     sent: int = 0
-    ack_times: dict[int, list[float]] = field(default_factory=dict)
-    """Per partition, when each acknowledgement arrived."""
+    ack_times: dict[int, list[tuple[float, int]]] = field(default_factory=dict)
+    """Per partition, when each acknowledgement arrived, and of which record."""
+    sent_at: dict[int, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def report(self, error: Any, message: Any) -> None:
@@ -66,7 +67,8 @@ class Ledger:
                 self.failed += 1
                 return
             self.acked[int(message.value())] = (message.partition(), message.offset())
-            self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
+            self.ack_times.setdefault(message.partition(), []).append(
+                (time.monotonic(), int(message.value())))
 
 
 def produce_until(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
@@ -78,6 +80,7 @@ def produce_until(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None
         producer.produce(TOPIC, str(sequence).encode(), partition=sequence % PARTITIONS,
                          on_delivery=ledger.report)
         sequence += 1
+        ledger.sent_at[sequence - 1] = time.monotonic()
         ledger.sent = sequence
         producer.poll(0)
         if sequence % 100 == 0:
@@ -110,8 +113,8 @@ class Nemesis:
 
     def kill_leader(self, partition: int) -> None:
         victim = self.leader_of(partition)
-        self.kills.append((time.monotonic(), partition))
         self.cluster.stop(f"broker-{victim}", kill=True)
+        self.kills.append((time.monotonic(), partition))
         self.failovers += 1
         self.log.append(f"kill -9 broker-{victim} (leader of {partition})")
         time.sleep(4)
@@ -189,11 +192,11 @@ def test_acknowledged_writes_survive_kills_pauses_and_controller_failover(
         1 for acked in acked_by_partition.values()
         for (_, a), (_, b) in zip(acked, acked[1:], strict=False) if b <= a
     )
-    gaps = [b - a for times in ledger.ack_times.values()
-            for a, b in zip(times, times[1:], strict=False)]
-    first_after_kill = [
-        min((t for t in ledger.ack_times.get(partition, []) if t > killed),
-            default=float("inf")) - killed
+    gaps = [b - a for acks in ledger.ack_times.values()
+            for (a, _), (b, _) in zip(acks, acks[1:], strict=False)]
+    first_after_kill = [  # the first acknowledgement of a record sent after the kill
+        min((t for t, sequence in ledger.ack_times.get(partition, [])
+             if ledger.sent_at[sequence] > killed), default=float("inf")) - killed
         for killed, partition in nemesis.kills
     ]
     print(f"\nfault run: {DURATION_S:.0f}s, sent={ledger.sent}, acknowledged={len(ledger.acked)}, "
