@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates ./.venv and installs Odradek into it. `--dev` adds everything the tests need,
-# including Debian's kcat when it is missing. Idempotent and quiet when nothing changed.
+# including Debian's kcat, nftables and iproute2 when they are missing. Idempotent and quiet
+# when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,12 +11,16 @@ PY=${PYTHON:-python3}
 extras=""
 if [[ ${1:-} == --dev ]]; then
   extras="[dev]"
-  if ! command -v kcat >/dev/null 2>&1; then
-    echo "bootstrap: installing kcat from Debian" >&2
+  missing=()
+  command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+  command -v nft >/dev/null 2>&1 || missing+=(nftables)  # network-partition tests
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  if (( ${#missing[@]} )); then
+    echo "bootstrap: installing ${missing[*]} from Debian" >&2
     export DEBIAN_FRONTEND=noninteractive
     SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
     $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq kcat >/dev/null
+    $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
   kafkajs=tests/integration/kafkajs # installed lock copied into node_modules marks it current
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
