@@ -19,6 +19,7 @@ from odradek.broker.handlers.configs import (
     handle_incremental_alter_configs,
 )
 from odradek.broker.handlers.delete_records import handle_delete_records
+from odradek.broker.handlers.elections import handle_elect_leaders
 from odradek.broker.handlers.fetch import handle_fetch
 from odradek.broker.handlers.groups import (
     handle_consumer_group_describe,
@@ -82,6 +83,7 @@ API_TABLE: list[Api] = [
     Api(35, 1, 4, handle_describe_log_dirs),
     Api(37, 0, 3, handle_create_partitions),
     Api(42, 0, 2, handle_delete_groups),
+    Api(43, 0, 2, handle_elect_leaders),
     Api(44, 0, 1, handle_incremental_alter_configs),
     Api(45, 0, 1, handle_alter_partition_reassignments),
     Api(46, 0, 0, handle_list_partition_reassignments),

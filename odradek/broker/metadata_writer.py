@@ -4,7 +4,7 @@ change in this broker's next Metadata answer."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +23,12 @@ def _entries(configs: Mapping[str, str | None]) -> list[pb.ConfigEntry]:
 def _raise_for(failure: pb.Error) -> None:
     if failure.code != ErrorCode.none:
         raise MetadataError(ErrorCode(failure.code), failure.message)
+
+
+def _outcomes(results: Iterable[pb.ReassignmentResult]
+              ) -> dict[tuple[str, int], MetadataError | None]:
+    return {(r.topic, r.partition): None if r.error.code == ErrorCode.none
+            else MetadataError(ErrorCode(r.error.code), r.error.message) for r in results}
 
 
 class MetadataWriter:
@@ -92,9 +98,16 @@ class MetadataWriter:
                                             topic=topic, partition=partition,
                                             cancel=replicas is None, replicas=replicas or ())
                                         for (topic, partition), replicas in targets.items()]))
-        return {(r.topic, r.partition): None if r.error.code == ErrorCode.none
-                else MetadataError(ErrorCode(r.error.code), r.error.message)
-                for r in response.results}
+        return _outcomes(response.results)
+
+    async def elect_leaders(
+        self, election_type: int, partitions: Sequence[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], MetadataError | None]:
+        """Preferred (0) or unclean (1) leader elections; None: every partition."""
+        response = await self._call(lambda s: s.ElectLeaders, pb.ElectLeadersRequest(
+            election_type=election_type, all_partitions=partitions is None,
+            partitions=[pb.TopicPartition(topic=t, partition=p) for t, p in partitions or ()]))
+        return _outcomes(response.results)
 
     async def alter_configs(self, built: Sequence[MetadataRecord], validate_only: bool) -> None:
         """Commit config records of one resource (as ClusterMetadata's handlers build them)."""

@@ -145,6 +145,8 @@ class ControllerApp:
         self.ready.set()
         running = asyncio.create_task(driver.run())
         fencing = every(FENCING_CHECK_MS, lambda: self._fence_expired(service, machine))
+        balancing = every(self.config.integer("leader.imbalance.check.interval.seconds") * 1000,
+                          lambda: self._balance_leaders(service, machine))
         log.info("odradek controller %d serving gRPC on %s:%d (cluster %s, quorum %s, "
                  "metadata log in %s)", self.node_id, self.bind[0], self.port, self.cluster_id,
                  _describe(voters), self.directory)
@@ -160,9 +162,9 @@ class ControllerApp:
             log.info("controller shutting down")
             stopping.cancel()
             await server.stop(grace=0.5)
-            for task in (running, fencing):
+            for task in (running, fencing, balancing):
                 task.cancel()
-            await asyncio.gather(running, fencing, return_exceptions=True)
+            await asyncio.gather(running, fencing, balancing, return_exceptions=True)
             await peers.close()
             log.info("controller stopped")
         if failure is not None:
@@ -188,6 +190,18 @@ class ControllerApp:
             await service.write(lambda: (machine.controller.tick(now_ms()), None))
         except (NotController, MetadataError, TimeoutError) as failure:
             log.warning("fencing expired brokers failed: %r", failure)
+
+
+    async def _balance_leaders(self, service: ControllerService,
+                               machine: ControllerMachine) -> None:
+        """auto.leader.rebalance.enable: preferred replicas take their leaderships back."""
+        if not service.driver.active or not self.config["auto.leader.rebalance.enable"]:
+            return
+        percentage = self.config.integer("leader.imbalance.per.broker.percentage")
+        try:
+            await service.write(lambda: (machine.controller.balance_leaders(percentage), None))
+        except (NotController, MetadataError, TimeoutError) as failure:
+            log.warning("rebalancing leaders failed: %r", failure)
 
 
 def _describe(voters: Mapping[int, tuple[str, int]]) -> str:

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.raft_driver import RaftDriver
+from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
 from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch, new_topic_id
 from odradek.raft.types import NotLeaderError
@@ -272,11 +273,31 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             code, hint = self._failure(failure)
             return pb.AlterPartitionReassignmentsResponse(error=code, controller=hint)
         return pb.AlterPartitionReassignmentsResponse(
-            error=error(), metadata_offset=self.machine.applied, results=[
-                pb.ReassignmentResult(topic=topic, partition=partition, error=error() if failure
-                                      is None else self._failure(failure)[0])
-                for (topic, partition), failure in outcomes.items()
-            ])
+            error=error(), metadata_offset=self.machine.applied,
+            results=self._results(outcomes))
+
+    async def ElectLeaders(  # noqa: N802
+        self, request: pb.ElectLeadersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ElectLeadersResponse:
+        partitions = None if request.all_partitions else [
+            (p.topic, p.partition) for p in request.partitions]
+        election = ElectionType(request.election_type)
+        try:
+            outcomes = await self.write(
+                lambda: self.machine.controller.elect_leaders(election, partitions))
+        except (NotController, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.ElectLeadersResponse(error=code, controller=hint)
+        return pb.ElectLeadersResponse(error=error(), metadata_offset=self.machine.applied,
+                                       results=self._results(outcomes))
+
+    def _results(self, outcomes: dict[tuple[str, int], MetadataError | None]
+                 ) -> list[pb.ReassignmentResult]:
+        return [
+            pb.ReassignmentResult(topic=topic, partition=partition, error=error() if failure
+                                  is None else self._failure(failure)[0])
+            for (topic, partition), failure in outcomes.items()
+        ]
 
     async def AllocateProducerIds(  # noqa: N802
         self, request: pb.AllocateProducerIdsRequest, context: grpc.aio.ServicerContext

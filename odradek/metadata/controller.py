@@ -7,6 +7,8 @@ by heartbeats, and given afresh to every broker when a controller becomes active
 
 from __future__ import annotations
 
+import enum
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -33,6 +35,13 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 """Producer ids handed to a broker at a time (Kafka's ProducerIdsBlock size)."""
 MAX_PRODUCER_ID = 2**63 - 1
 UNCLEAN = "unclean.leader.election.enable"
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election_type."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +279,47 @@ class QuorumController:
                 records.append(record)
         return records, outcomes
 
+    def elect_leaders(
+        self, election: ElectionType, partitions: Iterable[tuple[str, int]] | None
+    ) -> tuple[list[MetadataRecord], dict[tuple[str, int], MetadataError | None]]:
+        """Kafka's ElectLeaders: (records, outcome per partition). Preferred: the first
+        replica takes over if it is in the ISR and unfenced. Unclean: a leaderless partition
+        takes an unfenced ISR member, else any unfenced replica. With `partitions` None every
+        partition is considered and only those that needed an election are reported."""
+        every = partitions is None
+        wanted = [(name, p) for name, state in self.metadata.topics.items()
+                  for p in state.partitions] if partitions is None else list(partitions)
+        changes = self._changes()
+        outcomes: dict[tuple[str, int], MetadataError | None] = {}
+        for name, index in wanted:
+            state = self.metadata.topics.get(name)
+            partition = state.partitions.get(index) if state is not None else None
+            if partition is None:
+                outcomes[(name, index)] = MetadataError(
+                    ErrorCode.unknown_topic_or_partition,
+                    f"Partition {index} of topic {name!r} does not exist")
+                continue
+            failure = changes.elect(partition, election)
+            if failure is None or not (every and failure.error_code
+                                       == ErrorCode.election_not_needed):
+                outcomes[(name, index)] = failure
+        return self._counted(changes), outcomes
+
+    def balance_leaders(self, imbalance_percentage: int) -> list[MetadataRecord]:
+        """Kafka's automatic leader rebalance: when some broker leads too few of the
+        partitions it is the preferred replica of (more than `imbalance_percentage` percent
+        led elsewhere), every partition whose preferred replica may lead goes back to it."""
+        preferred: Counter[int] = Counter()
+        elsewhere: Counter[int] = Counter()
+        for partition in self.metadata.partitions():
+            first = partition.replicas[0]
+            preferred[first] += 1
+            elsewhere[first] += partition.leader != first
+        if not any(elsewhere[b] * 100 > imbalance_percentage * preferred[b] for b in preferred):
+            return []
+        records, _ = self.elect_leaders(ElectionType.PREFERRED, None)
+        return records
+
     def _live(self) -> set[int]:
         return {b.broker_id for b in self.metadata.unfenced_brokers()}
 
@@ -367,17 +417,41 @@ class _Changes:
             if leader == NO_LEADER and registration.broker_id in partition.replicas:
                 self._set(partition, *self._elect(partition, isr, leader))
 
-    def _elect(self, partition: PartitionRecord, isr: tuple[int, ...],
-               leader: int) -> tuple[int, tuple[int, ...]]:
+    def elect(self, partition: PartitionRecord, election: ElectionType) -> MetadataError | None:
+        """An ElectLeaders election of one partition; the error when it does not happen."""
+        leader, isr = self._state(partition)
+        if election is ElectionType.PREFERRED:
+            first = partition.replicas[0]
+            if leader == first:
+                return MetadataError(ErrorCode.election_not_needed,
+                                     "The preferred replica is already the leader.")
+            if first not in isr or self._fenced.get(first, True):
+                return MetadataError(ErrorCode.preferred_leader_not_available,
+                                     f"The preferred leader {first} is not in the ISR or is "
+                                     "fenced.")
+            self._set(partition, first, isr)
+            return None
+        if leader != NO_LEADER:
+            return MetadataError(ErrorCode.election_not_needed, "The partition has a leader.")
+        chosen, isr = self._elect(partition, isr, leader, unclean=True)
+        if chosen == NO_LEADER:
+            return MetadataError(ErrorCode.eligible_leaders_not_available,
+                                 "No replica of the partition is unfenced.")
+        self._set(partition, chosen, isr)
+        return None
+
+    def _elect(self, partition: PartitionRecord, isr: tuple[int, ...], leader: int,
+               unclean: bool = False) -> tuple[int, tuple[int, ...]]:
         """(leader, ISR): the leader kept if it may stay, else an unfenced ISR member in
-        replica order, else (when allowed) any unfenced replica, alone in the ISR."""
+        replica order, else (when `unclean` or the topic's config allows it) any unfenced
+        replica, alone in the ISR."""
         if leader in isr and not self._fenced.get(leader, True):
             return leader, isr
         unfenced = [r for r in partition.replicas if not self._fenced.get(r, True)]
         clean = next((r for r in unfenced if r in isr), None)
         if clean is not None:
             return clean, isr
-        if unfenced and self._unclean_allowed(partition.topic_id):
+        if unfenced and (unclean or self._unclean_allowed(partition.topic_id)):
             self.unclean_elections += 1
             return unfenced[0], (unfenced[0],)
         return NO_LEADER, isr

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -45,6 +52,7 @@ OVERRIDES = {
     "replica.lag.time.max.ms": str(LAG_TIME_MS),
     "offsets.topic.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
+    "leader.imbalance.check.interval.seconds": "2",
 }
 BROKERS = ("broker-1", "broker-2", "broker-3")
 FIGURES: dict[str, float] = {}
@@ -65,7 +73,8 @@ def patient_cluster(tmp_path: Any) -> Iterator[Cluster]:
     """Followers stay in the ISR for 8 s without fetching, and brokers in the cluster for 12:
     room to look at a partition whose followers are frozen."""
     with running_cluster(tmp_path, 1, 3, {**OVERRIDES, "replica.lag.time.max.ms": "8000",
-                                          "broker.session.timeout.ms": "12000"}) as cluster:
+                                          "broker.session.timeout.ms": "12000",
+                                          "auto.leader.rebalance.enable": "false"}) as cluster:
         yield cluster
 
 
@@ -366,3 +375,35 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
     client.incremental_alter_configs([lifted])[lifted].result(TIMEOUT)
     wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
     assert sorted(partitions(cluster.bootstrap, "throttled")[0].isrs) == [1, 2]
+
+
+def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
+    """Stop and restart the partition's preferred replica: another replica leads after."""
+    create_topic(admin(cluster.bootstrap), topic)
+    preferred = partitions(cluster.bootstrap, topic)[0].replicas[0]
+    cluster.stop(f"broker-{preferred}")
+    cluster.start(f"broker-{preferred}")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the preferred replica in sync")
+    return int(preferred)
+
+
+def test_a_preferred_leader_election_moves_leadership_home(patient_cluster: Cluster) -> None:
+    cluster = patient_cluster
+    preferred = bounce_the_preferred_leader(cluster, "preferred")
+    assert leader(cluster, "preferred") != preferred, "no automatic rebalance here"
+    client = admin(cluster.bootstrap)
+    (outcome,) = client.elect_leaders(ElectionType.PREFERRED,
+                                      [TopicPartition("preferred", 0)]).result(TIMEOUT).values()
+    assert outcome is None
+    assert leader(cluster, "preferred") == preferred
+    (again,) = client.elect_leaders(ElectionType.PREFERRED,
+                                    [TopicPartition("preferred", 0)]).result(TIMEOUT).values()
+    assert again.code() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def test_leadership_goes_back_to_preferred_replicas_by_itself(all_brokers: Cluster) -> None:
+    """auto.leader.rebalance.enable (on by default), checked every 2 s here."""
+    cluster = all_brokers
+    preferred = bounce_the_preferred_leader(cluster, "rebalanced")
+    wait_until(lambda: leader(cluster, "rebalanced") == preferred,
+               what="the controller's rebalance gives the preferred replica its leadership")
