@@ -76,7 +76,7 @@ class BrokerMetrics:
 
     def register_replicas(self, under_replicated: Callable[[], float],
                           under_min_isr: Callable[[], float], leaders: Callable[[], float],
-                          partitions: Callable[[], float]) -> None:
+                          partitions: Callable[[], float], max_lag: Callable[[], float]) -> None:
         prefix = "kafka_server_replicamanager_"
         for name, doc, read in (
             ("underreplicatedpartitions", "Led partitions whose ISR lacks a replica.",
@@ -87,6 +87,9 @@ class BrokerMetrics:
             ("partitioncount", "Partitions with a replica on this broker.", partitions),
         ):
             Gauge(prefix + name, doc, registry=self.registry).set_function(read)
+        Gauge("kafka_server_replicafetchermanager_maxlag", "Messages the most lagging "
+              "partition this broker follows is behind its leader's high watermark.",
+              registry=self.registry).set_function(max_lag)
 
     def count_isr_change(self, grown: bool) -> None:
         (self.isr_expands if grown else self.isr_shrinks).inc()

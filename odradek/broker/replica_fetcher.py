@@ -42,6 +42,8 @@ class _Following:
     leader_epoch: int
     truncating: bool = True
     retry_at: float = 0.0
+    lag: int = 0
+    """Messages behind the leader's high watermark after the last fetch (FetcherLagMetrics)."""
 
 
 class ReplicaFetcher:
@@ -249,6 +251,7 @@ class ReplicaFetcher:
             if result.flush_due:
                 asyncio.ensure_future(self.broker.flush(log_))
         log_.high_watermark = min(answer.high_watermark, log_.log_end_offset)
+        following.lag = max(answer.high_watermark - log_.log_end_offset, 0)
         if answer.log_start_offset > log_.log_start_offset:  # DeleteRecords on the leader
             log_.delete_records_before(min(answer.log_start_offset, log_.high_watermark))
             _unlink_later(log_.take_deleted_files())

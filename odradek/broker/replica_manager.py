@@ -47,7 +47,8 @@ class ReplicaManager:
         """Bytes fetched for throttled replicas here (follower.replication.throttled.*)."""
         broker.metrics.register_replicas(self.under_replicated, self.under_min_isr,
                                          lambda: len(self.leaders),
-                                         lambda: len(self.leaders) + len(self.followed))
+                                         lambda: len(self.leaders) + len(self.followed),
+                                         self.max_lag)
 
     # --- leadership from metadata ------------------------------------------------------
 
@@ -254,6 +255,12 @@ class ReplicaManager:
 
     def under_replicated(self) -> int:
         return sum(len(s.isr) < len(s.replicas) for s in self.leaders.values())
+
+    def max_lag(self) -> int:
+        """The largest lag of a partition this broker follows (Kafka's ReplicaFetcherManager
+        MaxLag)."""
+        return max((f.lag for fetcher in self.fetchers.values()
+                    for f in fetcher.partitions.values()), default=0)
 
     def under_min_isr(self) -> int:
         return sum(

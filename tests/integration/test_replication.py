@@ -369,12 +369,15 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
     time.sleep(4)
     (ongoing,) = reassignments(cluster, {}).values()
     assert ongoing["adding_replicas"] == [2], "the throttle holds the new replica back"
+    assert metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] > 0
     lifted = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[ConfigEntry(
         "follower.replication.throttled.rate", None,
         incremental_operation=AlterConfigOpType.DELETE)])
     client.incremental_alter_configs([lifted])[lifted].result(TIMEOUT)
     wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
     assert sorted(partitions(cluster.bootstrap, "throttled")[0].isrs) == [1, 2]
+    wait_until(lambda: metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] == 0,
+               what="the new replica caught up")
 
 
 def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
