@@ -22,7 +22,9 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-DEV_DEFAULTS = {"offsets.topic.replication.factor": "1"}
+DEV_DEFAULTS = {"offsets.topic.replication.factor": "1",
+                "transaction.state.log.replication.factor": "1",
+                "transaction.state.log.min.isr": "1"}
 """What a one-broker cluster needs that Kafka's defaults (made for three brokers) lack, as in
 Kafka's own single-node server.properties."""
 
@@ -71,9 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
+    from odradek.transactions_cli import add_transactions_parser
 
     add_perf_parser(commands)
     add_groups_parser(commands)
+    add_transactions_parser(commands)
     add_cluster_parser(commands)
     return parser
 

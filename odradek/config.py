@@ -264,6 +264,34 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("offsets.commit.timeout.ms", INT, 5000, "How long a group coordinator's write "
               "waits for every replica of __consumer_offsets before it fails.", at_least(1),
               read_only=True),
+    ConfigDef("request.timeout.ms", INT, 30000, "How long the broker's own requests to "
+              "other brokers (transaction markers and verification) wait for an answer.",
+              at_least(1), read_only=True),
+    ConfigDef("transaction.state.log.num.partitions", INT, 50,
+              "Partitions of __transaction_state (fixed once the topic exists).", at_least(1),
+              read_only=True),
+    ConfigDef("transaction.state.log.replication.factor", INT, 3,
+              "Replication factor of __transaction_state.", at_least(1), read_only=True),
+    ConfigDef("transaction.state.log.min.isr", INT, 2,
+              "min.insync.replicas of __transaction_state.", at_least(1), read_only=True),
+    ConfigDef("transaction.state.log.segment.bytes", INT, 104857600,
+              "Segment size of __transaction_state.", at_least(1), read_only=True),
+    ConfigDef("transaction.max.timeout.ms", INT, 900000, "Largest transaction.timeout.ms a "
+              "producer may ask for.", at_least(1), read_only=True),
+    ConfigDef("transactional.id.expiration.ms", INT, 604800000, "How long the coordinator "
+              "keeps an idle transactional id.", at_least(1), read_only=True),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
+              "How often transactions past their timeout are looked for and aborted.",
+              at_least(1), read_only=True),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000,
+              "How often expired transactional ids are removed.", at_least(1), read_only=True),
+    ConfigDef("transaction.partition.verification.enable", B, True, "Partition leaders ask "
+              "the transaction coordinator whether a transactional batch belongs to an "
+              "ongoing transaction before appending it (KIP-890).", read_only=True),
+    ConfigDef("producer.id.expiration.ms", INT, 86400000, "How long a partition remembers an "
+              "idle producer's sequence numbers.", at_least(1), read_only=True),
+    ConfigDef("producer.id.expiration.check.interval.ms", INT, 600000,
+              "How often idle producers are forgotten.", at_least(1), read_only=True),
     ConfigDef("offsets.retention.minutes", INT, 10080, "Minutes a group's committed offsets "
               "are kept after it becomes empty (or after the commit, for standalone "
               "consumers).", at_least(1), read_only=True),

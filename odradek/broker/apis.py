@@ -51,6 +51,17 @@ from odradek.broker.handlers.topics import (
     handle_create_topics,
     handle_delete_topics,
 )
+from odradek.broker.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_describe_producers,
+    handle_describe_transactions,
+    handle_end_txn,
+    handle_init_producer_id,
+    handle_list_transactions,
+    handle_txn_offset_commit,
+    handle_write_txn_markers,
+)
 
 
 def handle_api_versions(context: RequestContext, request: Any) -> Result:
@@ -77,7 +88,13 @@ API_TABLE: list[Api] = [
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),
     Api(21, 0, 2, handle_delete_records),
+    Api(22, 0, 5, handle_init_producer_id),
     Api(23, 2, 4, handle_offset_for_leader_epoch),
+    Api(24, 0, 5, handle_add_partitions_to_txn),
+    Api(25, 0, 4, handle_add_offsets_to_txn),
+    Api(26, 0, 5, handle_end_txn),
+    Api(27, 1, 1, handle_write_txn_markers),
+    Api(28, 0, 5, handle_txn_offset_commit),
     Api(32, 1, 4, handle_describe_configs),
     Api(33, 0, 2, handle_alter_configs),
     Api(35, 1, 4, handle_describe_log_dirs),
@@ -89,6 +106,9 @@ API_TABLE: list[Api] = [
     Api(46, 0, 0, handle_list_partition_reassignments),
     Api(47, 0, 0, handle_offset_delete),
     Api(60, 0, 2, handle_describe_cluster),
+    Api(61, 0, 0, handle_describe_producers),
+    Api(65, 0, 0, handle_describe_transactions),
+    Api(66, 0, 1, handle_list_transactions),
     Api(68, 0, 1, handle_consumer_group_heartbeat),
     Api(69, 0, 1, handle_consumer_group_describe),
     Api(75, 0, 0, handle_describe_topic_partitions),

@@ -21,10 +21,12 @@ from odradek.broker.dispatch import Dispatcher
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.lifecycle import BrokerLifecycle
 from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
+from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
-from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.replication.leader import IsrChange
 from odradek.rpc import controller_pb2 as pb
 from odradek.service_runtime import every, run_service, start_metrics
@@ -52,6 +54,7 @@ class BrokerApp:
                              generate_cluster_id)
         self.broker.groups = GroupCoordinatorRuntime(self.broker)
         self.broker.replicas = ReplicaManager(self.broker)
+        self.broker.txns = TransactionCoordinatorRuntime(self.broker)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._socket: socket.socket | None = None
@@ -89,6 +92,8 @@ class BrokerApp:
         )
         broker.writer = MetadataWriter(client, lifecycle.wait_for_offset)
         broker.replicas.alter_partition = partial(_alter_partition, client, lifecycle)
+        broker.producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, lifecycle),
+                                                broker.metrics.producer_ids_allocated.inc)
         registering = asyncio.create_task(self._join(lifecycle))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({registering, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -106,6 +111,8 @@ class BrokerApp:
         registering.result()
         if OFFSETS_TOPIC in broker.metadata.topics:
             await broker.groups.ensure_loaded()
+        if TRANSACTION_STATE_TOPIC in broker.metadata.topics:
+            await broker.txns.ensure_loaded()
         dispatcher = Dispatcher(broker, API_TABLE)
         max_request = config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
@@ -124,6 +131,8 @@ class BrokerApp:
             every(max(config.integer("replica.lag.time.max.ms") // 2, 1), self.shrink_isrs),
             every(config.integer("replica.high.watermark.checkpoint.interval.ms"),
                   self.checkpoint_high_watermarks),
+            every(config.integer("producer.id.expiration.check.interval.ms"),
+                  self.expire_producers),
         ]
         log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
                  broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
@@ -135,6 +144,7 @@ class BrokerApp:
             await lifecycle.shutdown(self._fenced_in_image)
             server.close()
             broker.groups.close()
+            broker.txns.close()
             in_flight = [request for c in list(connections) if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()
@@ -188,6 +198,13 @@ class BrokerApp:
         await asyncio.get_running_loop().run_in_executor(
             None, self.broker.logs.checkpoint_high_watermarks)
 
+    async def expire_producers(self) -> None:
+        """Forget producers idle past producer.id.expiration.ms (Kafka's check)."""
+        expiration_ms = self.config.integer("producer.id.expiration.ms")
+        now = now_ms()
+        for _, partition_log in list(self.broker.logs.logs()):
+            partition_log.producers.expire(now, expiration_ms)
+
     async def shrink_isrs(self) -> None:
         self.broker.replicas.shrink_isrs(now_ms())
 
@@ -203,6 +220,19 @@ async def _alter_partition(client: ControllerClient, lifecycle: BrokerLifecycle,
     except ControllerUnavailable:
         return ErrorCode.request_timed_out, -1
     return ErrorCode(response.error.code), response.partition_epoch
+
+
+async def _allocate_producer_ids(client: ControllerClient, lifecycle: BrokerLifecycle
+                                 ) -> tuple[ErrorCode, int, int]:
+    """AllocateProducerIds to the active controller: (error code, first id, count)."""
+    try:
+        response = await client.call(lambda stub: stub.AllocateProducerIds,
+                                     pb.AllocateProducerIdsRequest(
+                                         broker_id=lifecycle.node_id,
+                                         broker_epoch=lifecycle.broker_epoch))
+    except ControllerUnavailable:
+        return ErrorCode.request_timed_out, -1, 0
+    return ErrorCode(response.error.code), response.first_producer_id, response.count
 
 
 def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:

@@ -26,7 +26,9 @@ from odradek.metadata.image import ClusterMetadata
 if TYPE_CHECKING:
     from odradek.broker.group_runtime import GroupCoordinatorRuntime
     from odradek.broker.metadata_writer import MetadataWriter
+    from odradek.broker.producer_ids import ProducerIdManager
     from odradek.broker.replica_manager import ReplicaManager
+    from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.metadata.records import (
     NO_LEADER,
     ConfigRecord,
@@ -81,6 +83,10 @@ class Broker:
     """Admin writes, forwarded to the controller; set by the app."""
     replicas: ReplicaManager
     """Leadership, high watermarks and follower fetching; set by the app."""
+    producer_ids: ProducerIdManager
+    """Producer id blocks from the controller; set by the app."""
+    txns: TransactionCoordinatorRuntime
+    """The transaction coordinator; set by the app."""
 
     def __init__(self, config: BrokerConfig, host: str, port: int,
                  generate_cluster_id: bool = False) -> None:
@@ -242,7 +248,11 @@ class Broker:
                 None, self._change_logs, created, detached, stray_logs
             )
             loop.run_in_executor(None, _remove_trees, retired)
-        self.replicas.on_metadata(now_ms())
+        if self.caught_up:
+            # Leading or following on the way through an old image would act on stale
+            # leadership: a broker catching up after a restart briefly reads itself leader
+            # of an epoch long gone, and stamping that epoch on its log truncates it.
+            self.replicas.on_metadata(now_ms())
         for listener in self.topic_listeners:
             listener()
 

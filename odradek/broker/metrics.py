@@ -91,6 +91,22 @@ class BrokerMetrics:
               "partition this broker follows is behind its leader's high watermark.",
               registry=self.registry).set_function(max_lag)
 
+    def register_transactions(self, ongoing: Callable[[], float],
+                              producer_ids: Callable[[], float]) -> None:
+        """Transaction coordinator and producer state figures (KIP-854's ProducerIdCount)."""
+        prefix = "kafka_server_transaction_coordinator_metrics_"
+        Gauge(prefix + "ongoing_transactions", "Transactions this coordinator has open.",
+              registry=self.registry).set_function(ongoing)
+        Gauge("kafka_server_replicamanager_produceridcount", "Producer ids whose state the "
+              "partitions on this broker keep.", registry=self.registry
+              ).set_function(producer_ids)
+        self.timed_out_aborts = Counter(
+            prefix + "timed_out_aborts", "Transactions aborted for exceeding their timeout.",
+            registry=self.registry)
+        self.producer_ids_allocated = Counter(
+            prefix + "producer_ids_allocated", "Producer ids this broker handed out "
+            "(InitProducerId).", registry=self.registry)
+
     def count_isr_change(self, grown: bool) -> None:
         (self.isr_expands if grown else self.isr_shrinks).inc()
 

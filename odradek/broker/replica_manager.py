@@ -81,10 +81,14 @@ class ReplicaManager:
                 state.update(record.replicas, record.isr, record.partition_epoch)
                 self.advance(key)
             return
-        self._stop_following(key)
-        self._resign(key)
         log_ = self.broker.logs.get(*key)
         assert log_ is not None
+        if record.leader_epoch < log_.leader_epochs.latest_epoch:
+            log.warning("%s-%d: not leading in epoch %d: the log already holds epoch %d",
+                        *key, record.leader_epoch, log_.leader_epochs.latest_epoch)
+            return
+        self._stop_following(key)
+        self._resign(key)
         log_.leader_epochs.assign(record.leader_epoch, log_.log_end_offset)
         self.leaders[key] = LeaderState.start(
             self.broker.node_id, record.replicas, record.isr, record.leader_epoch,

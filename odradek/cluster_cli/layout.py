@@ -14,9 +14,12 @@ from typing import Any
 HOST = "127.0.0.1"
 _random = random.SystemRandom()
 CONTROLLER_ID_BASE = 1000
-OFFSETS_REPLICATION = 3
-"""Kafka's offsets.topic.replication.factor, capped at the broker count of small clusters."""
 """Controllers are node 1001, 1002, ...: node ids are unique across roles, as Kafka requires."""
+OFFSETS_REPLICATION = 3
+"""Kafka's offsets.topic.replication.factor (and transaction.state.log.replication.factor),
+capped at the broker count of small clusters."""
+TRANSACTION_LOG_MIN_ISR = 2
+"""Kafka's transaction.state.log.min.isr, capped at the transaction log's replication."""
 CLUSTER_FILE = "cluster.json"
 
 
@@ -111,6 +114,8 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
         "cluster.id": layout.cluster_id,
         "metrics.port": str(node.metrics_port),
         "offsets.topic.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
+        "transaction.state.log.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
+        "transaction.state.log.min.isr": str(min(TRANSACTION_LOG_MIN_ISR, brokers)),
         **overrides,
     }
     return "".join(f"{key}={value}\n" for key, value in values.items())

@@ -54,6 +54,8 @@ class Output:
     responses: list[tuple[Token, Any]] = field(default_factory=list)
     rebalances: list[tuple[str, int]] = field(default_factory=list)
     """(protocol, duration ms) of each completed rebalance, for metrics."""
+    transaction: tuple[int, int] | None = None
+    """(producer id, epoch) when the records belong to a transaction (TxnOffsetCommit)."""
 
     def extend(self, other: Output) -> None:
         self.records.extend(other.records)

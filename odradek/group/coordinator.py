@@ -109,6 +109,10 @@ class GroupCoordinatorShard:
         self.timers = Timers()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+        self.pending_transactional_offsets: dict[
+            int, dict[str, dict[TopicPartition, OffsetCommitValue]]] = {}
+        """Producer id -> offsets its ongoing transaction committed (TxnOffsetCommit); they
+        apply when its commit marker arrives, and vanish on abort."""
         self._rebalancing_since: dict[str, int] = {}
         """KIP-848 groups whose epoch moved and that are not yet Stable (for metrics)."""
 
@@ -137,6 +141,28 @@ class GroupCoordinatorShard:
                     self.groups[group_id] = ClassicGroup.from_record(group_id, value)
             case _:
                 self._replay_consumer_group(key, value)
+
+    def replay_transactional(self, producer_id: int, key: RecordKey,
+                             value: RecordValue | None) -> None:
+        """A record of a transactional batch: an offset commit pending until the marker."""
+        if isinstance(key, OffsetCommitKey) and isinstance(value, OffsetCommitValue):
+            group = self.pending_transactional_offsets.setdefault(producer_id, {})
+            group.setdefault(key.group, {})[(key.topic, key.partition)] = value
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """A transaction marker: apply (commit) or drop (abort) the producer's pending
+        offsets."""
+        for group_id, offsets in self.pending_transactional_offsets.pop(producer_id, {}).items():
+            if commit:
+                for (topic, partition), value in offsets.items():
+                    self.replay(OffsetCommitKey(group_id, topic, partition), value)
+
+    def has_pending_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> bool:
+        """Whether an open transaction has committed offsets for any of `partitions`
+        (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT then)."""
+        wanted = set(partitions)
+        return any(wanted & offsets.get(group_id, {}).keys()
+                   for offsets in self.pending_transactional_offsets.values())
 
     def _replay_consumer_group(self, key: RecordKey, value: RecordValue | None) -> None:
         group_id: str = key.group_id  # type: ignore[union-attr]
@@ -290,8 +316,14 @@ class GroupCoordinatorShard:
             self._validate_commit(request, now_ms)
         except GroupError as error:
             return {(p.topic, p.partition): error.error_code for p in request.partitions}, out
-        errors: dict[TopicPartition, ErrorCode] = {}
         expire = now_ms + request.retention_ms if request.retention_ms >= 0 else -1
+        errors = self._offset_records(request, now_ms, expire, out)
+        self._apply(out.records)
+        return errors, out
+
+    def _offset_records(self, request: OffsetCommitRequest, now_ms: int, expire_ms: int,
+                        out: Output) -> dict[TopicPartition, ErrorCode]:
+        errors: dict[TopicPartition, ErrorCode] = {}
         for p in request.partitions:
             metadata = p.metadata or ""
             if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
@@ -300,9 +332,25 @@ class GroupCoordinatorShard:
             errors[(p.topic, p.partition)] = ErrorCode.none
             out.records.append((
                 OffsetCommitKey(request.group_id, p.topic, p.partition),
-                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms, expire),
+                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms, expire_ms),
             ))
-        self._apply(out.records)
+        return errors
+
+    def commit_transactional_offsets(
+            self, request: OffsetCommitRequest, producer_id: int, producer_epoch: int,
+            now_ms: int) -> tuple[dict[TopicPartition, ErrorCode], Output]:
+        """TxnOffsetCommit: the offsets are written now, in the producer's transaction, and
+        apply only when it commits. A group that does not exist yet is fine, as in Kafka."""
+        out = Output(transaction=(producer_id, producer_epoch))
+        group = self.groups.get(request.group_id)
+        try:
+            if group is not None and request.generation_or_epoch >= 0:
+                self._validate_commit(request, now_ms)
+        except GroupError as error:
+            return {(p.topic, p.partition): error.error_code for p in request.partitions}, out
+        errors = self._offset_records(request, now_ms, -1, out)
+        for key, value in out.records:
+            self.replay_transactional(producer_id, key, value)
         return errors, out
 
     def _validate_commit(self, request: OffsetCommitRequest, now_ms: int) -> None:

@@ -13,7 +13,6 @@ ClassicMemberMetadata).
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
@@ -44,172 +43,20 @@ from odradek.group.records import (
     TopicMetadata,
     TopicPartitions,
 )
+from odradek.protocol.coordinator_serde import (
+    RecordFormatError,
+    RecordReader,
+    RecordWriter,
+    UnknownRecordType,
+)
 
 T = TypeVar("T")
-
-_I8, _I16, _I32, _I64, _U8 = (struct.Struct(f) for f in (">b", ">h", ">i", ">q", ">B"))
-
-
-class RecordFormatError(ValueError):
-    """Bytes that are not a record Kafka's group coordinator could have written."""
-
-
-class UnknownRecordType(RecordFormatError):
-    """A key of a record type this codec does not know (share or streams groups, ...)."""
-
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"unknown group coordinator record type {record_type}")
-        self.record_type = record_type
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = bytes(data)
-        self._pos = 0
-        self.flexible = False
-
-    def _take(self, size: int) -> bytes:
-        end = self._pos + size
-        if size < 0 or end > len(self._data):
-            raise RecordFormatError("truncated record")
-        chunk = self._data[self._pos : end]
-        self._pos = end
-        return chunk
-
-    def _unpack(self, fmt: struct.Struct) -> int:
-        value: int = fmt.unpack(self._take(fmt.size))[0]
-        return value
-
-    def int8(self) -> int:
-        return self._unpack(_I8)
-
-    def int16(self) -> int:
-        return self._unpack(_I16)
-
-    def int32(self) -> int:
-        return self._unpack(_I32)
-
-    def int64(self) -> int:
-        return self._unpack(_I64)
-
-    def uvarint(self) -> int:
-        value = 0
-        for shift in range(0, 35, 7):
-            byte = self._unpack(_U8)
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-        raise RecordFormatError("unsigned varint longer than 5 bytes")
-
-    def _length(self, legacy: struct.Struct) -> int:
-        """A length prefix; negative means null."""
-        return self.uvarint() - 1 if self.flexible else self._unpack(legacy)
-
-    def nullable_string(self) -> str | None:
-        size = self._length(_I16)
-        if size < 0:
-            return None
-        try:
-            return self._take(size).decode()
-        except UnicodeDecodeError as exc:
-            raise RecordFormatError(f"string is not UTF-8: {exc}") from None
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise RecordFormatError("null in a non-nullable string")
-        return value
-
-    def bytes_(self) -> bytes:
-        size = self._length(_I32)
-        if size < 0:
-            raise RecordFormatError("null in a non-nullable bytes field")
-        return self._take(size)
-
-    def array(self, item: Callable[[], T]) -> tuple[T, ...]:
-        count = self._length(_I32)
-        if count < 0:
-            raise RecordFormatError("null in a non-nullable array")
-        if count > len(self._data) - self._pos:
-            raise RecordFormatError("truncated record")
-        return tuple(item() for _ in range(count))
-
-    def uuid(self) -> str:
-        return str(uuid.UUID(bytes=self._take(16)))
-
-    def end_struct(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self._take(self.uvarint())
-
-    def end(self) -> None:
-        if self._pos != len(self._data):
-            raise RecordFormatError(f"{len(self._data) - self._pos} trailing bytes")
-
-
-class _Writer:
-    def __init__(self, flexible: bool) -> None:
-        self._out = bytearray()
-        self.flexible = flexible
-
-    def getvalue(self) -> bytes:
-        return bytes(self._out)
-
-    def int8(self, value: int) -> None:
-        self._out += _I8.pack(value)
-
-    def int16(self, value: int) -> None:
-        self._out += _I16.pack(value)
-
-    def int32(self, value: int) -> None:
-        self._out += _I32.pack(value)
-
-    def int64(self, value: int) -> None:
-        self._out += _I64.pack(value)
-
-    def uvarint(self, value: int) -> None:
-        while value >= 0x80:
-            self._out.append(value & 0x7F | 0x80)
-            value >>= 7
-        self._out.append(value)
-
-    def _length(self, size: int, legacy: struct.Struct) -> None:
-        if self.flexible:
-            self.uvarint(size + 1)
-        else:
-            self._out += legacy.pack(size)
-
-    def string(self, value: str | None) -> None:
-        """A string, or null where the schema makes it nullable."""
-        if value is None:
-            self._length(-1, _I16)
-            return
-        data = value.encode()
-        self._length(len(data), _I16)
-        self._out += data
-
-    def bytes_(self, value: bytes) -> None:
-        self._length(len(value), _I32)
-        self._out += value
-
-    def array(self, items: Sequence[T], item: Callable[[T], None]) -> None:
-        self._length(len(items), _I32)
-        for each in items:
-            item(each)
-
-    def uuid(self, value: str) -> None:
-        self._out += uuid.UUID(value).bytes
-
-    def end_struct(self) -> None:
-        if self.flexible:
-            self.uvarint(0)
 
 
 # Values. Each reader and writer takes the version, which the caller has read or chosen.
 
 
-def _read_offset_commit(r: _Reader, version: int) -> OffsetCommitValue:
+def _read_offset_commit(r: RecordReader, version: int) -> OffsetCommitValue:
     offset = r.int64()
     leader_epoch = r.int32() if version >= 3 else -1
     metadata = r.string()
@@ -219,7 +66,7 @@ def _read_offset_commit(r: _Reader, version: int) -> OffsetCommitValue:
     return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
 
 
-def _write_offset_commit(w: _Writer, version: int, v: OffsetCommitValue) -> None:
+def _write_offset_commit(w: RecordWriter, version: int, v: OffsetCommitValue) -> None:
     w.int64(v.offset)
     if version >= 3:
         w.int32(v.leader_epoch)
@@ -230,7 +77,7 @@ def _write_offset_commit(w: _Writer, version: int, v: OffsetCommitValue) -> None
     w.end_struct()
 
 
-def _read_member(r: _Reader, version: int) -> MemberMetadata:
+def _read_member(r: RecordReader, version: int) -> MemberMetadata:
     member_id = r.string()
     group_instance_id = r.nullable_string() if version >= 3 else None
     client_id = r.string()
@@ -244,7 +91,7 @@ def _read_member(r: _Reader, version: int) -> MemberMetadata:
     return member
 
 
-def _read_group_metadata(r: _Reader, version: int) -> GroupMetadataValue:
+def _read_group_metadata(r: RecordReader, version: int) -> GroupMetadataValue:
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()
@@ -257,7 +104,7 @@ def _read_group_metadata(r: _Reader, version: int) -> GroupMetadataValue:
     )
 
 
-def _write_group_metadata(w: _Writer, version: int, v: GroupMetadataValue) -> None:
+def _write_group_metadata(w: RecordWriter, version: int, v: GroupMetadataValue) -> None:
     def member(m: MemberMetadata) -> None:
         w.string(m.member_id)
         if version >= 3:
@@ -281,18 +128,18 @@ def _write_group_metadata(w: _Writer, version: int, v: GroupMetadataValue) -> No
     w.end_struct()
 
 
-def _read_epoch(r: _Reader, _version: int) -> ConsumerGroupMetadataValue:
+def _read_epoch(r: RecordReader, _version: int) -> ConsumerGroupMetadataValue:
     value = ConsumerGroupMetadataValue(epoch=r.int32())
     r.end_struct()
     return value
 
 
-def _write_epoch(w: _Writer, _version: int, v: ConsumerGroupMetadataValue) -> None:
+def _write_epoch(w: RecordWriter, _version: int, v: ConsumerGroupMetadataValue) -> None:
     w.int32(v.epoch)
     w.end_struct()
 
 
-def _read_topic_metadata(r: _Reader) -> TopicMetadata:
+def _read_topic_metadata(r: RecordReader) -> TopicMetadata:
     def partition_racks() -> None:
         r.int32()
         r.array(r.string)
@@ -304,14 +151,14 @@ def _read_topic_metadata(r: _Reader) -> TopicMetadata:
     return topic
 
 
-def _read_partition_metadata(r: _Reader, _version: int) -> ConsumerGroupPartitionMetadataValue:
+def _read_partition_metadata(r: RecordReader, _version: int) -> ConsumerGroupPartitionMetadataValue:
     value = ConsumerGroupPartitionMetadataValue(topics=r.array(lambda: _read_topic_metadata(r)))
     r.end_struct()
     return value
 
 
 def _write_partition_metadata(
-    w: _Writer, _version: int, v: ConsumerGroupPartitionMetadataValue
+    w: RecordWriter, _version: int, v: ConsumerGroupPartitionMetadataValue
 ) -> None:
     def topic(t: TopicMetadata) -> None:
         w.uuid(t.topic_id)
@@ -324,7 +171,7 @@ def _write_partition_metadata(
     w.end_struct()
 
 
-def _read_member_metadata(r: _Reader, _version: int) -> ConsumerGroupMemberMetadataValue:
+def _read_member_metadata(r: RecordReader, _version: int) -> ConsumerGroupMemberMetadataValue:
     instance_id = r.nullable_string()
     rack_id = r.nullable_string()
     client_id = r.string()
@@ -341,7 +188,7 @@ def _read_member_metadata(r: _Reader, _version: int) -> ConsumerGroupMemberMetad
 
 
 def _write_member_metadata(
-    w: _Writer, _version: int, v: ConsumerGroupMemberMetadataValue
+    w: RecordWriter, _version: int, v: ConsumerGroupMemberMetadataValue
 ) -> None:
     w.string(v.instance_id)
     w.string(v.rack_id)
@@ -354,7 +201,7 @@ def _write_member_metadata(
     w.end_struct()
 
 
-def _read_topic_partitions(r: _Reader) -> tuple[TopicPartitions, ...]:
+def _read_topic_partitions(r: RecordReader) -> tuple[TopicPartitions, ...]:
     def one() -> TopicPartitions:
         value = TopicPartitions(topic_id=r.uuid(), partitions=r.array(r.int32))
         r.end_struct()
@@ -363,7 +210,7 @@ def _read_topic_partitions(r: _Reader) -> tuple[TopicPartitions, ...]:
     return r.array(one)
 
 
-def _write_topic_partitions(w: _Writer, items: Sequence[TopicPartitions]) -> None:
+def _write_topic_partitions(w: RecordWriter, items: Sequence[TopicPartitions]) -> None:
     def one(tp: TopicPartitions) -> None:
         w.uuid(tp.topic_id)
         w.array(tp.partitions, w.int32)
@@ -372,21 +219,21 @@ def _write_topic_partitions(w: _Writer, items: Sequence[TopicPartitions]) -> Non
     w.array(items, one)
 
 
-def _read_target_member(r: _Reader, _version: int) -> ConsumerGroupTargetAssignmentMemberValue:
+def _read_target_member(r: RecordReader, _version: int) -> ConsumerGroupTargetAssignmentMemberValue:
     value = ConsumerGroupTargetAssignmentMemberValue(topic_partitions=_read_topic_partitions(r))
     r.end_struct()
     return value
 
 
 def _write_target_member(
-    w: _Writer, _version: int, v: ConsumerGroupTargetAssignmentMemberValue
+    w: RecordWriter, _version: int, v: ConsumerGroupTargetAssignmentMemberValue
 ) -> None:
     _write_topic_partitions(w, v.topic_partitions)
     w.end_struct()
 
 
 def _read_target_epoch(
-    r: _Reader, _version: int
+    r: RecordReader, _version: int
 ) -> ConsumerGroupTargetAssignmentMetadataValue:
     value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=r.int32())
     r.end_struct()
@@ -394,14 +241,14 @@ def _read_target_epoch(
 
 
 def _write_target_epoch(
-    w: _Writer, _version: int, v: ConsumerGroupTargetAssignmentMetadataValue
+    w: RecordWriter, _version: int, v: ConsumerGroupTargetAssignmentMetadataValue
 ) -> None:
     w.int32(v.assignment_epoch)
     w.end_struct()
 
 
 def _read_current_assignment(
-    r: _Reader, _version: int
+    r: RecordReader, _version: int
 ) -> ConsumerGroupCurrentMemberAssignmentValue:
     value = ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=r.int32(),
@@ -415,7 +262,7 @@ def _read_current_assignment(
 
 
 def _write_current_assignment(
-    w: _Writer, _version: int, v: ConsumerGroupCurrentMemberAssignmentValue
+    w: RecordWriter, _version: int, v: ConsumerGroupCurrentMemberAssignmentValue
 ) -> None:
     w.int32(v.member_epoch)
     w.int32(v.previous_member_epoch)
@@ -425,7 +272,7 @@ def _write_current_assignment(
     w.end_struct()
 
 
-def _read_regex(r: _Reader, _version: int) -> ConsumerGroupRegularExpressionValue:
+def _read_regex(r: RecordReader, _version: int) -> ConsumerGroupRegularExpressionValue:
     value = ConsumerGroupRegularExpressionValue(
         topics=r.array(r.string), version=r.int64(), timestamp=r.int64()
     )
@@ -433,7 +280,7 @@ def _read_regex(r: _Reader, _version: int) -> ConsumerGroupRegularExpressionValu
     return value
 
 
-def _write_regex(w: _Writer, _version: int, v: ConsumerGroupRegularExpressionValue) -> None:
+def _write_regex(w: RecordWriter, _version: int, v: ConsumerGroupRegularExpressionValue) -> None:
     w.array(v.topics, w.string)
     w.int64(v.version)
     w.int64(v.timestamp)
@@ -445,9 +292,9 @@ class _Layout:
     record_type: int
     key: type
     value: type
-    read_key: Callable[[_Reader], RecordKey]
-    read_value: Callable[[_Reader, int], RecordValue]
-    write_value: Callable[[_Writer, int, Any], None]
+    read_key: Callable[[RecordReader], RecordKey]
+    read_value: Callable[[RecordReader, int], RecordValue]
+    write_value: Callable[[RecordWriter, int, Any], None]
     last_version: int
     first_flexible: int
     written_version: int
@@ -517,7 +364,7 @@ def encode_record(key: RecordKey, value: RecordValue | None) -> tuple[bytes, byt
     if value is not None and type(value) is not layout.value:
         raise TypeError(f"{type(value).__name__} is not the value of {layout.key.__name__}")
     try:
-        w = _Writer(flexible=False)
+        w = RecordWriter(flexible=False)
         w.int16(layout.record_type)
         for field in fields(key):
             part = getattr(key, field.name)
@@ -530,7 +377,7 @@ def encode_record(key: RecordKey, value: RecordValue | None) -> tuple[bytes, byt
         version = layout.written_version
         if isinstance(value, OffsetCommitValue) and value.expire_timestamp != -1:
             version = 1
-        v = _Writer(flexible=version >= layout.first_flexible)
+        v = RecordWriter(flexible=version >= layout.first_flexible)
         v.int16(version)
         layout.write_value(v, version, value)
     except struct.error as exc:
@@ -543,7 +390,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
 
     Raises UnknownRecordType for a record type we do not know, RecordFormatError for bytes
     that do not hold exactly one key (or value) of its type."""
-    r = _Reader(key)
+    r = RecordReader(key)
     record_type = r.int16()
     layout = _BY_TYPE.get(record_type)
     if layout is None:
@@ -552,7 +399,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     r.end()
     if value is None:
         return decoded_key, None
-    r = _Reader(value)
+    r = RecordReader(value)
     version = r.int16()
     if not 0 <= version <= layout.last_version:
         raise RecordFormatError(f"{layout.value.__name__} has no version {version}")

@@ -160,6 +160,7 @@ class LogManager:
         logs = self.logs()
         for _, log in logs:
             log.flush()
+            log.write_producer_snapshot()
         self.checkpoint()
         for _, log in logs:
             log.close()

@@ -16,24 +16,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.records import BatchInfo, assign_offsets, decode_records
+from odradek.txn.producer_state import CompletedTxn, ProducerStateManager
 
 from .checkpoint import fsync_directory
 from .config import LogConfig
 from .leader_epochs import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from .producer_snapshots import delete_snapshots, load_latest, write_snapshot
 from .segment import (
     INDEX_SUFFIX,
     INT32_MAX,
     LOG_SUFFIX,
     SUFFIXES,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     IndexLimits,
     LogSegment,
     segment_path,
 )
+from .txn_index import AbortedTxn, collect_aborted_transactions
 
 logger = logging.getLogger("odradek.log")
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _BASE_DIGITS = 20
 
 
@@ -90,6 +95,8 @@ class PartitionLog:
         """Every offset below it is fsynced."""
         self._high_watermark = self.log_start_offset
         self._pending_deletion: list[Path] = []
+        self.producers = ProducerStateManager()
+        """Idempotent and transactional producers' state, as of the log end offset."""
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -147,6 +154,7 @@ class PartitionLog:
                 path.unlink(missing_ok=True)
         log.leader_epochs.truncate_from_end(log.log_end_offset)
         log.leader_epochs.truncate_from_start(log.log_start_offset)
+        log._rebuild_producer_state()
         return log
 
     # -- state ------------------------------------------------------------------------------
@@ -163,6 +171,13 @@ class PartitionLog:
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
         self._high_watermark = min(max(value, self.log_start_offset), self._log_end_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Below it every transaction is decided: read_committed consumers read up to it."""
+        high_watermark = self.high_watermark
+        unstable = self.producers.first_unstable_offset()
+        return high_watermark if unstable is None else min(unstable, high_watermark)
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -240,6 +255,10 @@ class PartitionLog:
         segment = self._maybe_roll(len(records), max_timestamp, last_offset, now_ms)
         segment.append(records, batches, self._limits())
         self._log_end_offset = last_offset + 1
+        with memoryview(records) as view:
+            for info in batches:
+                if info.producer_id >= 0:
+                    self._apply_producer_batch(segment, info, view[info.position:info.end])
         return AppendResult(
             base_offset=batches[0].base_offset,
             last_offset=last_offset,
@@ -291,6 +310,7 @@ class PartitionLog:
         if active.base_offset == self._log_end_offset:
             return active
         active.seal()
+        write_snapshot(self.directory, self._log_end_offset, self.producers)
         segment = LogSegment.create(self.directory, self._log_end_offset, now_ms)
         self._set_segments([*self._segments, segment])
         return segment
@@ -395,6 +415,7 @@ class PartitionLog:
             self.log_start_offset = offset
             self.recovery_point = max(self.recovery_point, offset)
             self.leader_epochs.truncate_from_start(offset)
+            self.producers.forget_before(offset)
 
     def retention_candidates(self, now_ms: int) -> list[LogSegment]:
         """The oldest segments past retention.ms, retention.bytes or the log start offset.
@@ -452,6 +473,7 @@ class PartitionLog:
             for segment in removed:
                 self._pending_deletion += segment.rename_for_deletion()
             self._advance_log_start(self._segments[0].base_offset)
+            delete_snapshots(self.directory, below=self._segments[0].base_offset)
         return self.take_deleted_files()
 
     def take_deleted_files(self) -> list[Path]:
@@ -481,6 +503,7 @@ class PartitionLog:
         self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self.leader_epochs.truncate_from_end(self._log_end_offset)
+        self._rebuild_producer_state()
         return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
@@ -493,6 +516,60 @@ class PartitionLog:
         self.recovery_point = offset
         self._high_watermark = offset
         self.leader_epochs.clear()
+        delete_snapshots(self.directory, above=-1)
+        self.producers = ProducerStateManager()
+
+    # -- producer state ---------------------------------------------------------------------
+
+    def _apply_producer_batch(self, segment: LogSegment, info: BatchInfo,
+                              batch: bytes | memoryview) -> None:
+        """Apply a batch with a producer id; an aborted transaction goes into the segment's
+        transaction index."""
+        marker = None
+        if info.is_control:
+            control, coordinator_epoch = read_marker(batch)
+            marker = control == ControlType.COMMIT, coordinator_epoch
+        completed = self.producers.record(info, marker)
+        if completed is not None and completed.aborted:
+            segment.txn_index.append(_aborted(completed))
+
+    def _rebuild_producer_state(self) -> None:
+        """Load the newest snapshot at or below the log end offset and replay the batches
+        past it, rebuilding the transaction indexes they cover (loading and truncation)."""
+        end = self._log_end_offset
+        delete_snapshots(self.directory, above=end)
+        for segment in self._segments:
+            if segment.txn_index.discard_if_corrupt():
+                logger.warning("%s: rebuilding the corrupt transaction index of segment %d",
+                               self.directory.name, segment.base_offset)
+                end = min(end, segment.base_offset)
+        loaded = load_latest(self.directory, end)
+        first_base = self._segments[0].base_offset
+        start, self.producers = loaded if loaded is not None else (first_base,
+                                                                    ProducerStateManager())
+        start = max(start, first_base)
+        for segment in self._segments:
+            if segment.next_offset <= start:
+                continue
+            segment.txn_index.truncate_to(start)
+            position = segment.index.lookup(start) if start > segment.base_offset else 0
+            for batch_position, info in segment.batches_from(position):
+                if info.last_offset >= start and info.producer_id >= 0:
+                    data = segment.pread(batch_position, info.size) if info.is_control else b""
+                    self._apply_producer_batch(segment, info, data)
+        self.producers.forget_before(self.log_start_offset)
+
+    def write_producer_snapshot(self) -> None:
+        """Snapshot the producer state at the log end offset (clean shutdown): loading then
+        replays nothing."""
+        write_snapshot(self.directory, self._log_end_offset, self.producers, sync=True)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), for
+        read_committed fetches."""
+        i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        return collect_aborted_transactions(
+            [segment.txn_index for segment in self._segments[i:]], fetch_offset, upper_bound)
 
     # -- durability -------------------------------------------------------------------------
 
@@ -524,6 +601,11 @@ class PartitionLog:
         )
 
 
+def _aborted(completed: CompletedTxn) -> AbortedTxn:
+    return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                      completed.last_stable_offset)
+
+
 def _clean_directory(directory: Path) -> list[int]:
     """Delete leftovers and orphan index files; return the segments' base offsets, sorted."""
     bases: set[int] = set()
@@ -539,7 +621,7 @@ def _clean_directory(directory: Path) -> list[int]:
                 continue
             if suffix == LOG_SUFFIX:
                 bases.add(int(stem))
-            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 index_files.append((int(stem), Path(entry.path)))
     for base, path in index_files:
         if base not in bases:

@@ -20,12 +20,14 @@ from odradek.protocol.records import (
 )
 
 from .index import OffsetIndex, TimeIndex
+from .txn_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
-SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 INT32_MAX = 2**31 - 1
 RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
@@ -71,6 +73,7 @@ class LogSegment:
         "log_path",
         "index",
         "time_index",
+        "txn_index",
         "size",
         "next_offset",
         "max_timestamp",
@@ -94,6 +97,9 @@ class LogSegment:
         self.log_path = log_path
         self.index = index
         self.time_index = time_index
+        self.txn_index = TransactionIndex(
+            segment_path(log_path.parent, base_offset, TXN_INDEX_SUFFIX))
+        """Aborted transactions whose markers lie in this segment (file created on demand)."""
         self.size = os.fstat(fd).st_size
         self.next_offset = base_offset
         """One past the last offset of the last batch; the base offset when empty."""
@@ -115,6 +121,7 @@ class LogSegment:
         time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX), base_offset)
         index.rewrite()
         time_index.rewrite()
+        segment_path(directory, base_offset, TXN_INDEX_SUFFIX).unlink(missing_ok=True)
         return cls(log_path, base_offset, fd, index, time_index, now_ms)
 
     @classmethod
@@ -396,11 +403,12 @@ class LogSegment:
 
     # -- files -----------------------------------------------------------------------------
 
-    def paths(self) -> tuple[Path, Path, Path]:
-        return self.log_path, self.index.path, self.time_index.path
+    def paths(self) -> tuple[Path, Path, Path, Path]:
+        return self.log_path, self.index.path, self.time_index.path, self.txn_index.path
 
     def fsync(self) -> None:
-        """fsync the three files by path; one renamed away for deletion is skipped."""
+        """fsync the files by path; one renamed away for deletion (or never created, as a
+        transaction index without aborts) is skipped."""
         for path in self.paths():
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

@@ -154,6 +154,8 @@ def _zero(kind: Any) -> Any:
             return ErrorCode.none
         if issubclass(kind, datetime.timedelta):
             return datetime.timedelta(0)
+        if issubclass(kind, datetime.datetime):
+            return datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
         if issubclass(kind, bool):
             return False
         if issubclass(kind, int):

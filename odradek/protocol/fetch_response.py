@@ -26,6 +26,7 @@ _PARTITION = struct.Struct(">ihqqq")
 _PARTITION_V4 = struct.Struct(">ihqq")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_ABORTED = struct.Struct(">qq")
 _TOP_V7 = struct.Struct(">ihi")
 _LEADER = struct.Struct(">ii")
 
@@ -39,8 +40,13 @@ class FetchedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: Buffer | None = None
+    records: Buffer = b""
+    """Never null: librdkafka cannot parse a null records field (it reads the error code
+    only after it), so a partition with an error carries empty records, as in Kafka."""
     current_leader: tuple[int, int] | None = None
+    aborted_transactions: list[tuple[int, int]] | None = None
+    """(producer id, first offset) of the aborted transactions the records overlap; None
+    (null) for read_uncommitted."""
     """(leader id, leader epoch) for a client that asked the wrong broker (KIP-951)."""
 
 
@@ -127,19 +133,24 @@ def encode_fetch_body(
                     partition.partition_index, partition.error_code, partition.high_watermark,
                     partition.last_stable_offset,
                 )
-            pending += null_array
+            aborted = partition.aborted_transactions
+            if aborted is None:
+                pending += null_array
+            else:
+                pending += _array_length(len(aborted), flexible)
+                for producer_id, first_offset in aborted:
+                    pending += _ABORTED.pack(producer_id, first_offset)
+                    if flexible:
+                        pending += b"\x00"
             if version >= 11:
                 pending += b"\xff\xff\xff\xff"
             records = partition.records
-            if records is None:
-                pending += b"\x00" if flexible else b"\xff\xff\xff\xff"
-            else:
-                size = len(records)
-                pending += _uvarint(size + 1) if flexible else _INT32.pack(size)
-                if size:
-                    parts.append(bytes(pending))
-                    parts.append(records)
-                    pending = bytearray()
+            size = len(records)
+            pending += _uvarint(size + 1) if flexible else _INT32.pack(size)
+            if size:
+                parts.append(bytes(pending))
+                parts.append(records)
+                pending = bytearray()
             if flexible:
                 leader = partition.current_leader
                 pending += (b"\x00" if leader is None or leader == _UNKNOWN_LEADER

@@ -121,12 +121,13 @@ class RawClient:
         return self.request(request, MetadataResponse, METADATA_VERSION)
 
     def produce_partition(self, topic: str, partition: int, records: bytes,
-                          version: int = PRODUCE_VERSION, acks: int = 1) -> Any:
+                          version: int = PRODUCE_VERSION, acks: int = 1,
+                          transactional_id: str | None = None) -> Any:
         """Produce one records blob; returns the partition's response."""
         partition_data = ProduceRequest.TopicProduceData.PartitionProduceData(
             index=partition, records=records)
         request = ProduceRequest[version](
-            transactional_id=None, acks=acks, timeout_ms=10_000,
+            transactional_id=transactional_id, acks=acks, timeout_ms=10_000,
             topic_data=[ProduceRequest.TopicProduceData(name=topic,
                                                         partition_data=[partition_data])],
         )

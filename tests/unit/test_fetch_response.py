@@ -24,8 +24,10 @@ partitions = st.builds(
     high_watermark=st.integers(-1, 2**40),
     last_stable_offset=st.integers(-1, 2**40),
     log_start_offset=st.integers(-1, 2**40),
-    records=st.one_of(st.none(), st.binary(max_size=300)),
+    records=st.binary(max_size=300),
     current_leader=st.one_of(st.none(), st.tuples(st.integers(-1, 5), st.integers(-1, 2**31 - 1))),
+    aborted_transactions=st.one_of(st.none(), st.lists(
+        st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)), max_size=3)),
 )
 endpoints = st.lists(st.builds(
     NodeEndpoint, node_id=st.integers(0, 5), host=st.text(alphabet="h.0-9", min_size=1),
@@ -59,7 +61,9 @@ def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, ses
                         "high_watermark": p.high_watermark,
                         "last_stable_offset": p.last_stable_offset,
                         "log_start_offset": p.log_start_offset,
-                        "aborted_transactions": None,
+                        "aborted_transactions": None if p.aborted_transactions is None else [
+                            {"producer_id": producer_id, "first_offset": first_offset}
+                            for producer_id, first_offset in p.aborted_transactions],
                         "preferred_read_replica": -1,
                         "records": p.records,
                         **({"current_leader": {"leader_id": p.current_leader[0],
@@ -99,3 +103,13 @@ def test_records_are_passed_by_reference() -> None:
     topic = FetchedTopic("t", uuid.uuid4(), [FetchedPartition(0, 0, 10, 10, 0, blob)])
     parts = encode_fetch_body(12, [topic])
     assert any(part is blob for part in parts)
+
+
+def test_a_partition_with_an_error_carries_empty_records_not_null() -> None:
+    """librdkafka reads a null records field as a malformed response and never sees the
+    error code before it, so it retries the same fetch forever."""
+    topic = FetchedTopic("t", uuid.uuid4(), [FetchedPartition(0, 74)])
+    body = b"".join(encode_fetch_body(12, [topic]))
+    # preferred read replica -1, then the compact records length: 1 (empty), not 0 (null),
+    # then the partition's, the topic's and the response's empty tagged fields
+    assert body.endswith(b"\xff\xff\xff\xff" + b"\x01" + b"\x00\x00\x00")

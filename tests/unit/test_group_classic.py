@@ -482,3 +482,21 @@ def test_a_bad_join_leaves_an_empty_consumer_group_alone() -> None:
     token = h.join()
     assert h.responses[token]["error_code"] == ErrorCode.member_id_required
     assert isinstance(h.shard.groups["g"], classic.ClassicGroup)
+
+
+def test_transactional_offsets_apply_on_commit_and_vanish_on_abort() -> None:
+    h = Harness()
+    h.commit("", -1, 5)
+    request = OffsetCommitRequest("g", -1, "", None, (CommitPartition("t", 0, 9, -1, ""),), 8)
+    errors, out = h.shard.commit_transactional_offsets(request, 77, 3, h.now)
+    assert errors[("t", 0)] == ErrorCode.none and out.transaction == (77, 3)
+    assert [o.offset for o in h.shard.fetch_offsets("g", {"t": [0]})] == [5]
+    assert h.shard.has_pending_offsets("g", [("t", 0)])
+    h.shard.complete_transaction(77, commit=False)
+    assert not h.shard.has_pending_offsets("g", [("t", 0)])
+    assert [o.offset for o in h.shard.fetch_offsets("g", {"t": [0]})] == [5]
+    reloaded = Harness()
+    for key, value in out.records:
+        reloaded.shard.replay_transactional(77, key, value)
+    reloaded.shard.complete_transaction(77, commit=True)
+    assert [o.offset for o in reloaded.shard.fetch_offsets("g", {"t": [0]})] == [9]

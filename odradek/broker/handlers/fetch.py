@@ -30,6 +30,7 @@ from odradek.protocol.fetch_response import (
 )
 
 FIRST_REPLICA_STATE_VERSION = 15
+READ_COMMITTED = 1
 
 
 @dataclass(slots=True)
@@ -40,6 +41,7 @@ class _Wanted:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int
+    read_committed: bool
 
 
 def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
@@ -102,6 +104,7 @@ def _top_level_error(code: ErrorCode) -> Result:
 def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Wanted]:
     wanted = []
     names = broker.metadata.topic_names_by_id
+    read_committed = request.isolation_level == READ_COMMITTED
     for topic in request.topics:
         if version >= FIRST_TOPIC_ID_VERSION:
             topic_id = topic.topic_id
@@ -110,7 +113,7 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
             topic_id, name = None, topic.topic
         wanted += [
             _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                    getattr(p, "current_leader_epoch", -1))
+                    getattr(p, "current_leader_epoch", -1), read_committed)
             for p in topic.partitions
         ]
     return wanted
@@ -182,21 +185,27 @@ def _read_partition(
             broker.replicas.record_follower_fetch(key, replica_id, item.fetch_offset, now)
         throttle = broker.replicas.leader_throttle(key, replica_id, now)
     high_watermark = log_.high_watermark
+    stable = log_.last_stable_offset
     partition = FetchedPartition(
-        item.partition, ErrorCode.none, high_watermark, high_watermark, log_.log_start_offset
+        item.partition, ErrorCode.none, high_watermark, stable, log_.log_start_offset
     )
     limit = min(item.partition_max_bytes, remaining)
     if throttle:
         return partition
+    visible_end = None
+    if replica_id < 0:
+        visible_end = stable if item.read_committed else high_watermark
     try:
-        result = log_.read(
-            item.fetch_offset, limit, max_offset=high_watermark if replica_id < 0 else None,
-            min_one_batch=first,
-        )
+        result = log_.read(item.fetch_offset, limit, max_offset=visible_end, min_one_batch=first)
     except OffsetOutOfRangeError:
         partition.error_code = ErrorCode.offset_out_of_range
         return partition
     partition.records = result.records
+    if item.read_committed and replica_id < 0:
+        partition.aborted_transactions = [
+            (aborted.producer_id, aborted.first_offset)
+            for aborted in log_.aborted_transactions(item.fetch_offset, stable)
+        ] if result.records else []
     if throttle is not None:
         broker.replicas.leader_quota.record(len(result.records), now)
     return partition

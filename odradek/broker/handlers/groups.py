@@ -18,12 +18,10 @@ from odradek.group.consumer_group import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
-from odradek.metadata.image import OFFSETS_TOPIC
 
 BATCHED_KEYS_VERSION = 4
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
-NO_TRANSACTIONS = "Odradek has no transaction coordinator yet."
 BATCHED_LEAVE_VERSION = 3
 
 
@@ -37,27 +35,25 @@ def _client_host(context: RequestContext) -> str:
 
 async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     broker = context.broker
-    if key_type == TRANSACTION_KEY:
-        code, message = ErrorCode.coordinator_not_available, NO_TRANSACTIONS
-    elif key_type != GROUP_KEY:
-        code, message = ErrorCode.invalid_request, f"Unknown key type {key_type}"
-    else:
-        await broker.groups.ensure_loaded()
-        try:
-            partition = broker.groups.coordinator_partition(key)
-        except CoordinatorUnavailable as error:
-            return {"key": key, "node_id": -1, "host": "", "port": -1,
-                    "error_code": error.error_code, "error_message": None}
-        leader = broker.leader_of(OFFSETS_TOPIC, partition)
-        live = {b["node_id"]: b for b in broker.brokers()}
-        if leader in live:
-            endpoint = live[leader]
-            return {"key": key, "node_id": leader, "host": endpoint["host"],
-                    "port": endpoint["port"], "error_code": ErrorCode.none,
-                    "error_message": None}
-        code, message = ErrorCode.coordinator_not_available, (
-            f"{OFFSETS_TOPIC}-{partition} has no live leader"
-        )
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+        return _no_coordinator(key, ErrorCode.invalid_request, f"Unknown key type {key_type}")
+    runtime = broker.groups if key_type == GROUP_KEY else broker.txns
+    await runtime.ensure_loaded()
+    try:
+        partition = runtime.coordinator_partition(key)
+    except CoordinatorUnavailable as error:
+        return _no_coordinator(key, error.error_code, None)
+    leader = broker.leader_of(runtime.topic, partition)
+    live = {b["node_id"]: b for b in broker.brokers()}
+    if leader in live:
+        endpoint = live[leader]
+        return {"key": key, "node_id": leader, "host": endpoint["host"],
+                "port": endpoint["port"], "error_code": ErrorCode.none, "error_message": None}
+    return _no_coordinator(key, ErrorCode.coordinator_not_available,
+                           f"{runtime.topic}-{partition} has no live leader")
+
+
+def _no_coordinator(key: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
             "error_message": message}
 

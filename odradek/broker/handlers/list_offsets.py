@@ -1,4 +1,5 @@
-"""ListOffsets: earliest, latest, max timestamp and by timestamp."""
+"""ListOffsets: earliest, latest, max timestamp and by timestamp. Under read_committed the
+latest offset, and the bound on lookups by time, is the last stable offset."""
 
 from __future__ import annotations
 
@@ -15,25 +16,29 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+READ_COMMITTED = 1
 
 
 def handle_list_offsets(context: RequestContext, request: Any) -> Result:
     broker = context.broker
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     return {
         "topics": answer_each_partition(
             request.topics,
-            lambda topic, p: _lookup(broker, topic, p.partition_index, p.timestamp),
+            lambda topic, p: _lookup(broker, topic, p.partition_index, p.timestamp, committed),
         )
     }
 
 
-def _lookup(broker: Broker, topic: str, partition: int, timestamp: int) -> dict[str, Any]:
+def _lookup(broker: Broker, topic: str, partition: int, timestamp: int,
+            read_committed: bool) -> dict[str, Any]:
     log_, code = broker.leader_log(topic, partition)
     if log_ is None:
         return {"error_code": code}
+    visible_end = log_.last_stable_offset if read_committed else log_.high_watermark
     found: tuple[int, int] | None
     if timestamp in (LATEST, LATEST_TIERED):
-        found = (log_.high_watermark, -1)
+        found = (visible_end, -1)
     elif timestamp in (EARLIEST, EARLIEST_LOCAL):
         found = (log_.log_start_offset, -1)
     elif timestamp == MAX_TIMESTAMP:
@@ -42,7 +47,7 @@ def _lookup(broker: Broker, topic: str, partition: int, timestamp: int) -> dict[
         return {"error_code": ErrorCode.unsupported_version}
     else:
         found = log_.offset_for_timestamp(timestamp)
-        if found is not None and found[0] >= log_.high_watermark:
+        if found is not None and found[0] >= visible_end:
             found = None
     offset, found_timestamp = found if found is not None else (-1, -1)
     return {

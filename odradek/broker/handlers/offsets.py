@@ -55,7 +55,9 @@ async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
 
 
 def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id: str | None,
-                 member_epoch: int) -> tuple[ErrorCode, list[dict[str, Any]]]:
+                 member_epoch: int, require_stable: bool) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    """A group's committed offsets; with `require_stable` (KIP-447), a partition an open
+    transaction has committed an offset for answers UNSTABLE_OFFSET_COMMIT instead."""
     wanted: dict[str, list[int]] | None = None
     if topics is not None:
         wanted = {}
@@ -72,11 +74,15 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
     by_topic: dict[str, list[FetchedOffset]] = defaultdict(list)
     for offset in fetched:
         by_topic[offset.topic].append(offset)
+    unstable = {(o.topic, o.partition) for o in fetched if require_stable
+                and shard.has_pending_offsets(group_id, [(o.topic, o.partition)])}
     return ErrorCode.none, [
         {"name": name, "partitions": [
-            {"partition_index": o.partition, "committed_offset": o.offset,
-             "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata,
-             "error_code": ErrorCode.none}
+            {"partition_index": o.partition, "metadata": o.metadata,
+             "committed_offset": -1 if (name, o.partition) in unstable else o.offset,
+             "committed_leader_epoch": o.leader_epoch,
+             "error_code": ErrorCode.unstable_offset_commit if (name, o.partition) in unstable
+             else ErrorCode.none}
             for o in offsets]}
         for name, offsets in by_topic.items()
     ]
@@ -85,13 +91,14 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
 async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
     await context.broker.groups.ensure_loaded()
     if context.version < MULTI_GROUP_FETCH_VERSION:
-        code, topics = _fetch_group(context, request.group_id, request.topics, None, -1)
+        code, topics = _fetch_group(context, request.group_id, request.topics, None, -1,
+                                    getattr(request, "require_stable", False))
         return {"error_code": code, "topics": topics}
     groups = []
     for group in request.groups:
         code, topics = _fetch_group(context, group.group_id, group.topics,
                                     getattr(group, "member_id", None),
-                                    getattr(group, "member_epoch", -1))
+                                    getattr(group, "member_epoch", -1), request.require_stable)
         groups.append({"group_id": group.group_id, "error_code": code, "topics": topics})
     return {"groups": groups}
 

@@ -10,6 +10,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -18,9 +19,11 @@ from odradek.broker.broker import Broker, now_ms
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.server import ConnectionAbort
+from odradek.broker.txn_verification import verify
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
 from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
+from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
@@ -28,19 +31,36 @@ FIRST_ZSTD_VERSION = 7
 _END_OFFSET = "_end_offset"
 """Marks an acks=all partition response with the offset the high watermark must reach."""
 VALID_ACKS = (0, 1, -1)
+FIRST_TRANSACTION_ABORTABLE_VERSION = 11
+"""Produce v11 added TRANSACTION_ABORTABLE; older producers get INVALID_TXN_STATE, as Kafka
+answers them."""
+
+
+@dataclass(slots=True)
+class _Unverified:
+    """A partition whose transactional batch waits for the coordinator's word (KIP-890);
+    `answer` is its response, filled in once verified."""
+
+    answer: dict[str, Any]
+    topic: str
+    records: bytes
+    producer_id: int
+    producer_epoch: int
+    guard: object
 
 
 def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
     broker = context.broker
     acks = request.acks
     flushes: list[PartitionLog] = []
+    unverified: list[_Unverified] = []
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
                 produce_partition(
                     broker, topic.name, data.index, data.records, context.version, flushes,
-                    acks,
+                    acks, unverified,
                 )
                 if acks in VALID_ACKS
                 else _error(data.index, ErrorCode.invalid_required_acks)
@@ -49,6 +69,51 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
         }
         for topic in request.topic_data
     ]
+    if unverified:
+        return _verify_then_finish(context, request, responses, flushes, unverified)
+    return _finish(broker, request, responses, flushes)
+
+
+async def _verify_then_finish(context: RequestContext, request: Any,
+                              responses: list[dict[str, Any]], flushes: list[PartitionLog],
+                              unverified: list[_Unverified]) -> Result:
+    broker = context.broker
+    first = unverified[0]
+    verdicts = await verify(broker, request.transactional_id or "", first.producer_id,
+                            first.producer_epoch,
+                            [(u.topic, u.answer["index"]) for u in unverified])
+    for item in unverified:
+        index = item.answer["index"]
+        code = _verdict_for_client(verdicts[(item.topic, index)], context.version)
+        log_ = broker.partition(item.topic, index)
+        if code == ErrorCode.none and (
+                log_ is None or not log_.producers.still_verified(item.producer_id, item.guard)):
+            code = ErrorCode.invalid_txn_state
+        if code != ErrorCode.none:
+            _count_failure(broker, item.topic)
+            item.answer.update(_error(index, code, f"{item.topic}-{index} is not verified "
+                                      "in the producer's ongoing transaction: "
+                                      f"{code.name.upper()}"))
+            continue
+        item.answer.update(produce_partition(broker, item.topic, index, item.records,
+                                             context.version, flushes, request.acks, None))
+    finished = _finish(broker, request, responses, flushes)
+    return await finished if isinstance(finished, Awaitable) else finished
+
+
+def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
+    """The coordinator's verdict as Kafka's AddPartitionsToTxnManager hands it to producers."""
+    if code == ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if code == ErrorCode.transaction_abortable and version < FIRST_TRANSACTION_ABORTABLE_VERSION:
+        return ErrorCode.invalid_txn_state
+    return code
+
+
+def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
+            flushes: list[PartitionLog]) -> Result | Awaitable[Result]:
+    """Count errors, then answer: at once, after the flushes, or once acks=all is met."""
+    acks = request.acks
     failed = [
         partition["error_code"]
         for topic in responses
@@ -108,6 +173,19 @@ def _apply_replication_errors(
             broker.metrics.count_error("Produce", code)
 
 
+def _duplicate(index: int, original: BatchMetadata, log_: PartitionLog, acks: int
+               ) -> dict[str, Any]:
+    """A retried batch already in the log: answered with the original's offsets, as Kafka
+    does, and (for acks=all) once those are committed."""
+    answer: dict[str, Any] = {
+        "index": index, "error_code": ErrorCode.none, "base_offset": original.first_offset,
+        "log_append_time": None, "log_start_offset": log_.log_start_offset,
+    }
+    if acks == -1:
+        answer[_END_OFFSET] = original.last_offset + 1
+    return answer
+
+
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
 
@@ -158,8 +236,11 @@ def produce_partition(
     version: int,
     flushes: list[PartitionLog],
     acks: int,
+    unverified: list[_Unverified] | None,
 ) -> dict[str, Any]:
-    """Append one partition's batch; logs whose flush policy is due go to `flushes`."""
+    """Append one partition's batch; logs whose flush policy is due go to `flushes`. The first
+    transactional batch of a producer's transaction here goes to `unverified` (None: it was
+    verified) and its answer comes later."""
     log_, code = broker.leader_log(topic, index)
     metrics = broker.metrics
     if log_ is None:
@@ -202,6 +283,24 @@ def produce_partition(
     if problem:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_timestamp, problem)
+    batch = batches[0]
+    if batch.producer_id >= 0:
+        try:
+            duplicate = log_.producers.check(batch)
+        except ProducerStateError as error:
+            _count_failure(broker, topic)
+            log.info("rejected produce to %s-%d: %s", topic, index, error.message)
+            return _error(index, error.error_code, error.message)
+        if duplicate is not None:
+            return _duplicate(index, duplicate, log_, acks)
+        if (unverified is not None and batch.is_transactional
+                and not log_.producers.in_transaction(batch.producer_id)
+                and broker.config["transaction.partition.verification.enable"]):
+            waiting: dict[str, Any] = {"index": index}
+            unverified.append(_Unverified(
+                waiting, topic, records, batch.producer_id, batch.producer_epoch,
+                log_.producers.start_verification(batch.producer_id)))
+            return waiting
     try:
         result = log_.append(bytearray(records), batches, now, leader_epoch=leader_epoch)
     except RecordBatchTooLargeError as error:

@@ -1,0 +1,156 @@
+"""Transaction markers: a partition leader appends them (WriteTxnMarkers), and the transaction
+coordinator sends them to the leaders of a transaction's partitions, retrying until every
+one is written (Kafka's TransactionMarkerChannelManager)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker, now_ms
+from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.protocol.client import BrokerConnection, BrokerConnectionError
+from odradek.protocol.codec import build_request
+from odradek.protocol.control import build_marker_batch
+from odradek.protocol.records import validate_batches
+from odradek.txn.coordinator import MarkerJob
+from odradek.txn.producer_state import ProducerStateError
+
+log = logging.getLogger("odradek.broker.txn_markers")
+
+WRITE_TXN_MARKERS_KEY = 27
+WRITE_TXN_MARKERS_VERSION = 1
+RETRY_BACKOFF_S = 0.1
+TopicPartition = tuple[str, int]
+
+
+def append_marker(broker: Broker, key: TopicPartition, producer_id: int, producer_epoch: int,
+                  commit: bool, coordinator_epoch: int) -> asyncio.Future[ErrorCode]:
+    """Append a marker as the partition's leader; the future completes when it is
+    committed (every ISR member has it), with the error that stopped it otherwise."""
+    loop = asyncio.get_running_loop()
+    log_, code = broker.leader_log(*key)
+    leader_epoch = broker.replicas.leader_epoch(key)
+    if log_ is None or leader_epoch is None:
+        return _done(loop, code if log_ is None else ErrorCode.not_leader_or_follower)
+    try:
+        log_.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+    except ProducerStateError as error:
+        log.info("refused a marker for producer %d on %s-%d: %s", producer_id, *key,
+                 error.message)
+        return _done(loop, error.error_code)
+    now = now_ms()
+    batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
+    result = log_.append(batch, validate_batches(batch, len(batch), from_client=False), now,
+                         leader_epoch=leader_epoch)
+    broker.replicas.advance(key)
+    broker.waiters.wake(key)
+    if key[0] == OFFSETS_TOPIC:
+        broker.groups.complete_transaction(key[1], producer_id, commit)
+    return broker.replicas.committed(key, result.last_offset + 1)
+
+
+def _done(loop: asyncio.AbstractEventLoop, code: ErrorCode) -> asyncio.Future[ErrorCode]:
+    future: asyncio.Future[ErrorCode] = loop.create_future()
+    future.set_result(code)
+    return future
+
+
+async def write_markers(broker: Broker, producer_id: int, producer_epoch: int, commit: bool,
+                        coordinator_epoch: int, partitions: Iterable[TopicPartition],
+                        timeout_s: float) -> dict[TopicPartition, ErrorCode]:
+    """Append a marker to each partition this broker leads; waits for them to commit."""
+    pending = {key: append_marker(broker, key, producer_id, producer_epoch, commit,
+                                  coordinator_epoch) for key in partitions}
+    if pending:
+        await asyncio.wait(pending.values(), timeout=timeout_s)
+    results = {}
+    for key, future in pending.items():
+        results[key] = future.result() if future.done() else ErrorCode.request_timed_out
+        future.cancel()
+    return results
+
+
+class MarkerSender:
+    """Delivers each job's markers to the current leaders, locally or over WriteTxnMarkers,
+    until every partition has its marker or is gone; then calls `done(job)`."""
+
+    def __init__(self, broker: Broker, done: Callable[[MarkerJob], None]) -> None:
+        self.broker = broker
+        self._done = done
+        self._timeout_s = broker.config.integer("request.timeout.ms") / 1000
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def send(self, job: MarkerJob) -> None:
+        task = asyncio.ensure_future(self._deliver(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, job: MarkerJob) -> None:
+        remaining = set(job.partitions)
+        while remaining:
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for key in remaining:
+                leader = self.broker.leader_of(*key)
+                if leader is None:
+                    log.info("%s-%d is gone: no marker needed", *key)
+                    continue
+                by_leader[leader].append(key)
+            remaining = set().union(*by_leader.values()) if by_leader else set()
+            results = await asyncio.gather(*(
+                self._send_to(leader, job, keys) for leader, keys in by_leader.items()))
+            for answered in results:
+                for key, code in answered.items():
+                    if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
+                        remaining.discard(key)
+                    elif code in (ErrorCode.invalid_producer_epoch,
+                                  ErrorCode.transaction_coordinator_fenced):
+                        log.warning("marker for producer %d on %s-%d refused: %s",
+                                    job.producer_id, *key, code.name)
+                        remaining.discard(key)
+            if remaining:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+        self._done(job)
+
+    async def _send_to(self, leader: int, job: MarkerJob, keys: list[TopicPartition]
+                       ) -> dict[TopicPartition, ErrorCode]:
+        if leader == self.broker.node_id:
+            return await write_markers(self.broker, job.producer_id, job.producer_epoch,
+                                       job.commit, job.coordinator_epoch, keys, self._timeout_s)
+        registration = self.broker.metadata.brokers.get(leader)
+        if registration is None or registration.fenced:
+            return {}
+        topics: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in keys:
+            topics[topic].append(partition)
+        request = build_request(WRITE_TXN_MARKERS_KEY, WRITE_TXN_MARKERS_VERSION, {"markers": [{
+            "producer_id": job.producer_id, "producer_epoch": job.producer_epoch,
+            "transaction_result": job.commit, "coordinator_epoch": job.coordinator_epoch,
+            "topics": [{"name": name, "partition_indexes": sorted(parts)}
+                       for name, parts in topics.items()],
+        }]})
+        try:
+            connection = await BrokerConnection.connect(
+                registration.host, registration.port, f"txn-markers-{self.broker.node_id}",
+                self._timeout_s)
+        except BrokerConnectionError as error:
+            log.info("markers to broker %d: %s", leader, error)
+            return {}
+        try:
+            response = await connection.send(request, self._timeout_s)
+        except BrokerConnectionError as error:
+            log.info("markers to broker %d: %s", leader, error)
+            return {}
+        finally:
+            connection.close()
+        return {(topic.name, p.partition_index): ErrorCode(p.error_code)
+                for marker in response.markers for topic in marker.topics
+                for p in topic.partitions}
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
