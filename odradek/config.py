@@ -215,6 +215,20 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Maximum age before compaction.", at_least(1)),
     ConfigDef("log.cleaner.min.cleanable.ratio", D, 0.5, "Dirty ratio to compact.",
               at_least(0)),
+    ConfigDef("log.cleaner.enable", B, True, "Run the log cleaner for compacted topics.",
+              read_only=True),
+    ConfigDef("log.cleaner.threads", INT, 1, "Cleaner workers (processes here, so that "
+              "cleaning never holds the broker's event loop).", at_least(0)),
+    ConfigDef("log.cleaner.dedupe.buffer.size", L, 134217728, "Memory for the cleaners' "
+              "offset maps (24 bytes per key), split between the workers.", at_least(0)),
+    ConfigDef("log.cleaner.io.buffer.load.factor", D, 0.9, "How full an offset map may get.",
+              at_least(0)),
+    ConfigDef("log.cleaner.io.buffer.size", INT, 524288, "Read and write buffer of each "
+              "cleaner.", at_least(0)),
+    ConfigDef("log.cleaner.io.max.bytes.per.second", D, 1.7976931348623157e308,
+              "Cleaner IO (read plus written) per second, per cleaner.", at_least(0)),
+    ConfigDef("log.cleaner.backoff.ms", L, 15000, "Sleep of a cleaner with no log to clean.",
+              at_least(0)),
     ConfigDef("log.message.timestamp.before.max.ms", L, LONG_MAX,
               "Allowed age of a record timestamp.", at_least(0)),
     ConfigDef("log.message.timestamp.after.max.ms", L, 3600000,

@@ -20,6 +20,7 @@ from odradek.broker.controller_client import ControllerClient, ControllerUnavail
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.lifecycle import BrokerLifecycle
+from odradek.broker.log_cleaner import LogCleaner
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.replica_manager import ReplicaManager
@@ -134,6 +135,10 @@ class BrokerApp:
             every(config.integer("producer.id.expiration.check.interval.ms"),
                   self.expire_producers),
         ]
+        cleaner = LogCleaner(broker) if LogCleaner.enabled(config) else None
+        if cleaner is not None:
+            tasks += cleaner.start()
+            broker.metrics.register_cleaner(cleaner.figures, cleaner.dirty_ratio_samples)
         log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
                  broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
                  broker.log_dir)
@@ -149,6 +154,8 @@ class BrokerApp:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
+            if cleaner is not None:
+                cleaner.stop()
             await broker.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")

@@ -4,11 +4,15 @@ existing Kafka dashboards and alerts work. One place defines every name."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from odradek.broker.log_cleaner import CleanerFigures
 
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 
@@ -17,6 +21,9 @@ GroupStates = Callable[[], Iterable[tuple[str, str, str, int]]]
 """(group id, group type `classic`/`consumer`, state, member count) of every group."""
 GroupOffsets = Callable[[], Iterable[tuple[str, str, int, int, int]]]
 """(group id, topic, partition, committed offset, log end offset) of every commit."""
+
+DirtyRatios = Callable[[], Iterable[tuple[str, int, float]]]
+"""(topic, partition, dirty ratio) of every compacted log."""
 
 CLASSIC_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
 
@@ -107,6 +114,31 @@ class BrokerMetrics:
             prefix + "producer_ids_allocated", "Producer ids this broker handed out "
             "(InitProducerId).", registry=self.registry)
 
+    def register_cleaner(self, figures: CleanerFigures, dirty_ratios: DirtyRatios) -> None:
+        """Kafka's LogCleaner and LogCleanerManager gauges, plus byte counts and each
+        compacted log's dirty ratio."""
+        for name, doc, read in (
+            ("kafka_log_logcleaner_max_clean_time_secs", "Duration of the last cleaning.",
+             lambda: figures.max_clean_time_s),
+            ("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage "
+             "of bytes read by the last cleaning.", lambda: figures.recopy_percent),
+            ("kafka_log_logcleaner_max_buffer_utilization_percent", "How full the last "
+             "cleaning's offset map got.", lambda: figures.max_buffer_utilization_percent),
+            ("kafka_log_logcleanermanager_max_dirty_percent", "Dirty ratio of the filthiest "
+             "compacted log, in percent.", lambda: figures.max_dirty_percent),
+        ):
+            Gauge(name, doc, registry=self.registry).set_function(read)
+        for name, doc, total in (
+            ("kafka_log_logcleaner_bytes_read", "Bytes the cleaners read.",
+             lambda: figures.bytes_read),
+            ("kafka_log_logcleaner_bytes_written", "Bytes the cleaners wrote.",
+             lambda: figures.bytes_written),
+            ("kafka_log_logcleaner_cleanings", "Cleanings completed.",
+             lambda: figures.cleanings),
+        ):
+            self.registry.register(_CounterFunction(name, doc, total))
+        self.registry.register(_DirtyRatioCollector(dirty_ratios))
+
     def count_isr_change(self, grown: bool) -> None:
         (self.isr_expands if grown else self.isr_shrinks).inc()
 
@@ -126,6 +158,29 @@ class BrokerMetrics:
     def count_error(self, request: str, code: int) -> None:
         """Kafka's ErrorsPerSec: every error code a response carries, at any level."""
         self.errors.labels(request, ErrorCode(code).name.upper()).inc()
+
+
+class _CounterFunction(Collector):
+    """A counter whose total lives elsewhere (exposed as `<name>_total`)."""
+
+    def __init__(self, name: str, doc: str, total: Callable[[], float]) -> None:
+        self._name, self._doc, self._total = name, doc, total
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        yield CounterMetricFamily(self._name, self._doc, value=self._total())
+
+
+class _DirtyRatioCollector(Collector):
+    def __init__(self, dirty_ratios: DirtyRatios) -> None:
+        self._dirty_ratios = dirty_ratios
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "kafka_log_logcleanermanager_dirty_ratio", "Dirty bytes over cleanable bytes of "
+            "a compacted log, as of the cleaner's last look.", labels=["topic", "partition"])
+        for topic, partition, ratio in self._dirty_ratios():
+            family.add_metric([topic, str(partition)], ratio)
+        yield family
 
 
 class _LogSizeCollector(Collector):

@@ -16,6 +16,13 @@ def _int(values: Mapping[str, object], name: str) -> int:
     return value
 
 
+def _float(values: Mapping[str, object], name: str) -> float:
+    value = values[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"topic config {name} must be a number, got {value!r}")
+    return float(value)
+
+
 def _str(values: Mapping[str, object], name: str) -> str:
     value = values[name]
     if isinstance(value, list | tuple):
@@ -43,6 +50,10 @@ class LogConfig:
     max_message_bytes: int
     cleanup_policy: str
     """Comma-separated: `delete`, `compact` or both."""
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    min_cleanable_dirty_ratio: float
 
     @classmethod
     def from_topic_config(cls, values: Mapping[str, object]) -> LogConfig:
@@ -61,6 +72,10 @@ class LogConfig:
             message_timestamp_type=_str(values, "message.timestamp.type"),
             max_message_bytes=_int(values, "max.message.bytes"),
             cleanup_policy=_str(values, "cleanup.policy"),
+            delete_retention_ms=_int(values, "delete.retention.ms"),
+            min_compaction_lag_ms=_int(values, "min.compaction.lag.ms"),
+            max_compaction_lag_ms=_int(values, "max.compaction.lag.ms"),
+            min_cleanable_dirty_ratio=_float(values, "min.cleanable.dirty.ratio"),
         )
 
     @property
@@ -70,4 +85,12 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         """Whether retention by time and size applies (`delete` in cleanup.policy)."""
-        return "delete" in (item.strip() for item in self.cleanup_policy.split(","))
+        return "delete" in self._policies()
+
+    @property
+    def compact_enabled(self) -> bool:
+        """Whether the log cleaner compacts this log (`compact` in cleanup.policy)."""
+        return "compact" in self._policies()
+
+    def _policies(self) -> list[str]:
+        return [item.strip() for item in self.cleanup_policy.split(",")]

@@ -12,9 +12,10 @@ import bisect
 import logging
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.records import BatchInfo, assign_offsets, decode_records
@@ -23,7 +24,7 @@ from odradek.txn.producer_state import CompletedTxn, ProducerStateManager
 from .checkpoint import fsync_directory
 from .config import LogConfig
 from .leader_epochs import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
-from .producer_snapshots import delete_snapshots, load_latest, write_snapshot
+from .producer_snapshots import SNAPSHOT_SUFFIX, delete_snapshots, load_latest, write_snapshot
 from .segment import (
     INDEX_SUFFIX,
     INT32_MAX,
@@ -35,7 +36,11 @@ from .segment import (
     LogSegment,
     segment_path,
 )
+from .segment_swap import commit_swap, finish_swap, pause_for_tests
 from .txn_index import AbortedTxn, collect_aborted_transactions
+
+if TYPE_CHECKING:
+    from .cleaner import StagedGroup
 
 logger = logging.getLogger("odradek.log")
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
@@ -118,6 +123,8 @@ class PartitionLog:
         worker thread.
         """
         directory.mkdir(parents=True, exist_ok=True)
+        if finish_swap(directory):
+            logger.info("%s: completed a cleaner swap interrupted by a crash", directory.name)
         bases = _clean_directory(directory)
         limits = IndexLimits(config.index_interval_bytes, config.segment_index_bytes)
         segments: list[LogSegment] = []
@@ -570,6 +577,62 @@ class PartitionLog:
         i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
         return collect_aborted_transactions(
             [segment.txn_index for segment in self._segments[i:]], fetch_offset, upper_bound)
+
+    # -- cleaning ---------------------------------------------------------------------------
+
+    def install_cleaned(self, expected: Sequence[LogSegment], groups: Sequence[StagedGroup],
+                        now_ms: int) -> bool:
+        """Swap the cleaner's staged segments in for the sealed segments they replace.
+
+        `expected` are the segments the cleaner read, as they were then; when any of them has
+        since been removed, truncated or become active, the staged files are dropped and
+        False returned. Otherwise the swap is committed (`segment_swap`), carried out, and the
+        new segments take the old ones' place in memory.
+        """
+        current = {segment.base_offset: segment for segment in self._segments[:-1]}
+        sizes = {segment.base_offset: (segment.size, segment.next_offset)
+                 for segment in expected}
+        old = [current.get(base) for group in groups for base in group.old_bases]
+        if not groups or any(
+            segment is None or (segment.size, segment.next_offset) != sizes.get(segment.base_offset)
+            or all(segment is not e for e in expected)
+            for segment in old
+        ):
+            finish_swap(self.directory)
+            return False
+        replaced = [segment for segment in old if segment is not None]
+        moves = [name for group in groups for name in group.files]
+        incoming = set(moves)
+        new_bases = {group.new_base for group in groups}
+        deletes = [path.name for segment in replaced
+                   for path in (*segment.paths(),
+                                segment_path(self.directory, segment.base_offset,
+                                             SNAPSHOT_SUFFIX))
+                   if path.name not in incoming and path.exists()
+                   and not (path.name.endswith(SNAPSHOT_SUFFIX)
+                            and segment.base_offset in new_bases)]
+        pause_for_tests(self.directory, "staged")
+        commit_swap(self.directory, moves, deletes)
+        for segment in replaced:
+            segment.close()
+        finish_swap(self.directory)
+        limits = self._limits()
+        fresh = {}
+        for group in groups:
+            segment, intact = LogSegment.open(self.directory, group.new_base, now_ms)
+            if not intact or not segment.load_tail():
+                segment.recover(limits)
+            segment.seal()
+            fresh[group.new_base] = segment
+        doomed = {id(segment) for segment in replaced}
+        segments: list[LogSegment] = []
+        for segment in self._segments:
+            if id(segment) not in doomed:
+                segments.append(segment)
+            elif segment.base_offset in fresh:
+                segments.append(fresh[segment.base_offset])
+        self._set_segments(segments)
+        return True
 
     # -- durability -------------------------------------------------------------------------
 

@@ -47,6 +47,8 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+"""Set by the log cleaner (KIP-534): baseTimestamp then holds the batch's delete horizon."""
 
 _MIN_BATCH_LENGTH = BATCH_OVERHEAD - LOG_OVERHEAD
 _PARTITION_LEADER_EPOCH_OFFSET = 12
@@ -122,6 +124,11 @@ class BatchInfo:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may drop this batch's tombstones (or marker); None if not yet set."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
 
 def _unpack_header(buf: Buffer, position: int) -> BatchInfo:
@@ -552,33 +559,54 @@ def build_batch(
     partition_leader_epoch: int = -1,
     is_transactional: bool = False,
     is_control: bool = False,
+    log_append_time_ms: int | None = None,
+    delete_horizon_ms: int | None = None,
+    last_offset_delta: int | None = None,
 ) -> bytes:
-    """Encode a CreateTime batch of magic v2.
+    """Encode a batch of magic v2.
 
     A `(key, value)` pair gets the next offset delta, `timestamp_ms` and no headers. A
     `Record` brings its own timestamp and headers, and its offset (which must be at least
     `base_offset` and increasing), so decoded records re-encode to the same batch.
+
+    The keywords after `is_control` let the log cleaner rebuild a batch as Kafka's
+    MemoryRecordsBuilder does: `log_append_time_ms` makes a LogAppendTime batch with that
+    maxTimestamp; `delete_horizon_ms` sets the delete-horizon bit and becomes baseTimestamp
+    (timestamp deltas are taken from it, so record timestamps do not change); and
+    `last_offset_delta` keeps the original batch's last offset (so the producer's last
+    sequence survives) when its last records were removed.
     """
     if not records:
         raise ValueError("a record batch needs at least one record")
     timestamps: list[int] = []
     offset_deltas: list[int] = []
-    body = bytearray()
-    record_bytes = bytearray()
     for index, item in enumerate(records):
         if isinstance(item, Record):
             offset_delta = item.offset - base_offset
-            timestamp, key, value, headers = item.timestamp, item.key, item.value, item.headers
+            timestamps.append(item.timestamp)
         else:
             offset_delta = index if not offset_deltas else offset_deltas[-1] + 1
-            timestamp, (key, value), headers = timestamp_ms, item, ()
+            timestamps.append(timestamp_ms)
         if offset_delta < 0 or (offset_deltas and offset_delta <= offset_deltas[-1]):
             raise ValueError(f"offset delta {offset_delta} out of order at record {index}")
         offset_deltas.append(offset_delta)
-        timestamps.append(timestamp)
+    if last_offset_delta is None:
+        last_offset_delta = offset_deltas[-1]
+    elif last_offset_delta < offset_deltas[-1]:
+        raise ValueError(
+            f"last offset delta {last_offset_delta} is below the last record's {offset_deltas[-1]}"
+        )
+    base_timestamp = timestamps[0] if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray()
+    record_bytes = bytearray()
+    for item, offset_delta, timestamp in zip(records, offset_deltas, timestamps, strict=True):
+        if isinstance(item, Record):
+            key, value, headers = item.key, item.value, item.headers
+        else:
+            (key, value), headers = item, ()
         record_bytes.clear()
         record_bytes.append(0)
-        _write_varint(record_bytes, timestamp - timestamps[0])
+        _write_varint(record_bytes, timestamp - base_timestamp)
         _write_varint(record_bytes, offset_delta)
         _write_bytes(record_bytes, key)
         _write_bytes(record_bytes, value)
@@ -589,11 +617,89 @@ def build_batch(
         _write_varint(body, len(record_bytes))
         body += record_bytes
     payload = bytes(body) if compression == NO_COMPRESSION else _compress(compression, bytes(body))
+    attributes = _attributes(
+        compression, log_append_time_ms is not None, is_transactional, is_control
+    )
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_BIT
+    return _pack_batch(
+        payload,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max(timestamps) if log_append_time_ms is None else log_append_time_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+    )
+
+
+def empty_batch(
+    *,
+    base_offset: int,
+    last_offset: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+    timestamp_type: int = CREATE_TIME,
+    max_timestamp: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+) -> bytes:
+    """A batch of no records covering [base_offset, last_offset] (Kafka's writeEmptyHeader).
+
+    The log cleaner writes one in place of a batch it emptied when the batch must stay, to
+    keep a producer's last sequence and epoch. As in Kafka: no compression, no delete
+    horizon, baseTimestamp -1.
+    """
+    return _pack_batch(
+        b"",
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=_attributes(
+            NO_COMPRESSION, timestamp_type == LOG_APPEND_TIME, is_transactional, is_control
+        ),
+        last_offset_delta=last_offset - base_offset,
+        base_timestamp=-1,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=0,
+    )
+
+
+def _attributes(
+    compression: int, log_append_time: bool, is_transactional: bool, is_control: bool
+) -> int:
     attributes = compression
+    if log_append_time:
+        attributes |= _TIMESTAMP_TYPE_BIT
     if is_transactional:
         attributes |= _TRANSACTIONAL_BIT
     if is_control:
         attributes |= _CONTROL_BIT
+    return attributes
+
+
+def _pack_batch(
+    payload: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> bytes:
     out = bytearray(BATCH_OVERHEAD)
     _HEADER.pack_into(
         out,
@@ -604,14 +710,41 @@ def build_batch(
         MAGIC,
         0,
         attributes,
-        offset_deltas[-1],
-        timestamps[0],
-        max(timestamps),
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        record_count,
     )
     out += payload
     _UINT32.pack_into(out, _CRC_OFFSET, crc32c.crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
     return bytes(out)
+
+
+def first_keyless_record(batch: Buffer) -> int | None:
+    """Index of the first record without a key in the batch at the start of `batch`, None
+    if every record has one (compacted topics reject keyless records: INVALID_RECORD).
+
+    Decompresses, but only walks record lengths and key lengths.
+    """
+    info = parse_batch_header(batch)
+    if info.size < BATCH_OVERHEAD or info.size > len(batch):
+        raise _corrupt(f"batch declares {info.size} bytes, {len(batch)} present")
+    data = bytes(batch[BATCH_OVERHEAD : info.size])
+    if info.compression != NO_COMPRESSION:
+        data = _decompress(info.compression, data)
+    position = 0
+    for index in range(info.record_count):
+        length, position = _read_varint(data, position, 5)
+        record_end = position + length
+        if length < 0 or record_end > len(data):
+            raise _corrupt(f"record of {length} bytes runs past the end of the batch")
+        _, field = _read_varint(data, position + 1, 10)  # skip attributes, timestamp delta
+        _, field = _read_varint(data, field, 5)  # offset delta
+        key_length, _ = _read_varint(data, field, 5)
+        if key_length < 0:
+            return index
+        position = record_end
+    return None

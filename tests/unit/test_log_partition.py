@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log import AppendResult, LogConfig, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.partition import RecordBatchTooLargeError
@@ -22,22 +23,7 @@ from odradek.protocol.records import (
     validate_batches,
 )
 
-LONG_MAX = 2**63 - 1
-DEFAULTS: dict[str, object] = {
-    "segment.bytes": 1 << 30,
-    "segment.ms": 604800000,
-    "segment.jitter.ms": 0,
-    "segment.index.bytes": 10485760,
-    "index.interval.bytes": 4096,
-    "retention.ms": 604800000,
-    "retention.bytes": -1,
-    "flush.messages": LONG_MAX,
-    "flush.ms": LONG_MAX,
-    "file.delete.delay.ms": 60000,
-    "message.timestamp.type": "CreateTime",
-    "max.message.bytes": 1048588,
-    "cleanup.policy": ["delete"],
-}
+DEFAULTS: dict[str, object] = dict(effective_topic_config(BrokerConfig({}), {}))
 
 
 def make_config(**overrides: object) -> LogConfig:

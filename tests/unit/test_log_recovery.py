@@ -9,26 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log import LogConfig, LogManager, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.manager import CLEAN_SHUTDOWN_FILE, parse_log_dir_name
 from odradek.protocol.records import build_batch, decode_records, iter_batches, validate_batches
 
-LONG_MAX = 2**63 - 1
 DEFAULTS: dict[str, object] = {
+    **effective_topic_config(BrokerConfig({}), {}),
     "segment.bytes": 1_000,
-    "segment.ms": 604800000,
-    "segment.jitter.ms": 0,
-    "segment.index.bytes": 10485760,
     "index.interval.bytes": 200,
-    "retention.ms": 604800000,
-    "retention.bytes": -1,
-    "flush.messages": LONG_MAX,
-    "flush.ms": LONG_MAX,
-    "file.delete.delay.ms": 60000,
-    "message.timestamp.type": "CreateTime",
-    "max.message.bytes": 1048588,
-    "cleanup.policy": ["delete"],
 }
 CONFIG = LogConfig.from_topic_config(DEFAULTS)
 

@@ -22,7 +22,13 @@ from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import verify
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
-from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
+from odradek.protocol.records import (
+    ZSTD,
+    BatchInfo,
+    InvalidRecordsError,
+    first_keyless_record,
+    validate_batches,
+)
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")
@@ -99,6 +105,27 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                                              context.version, flushes, request.acks, None))
     finished = _finish(broker, request, responses, flushes)
     return await finished if isinstance(finished, Awaitable) else finished
+
+
+def _keyless_problem(log_: PartitionLog, records: bytes, batches: list[BatchInfo]
+                     ) -> tuple[ErrorCode, str] | None:
+    """Compacted topics refuse records without a key (Kafka's LogValidator); only there are
+    records walked (not decoded) on the produce path."""
+    if not log_.config.compact_enabled:
+        return None
+    with memoryview(records) as view:
+        for info in batches:
+            if info.is_control:
+                continue
+            try:
+                index = first_keyless_record(view[info.position:info.end])
+            except InvalidRecordsError as error:
+                return error.error_code, error.message
+            if index is not None:
+                return (ErrorCode.invalid_record, f"Compacted topic cannot accept message "
+                        f"without key in topic partition {log_.directory.name} (record "
+                        f"{index} of the batch at position {info.position})")
+    return None
 
 
 def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
@@ -274,7 +301,7 @@ def produce_partition(
         _count_failure(broker, topic)
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
-    refused = _request_problem(batches, version)
+    refused = _request_problem(batches, version) or _keyless_problem(log_, records, batches)
     if refused:
         _count_failure(broker, topic)
         return _error(index, *refused)

@@ -1,0 +1,241 @@
+"""The log cleaner's shell (Kafka's LogCleaner and LogCleanerManager): picks the filthiest
+compacted log, has a cleaner worker clean it, swaps the result in, and keeps
+`cleaner-offset-checkpoint`.
+
+Cleaners are processes, `log.cleaner.threads` of them: cleaning decodes and re-encodes every
+record, and in a thread of the broker's process that work would hold the GIL the event loop
+needs, so produce and fetch latency would suffer while it runs. A worker reads the segments
+through its own file descriptors and writes the cleaned ones into a staging dir; only the
+swap, a few renames, runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from multiprocessing.pool import Pool
+
+from odradek.broker.broker import Broker, now_ms
+from odradek.config import BrokerConfig
+from odradek.log.checkpoint import read_checkpoint, write_checkpoint
+from odradek.log.cleaner import CleanJob, CleanResult, SegmentRef, clean_log
+from odradek.log.compaction import LogToClean, SegmentSummary, log_to_clean
+from odradek.log.partition import PartitionLog
+from odradek.log.segment_swap import finish_swap
+
+log = logging.getLogger("odradek.broker.log_cleaner")
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class CleanerFigures:
+    """What the cleaner metrics show (Kafka's LogCleaner and LogCleanerManager gauges)."""
+
+    max_clean_time_s: float = 0.0
+    recopy_percent: float = 0.0
+    max_buffer_utilization_percent: float = 0.0
+    max_dirty_percent: float = 0.0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    cleanings: int = 0
+
+
+class LogCleaner:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.threads = config.integer("log.cleaner.threads")
+        self.backoff_s = config.integer("log.cleaner.backoff.ms") / 1000
+        self.figures = CleanerFigures()
+        self.dirty_ratios: dict[TopicPartition, float] = {}
+        self._checkpoint_path = broker.log_dir / CLEANER_CHECKPOINT
+        self._checkpoints: dict[TopicPartition, int] = {}
+        self._in_progress: set[TopicPartition] = set()
+        self._delete_horizons: dict[TopicPartition, int] = {}
+        """The latest delete horizon each log's last cleaning left behind."""
+        self._pool: Pool | None = None
+
+    @staticmethod
+    def enabled(config: BrokerConfig) -> bool:
+        return bool(config["log.cleaner.enable"]) and config.integer("log.cleaner.threads") > 0
+
+    def start(self) -> list[asyncio.Task[None]]:
+        """Start the workers; returns the tasks to cancel at shutdown."""
+        self._checkpoints = read_checkpoint(self._checkpoint_path)
+        self._pool = multiprocessing.get_context("spawn").Pool(self.threads)
+        return [asyncio.create_task(self._run()) for _ in range(self.threads)]
+
+    def stop(self) -> None:
+        """Kill the workers: a cleaning cut short leaves only its staging dir, which the next
+        load deletes."""
+        if self._pool is not None:
+            self._pool.terminate()
+
+    async def _run(self) -> None:
+        while True:
+            cleaned = False
+            try:
+                cleaned = await self.clean_filthiest()
+            except Exception:
+                log.exception("log cleaning failed")
+            if not cleaned:
+                await asyncio.sleep(self.backoff_s)
+
+    async def clean_filthiest(self) -> bool:
+        """Clean the log most in need of it; False when none is."""
+        chosen = self._grab_filthiest(now_ms())
+        if chosen is None:
+            return False
+        key, partition_log, job, expected = chosen
+        self._in_progress.add(key)
+        try:
+            loop = asyncio.get_running_loop()
+            result = await self._in_worker(job)
+            if self.broker.logs.get(*key) is not partition_log:
+                await loop.run_in_executor(None, finish_swap, partition_log.directory)
+                return True
+            if result.groups and not partition_log.install_cleaned(expected, result.groups,
+                                                                   now_ms()):
+                log.info("%s-%d changed while it was cleaned; cleaning it again later", *key)
+                return True
+            self._checkpoints[key] = result.end_offset
+            horizon = result.stats.latest_delete_horizon_ms
+            if horizon > now_ms():
+                self._delete_horizons[key] = horizon
+            else:
+                self._delete_horizons.pop(key, None)
+            await loop.run_in_executor(None, self._write_checkpoint)
+            self._record(key, result, job)
+        finally:
+            self._in_progress.discard(key)
+        return True
+
+    async def _in_worker(self, job: CleanJob) -> CleanResult:
+        assert self._pool is not None
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[CleanResult] = loop.create_future()
+
+        def settle(outcome: CleanResult | BaseException) -> None:
+            if done.done():
+                return
+            if isinstance(outcome, BaseException):
+                done.set_exception(outcome)
+            else:
+                done.set_result(outcome)
+
+        def from_pool(outcome: CleanResult | BaseException) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed at shutdown
+                loop.call_soon_threadsafe(settle, outcome)
+
+        self._pool.apply_async(clean_log, (job,), callback=from_pool, error_callback=from_pool)
+        return await done
+
+    def _grab_filthiest(self, now: int
+                        ) -> tuple[TopicPartition, PartitionLog, CleanJob, list] | None:
+        best: tuple[float, TopicPartition, PartitionLog, LogToClean] | None = None
+        ratios: dict[TopicPartition, float] = {}
+        for key, partition_log in list(self.broker.logs.logs()):
+            config = partition_log.config
+            if not config.compact_enabled or key in self._in_progress:
+                continue
+            candidate = self._to_clean(key, partition_log, now)
+            ratios[key] = candidate.dirty_ratio
+            if not candidate.needs_cleaning:
+                continue
+            priority = candidate.priority
+            if best is None or priority > best[0]:
+                best = (priority, key, partition_log, candidate)
+        self.dirty_ratios = ratios
+        self.figures.max_dirty_percent = 100 * max(ratios.values(), default=0.0)
+        if best is None:
+            best = self._horizon_passed(now)
+        if best is None:
+            return None
+        _, key, partition_log, candidate = best
+        expected = list(partition_log.segments[:-1])
+        return key, partition_log, self._job(partition_log, candidate, expected, now), expected
+
+    def _horizon_passed(self, now: int
+                        ) -> tuple[float, TopicPartition, PartitionLog, LogToClean] | None:
+        """With no log dirty enough, one whose tombstones or markers have reached their
+        delete horizon gets a round to remove them (KIP-534)."""
+        for key, horizon in list(self._delete_horizons.items()):
+            partition_log = self.broker.logs.get(*key)
+            if partition_log is None or not partition_log.config.compact_enabled:
+                del self._delete_horizons[key]
+            elif horizon <= now and key not in self._in_progress:
+                return 0.0, key, partition_log, self._to_clean(key, partition_log, now)
+        return None
+
+    def _to_clean(self, key: TopicPartition, partition_log: PartitionLog, now: int
+                  ) -> LogToClean:
+        config = partition_log.config
+        segments = [SegmentSummary(s.base_offset, s.size, s.largest_timestamp(),
+                                   s.rolling_base_timestamp) for s in partition_log.segments]
+        return log_to_clean(
+            segments, checkpoint=self._checkpoints.get(key),
+            log_start_offset=partition_log.log_start_offset,
+            log_end_offset=partition_log.log_end_offset,
+            last_stable_offset=partition_log.last_stable_offset, now_ms=now,
+            min_compaction_lag_ms=config.min_compaction_lag_ms,
+            max_compaction_lag_ms=config.max_compaction_lag_ms,
+            min_cleanable_ratio=config.min_cleanable_dirty_ratio)
+
+    def _job(self, partition_log: PartitionLog, candidate: LogToClean, expected: list,
+             now: int) -> CleanJob:
+        config = self.broker.config
+        log_config = partition_log.config
+        producers = partition_log.producers.producers
+        return CleanJob(
+            directory=partition_log.directory,
+            segments=tuple(SegmentRef(s.base_offset, s.next_offset, s.size,
+                                      s.index.entry_size * len(s.index),
+                                      s.time_index.entry_size * len(s.time_index))
+                           for s in expected),
+            first_dirty_offset=candidate.first_dirty_offset,
+            first_uncleanable_offset=candidate.first_uncleanable_offset,
+            aborted=tuple(entry for s in expected for entry in s.txn_index.entries()),
+            producer_tails={pid: (entry.last_offset if entry.batches else None, entry.epoch)
+                            for pid, entry in producers.items()},
+            now_ms=now,
+            delete_retention_ms=log_config.delete_retention_ms,
+            map_bytes=config.integer("log.cleaner.dedupe.buffer.size") // self.threads,
+            load_factor=float(config["log.cleaner.io.buffer.load.factor"]),  # type: ignore[arg-type]
+            io_buffer_bytes=config.integer("log.cleaner.io.buffer.size"),
+            max_io_bytes_per_second=float(
+                config["log.cleaner.io.max.bytes.per.second"]),  # type: ignore[arg-type]
+            segment_bytes=log_config.segment_bytes,
+            max_index_bytes=log_config.segment_index_bytes,
+            index_interval_bytes=log_config.index_interval_bytes,
+        )
+
+    def _record(self, key: TopicPartition, result: CleanResult, job: CleanJob) -> None:
+        stats = result.stats
+        figures = self.figures
+        figures.cleanings += 1
+        figures.max_clean_time_s = result.elapsed_s
+        figures.bytes_read += stats.bytes_read
+        figures.bytes_written += stats.bytes_written
+        if stats.bytes_read:
+            figures.recopy_percent = 100 * stats.bytes_written / stats.bytes_read
+        figures.max_buffer_utilization_percent = 100 * stats.map_utilization
+        log.info("cleaned %s-%d up to offset %d in %.2f s: %d bytes read, %d written "
+                 "(%d of %d records kept)", *key, result.end_offset, result.elapsed_s,
+                 stats.bytes_read, stats.bytes_written, stats.records_retained,
+                 stats.records_read)
+
+    def _write_checkpoint(self) -> None:
+        live = {key for key, _ in self.broker.logs.logs()}
+        write_checkpoint(self._checkpoint_path,
+                         {key: offset for key, offset in self._checkpoints.items()
+                          if key in live})
+
+    def dirty_ratio_samples(self) -> Iterable[tuple[str, int, float]]:
+        return ((topic, partition, ratio)
+                for (topic, partition), ratio in self.dirty_ratios.items())

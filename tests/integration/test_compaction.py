@@ -1,0 +1,221 @@
+"""The log cleaner on a real broker, driven by confluent-kafka: compacted topics keep the
+latest value of every key at its original offset, tombstones go after their delete horizon,
+a kill -9 in the middle of cleaning loses nothing, and `__consumer_offsets` stays small."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from odradek.group.coordinator import partition_for
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import (
+    TIMEOUT,
+    Out,
+    Rec,
+    create_topic,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+    unique,
+)
+
+FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
+COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "16384",
+             "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "2000"}
+SMALL_BATCHES = {"linger.ms": 5, "batch.size": 4096}
+"""Batches well below the topics' segment.bytes."""
+KEYS, UPDATES, DELETED = 500, 10_000, 50
+INVALID_RECORD = 87
+
+
+def history(tag: str) -> list[Out]:
+    """UPDATES updates over KEYS keys, then tombstones for the first DELETED keys."""
+    stamp = now_ms()
+    updates = [Out(f"key-{i % KEYS}".encode(), f"{tag}-{i}".encode(), stamp)
+               for i in range(UPDATES)]
+    return updates + [Out(f"key-{k}".encode(), None, stamp) for k in range(DELETED)]
+
+
+def latest_per_key(records: list[Rec]) -> dict[bytes | None, Rec]:
+    latest: dict[bytes | None, Rec] = {}
+    for record in sorted(records, key=lambda r: r.offset):
+        latest[record.key] = record
+    return latest
+
+
+def roll_active_segment(bootstrap: str, topic: str, segment_ms: float) -> Rec:
+    """Records in the active segment are never cleaned: once segment.ms has passed, one more
+    record rolls it, so everything before it becomes cleanable."""
+    time.sleep(segment_ms / 1000 + 0.2)
+    (sentinel,) = produce_confluent(bootstrap, topic, [Out(b"sentinel", b"roll", now_ms())])
+    return sentinel
+
+
+def compacted_exactly(bootstrap: str, topic: str, acked: list[Rec]) -> bool:
+    """A full read holds the latest acknowledged value of every live key at the offset it
+    was acknowledged with, and nothing else (no older values, no tombstones)."""
+    expected = {key: record for key, record in latest_per_key(acked).items()
+                if record.value is not None}
+    records = read_confluent(bootstrap, topic)
+    return sorted(records, key=lambda r: r.offset) == sorted(expected.values(),
+                                                             key=lambda r: r.offset)
+
+
+def set_cleanup_policy(bootstrap: str, topic: str, policy: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("cleanup.policy", policy, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(TIMEOUT)
+
+
+def wait_for(predicate: object, timeout: float, what: str) -> float:
+    started = time.monotonic()
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_compaction_keeps_the_latest_value_of_each_key_at_its_offset(
+        fresh_broker: BrokerProcess, compression: str) -> None:
+    fresh_broker.overrides.update(FAST_CLEANER)
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("compacted"), config={**COMPACTED,
+                                                                 "segment.ms": "1000"})
+    acked = produce_confluent(bootstrap, topic, history("v"), {
+        "compression.type": compression, **SMALL_BATCHES})
+    acked.append(roll_active_segment(bootstrap, topic, 1000))
+    took = wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+                    "the log compacted down to the latest value per live key")
+    print(f"\n{compression}: compacted and tombstones gone {took:.1f} s after the roll")
+    segments = sorted((fresh_broker.data_dir / f"{topic}-0").glob("*.log"))
+    assert sum(path.stat().st_size for path in segments) < UPDATES * 20
+    assert "cleaned " in fresh_broker.logs()
+
+
+def test_keyless_records_are_refused_on_a_compacted_topic(fresh_broker: BrokerProcess) -> None:
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("keyless"), config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": bootstrap, "retries": 0})
+    errors: list[int] = []
+    producer.produce(topic, value=b"no key", on_delivery=lambda error, _: errors.append(
+        error.code() if error else 0))
+    producer.flush(TIMEOUT)
+    assert errors == [INVALID_RECORD]
+    produce_confluent(bootstrap, topic, [Out(b"k", b"keyed", now_ms())])
+    assert [r.value for r in read_confluent(bootstrap, topic)] == [b"keyed"]
+
+
+def test_switching_to_compact_takes_effect_without_a_restart(
+        fresh_broker: BrokerProcess) -> None:
+    fresh_broker.overrides.update(FAST_CLEANER)
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("switch"), config={
+        "segment.bytes": "16384", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})
+    acked = produce_confluent(bootstrap, topic, history("s")[:UPDATES], SMALL_BATCHES)
+    acked.append(roll_active_segment(bootstrap, topic, 1000))
+    time.sleep(1)
+    assert len(read_confluent(bootstrap, topic)) == len(acked), "delete policy: nothing cleaned"
+    set_cleanup_policy(bootstrap, topic, "compact")
+    wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+             "compaction after the policy change")
+
+
+@pytest.mark.parametrize("point", ["staged", "committed"])
+def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
+        fresh_broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+    """The cleaner stops for good at a test-only pause point (holding the event loop),
+    before or after its commit point, and the broker is killed there: the log reads back
+    with the same latest value per key, and once restarted the cleaner finishes the job."""
+    fresh_broker.overrides.update(FAST_CLEANER)
+    monkeypatch.setenv("ODRADEK_TEST_CLEANER_PAUSE", point)
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("crash"), config={
+        **COMPACTED, "cleanup.policy": "delete", "segment.ms": "1000"})
+    acked = produce_confluent(bootstrap, topic, history("c")[:UPDATES], SMALL_BATCHES)
+    acked.append(roll_active_segment(bootstrap, topic, 1000))
+    set_cleanup_policy(bootstrap, topic, "compact")
+    marker = fresh_broker.data_dir / f"{topic}-0" / f"cleaner-paused-{point}"
+    wait_for(marker.exists, 60, f"the cleaner to pause at {point}")
+    fresh_broker.kill()
+    partition_dir = marker.parent
+    assert (partition_dir / "cleaner-staging").is_dir()
+    assert (partition_dir / "cleaner-swap").exists() == (point == "committed")
+    monkeypatch.delenv("ODRADEK_TEST_CLEANER_PAUSE")
+    marker.unlink()
+    fresh_broker.start()
+    assert not (partition_dir / "cleaner-staging").exists()
+    assert ("completed a cleaner swap interrupted by a crash" in fresh_broker.logs()) == (
+        point == "committed")
+    expected = {key: (r.offset, r.value) for key, r in latest_per_key(acked).items()}
+    after_restart = latest_per_key(read_confluent(bootstrap, topic))
+    assert {key: (r.offset, r.value) for key, r in after_restart.items()} == expected
+    wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+             "the cleaner to finish after the restart")
+
+
+def test_consumer_offsets_stay_small_under_100000_commits(fresh_broker: BrokerProcess) -> None:
+    fresh_broker.overrides.update({**FAST_CLEANER, "offsets.topic.segment.bytes": "1048576"})
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("committed"), partitions=4)
+    group = unique("busy")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    commits = 100_000
+
+    def commit_now() -> bool:
+        try:
+            consumer.commit(offsets=[CTopicPartition(topic, 0, 0)], asynchronous=False)
+        except KafkaException:
+            return False
+        return True
+
+    try:
+        wait_for(commit_now, 30, "the group coordinator")
+        for i in range(commits):
+            consumer.commit(offsets=[CTopicPartition(topic, i % 4, i)], asynchronous=True)
+            if i % 100 == 99:
+                consumer.poll(0)
+        consumer.commit(offsets=[CTopicPartition(topic, p, commits + p) for p in range(4)],
+                        asynchronous=False)
+        shard = CTopicPartition("__consumer_offsets", partition_for(group, 50))
+        _, appended = consumer.get_watermark_offsets(shard, TIMEOUT)
+    finally:
+        consumer.close()
+    assert appended >= commits, f"only {appended} commits reached __consumer_offsets"
+    shard_dir = fresh_broker.data_dir / f"__consumer_offsets-{shard.partition}"
+
+    def offsets_bytes() -> int:
+        return sum(f.stat().st_size for f in shard_dir.glob("*.log"))
+
+    written = commits * 100
+    wait_for(lambda: offsets_bytes() < written // 10, 120, "__consumer_offsets compacted")
+    size = offsets_bytes()
+    fresh_broker.stop()
+    started = time.monotonic()
+    fresh_broker.start()
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        committed = {tp.partition: tp.offset for tp in reader.committed(
+            [CTopicPartition(topic, p) for p in range(4)], TIMEOUT)}
+    finally:
+        reader.close()
+    load_s = time.monotonic() - started
+    print(f"\n{appended} records in __consumer_offsets-{shard.partition}: {size} bytes on "
+          "disk after compaction; "
+          f"restart to committed offsets served in {load_s:.2f} s")
+    assert committed == {p: commits + p for p in range(4)}
+
