@@ -12,19 +12,20 @@ swap, a few renames, runs on the event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import multiprocessing
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing.pool import Pool
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.config import BrokerConfig
 from odradek.log.checkpoint import read_checkpoint, write_checkpoint
-from odradek.log.cleaner import CleanJob, CleanResult, SegmentRef, clean_log
+from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
 from odradek.log.compaction import LogToClean, SegmentSummary, log_to_clean
 from odradek.log.partition import PartitionLog
+from odradek.log.segment import LogSegment
 from odradek.log.segment_swap import finish_swap
 
 log = logging.getLogger("odradek.broker.log_cleaner")
@@ -57,9 +58,13 @@ class LogCleaner:
         self._checkpoint_path = broker.log_dir / CLEANER_CHECKPOINT
         self._checkpoints: dict[TopicPartition, int] = {}
         self._in_progress: set[TopicPartition] = set()
+        self._checkpointed: dict[TopicPartition, tuple[PartitionLog, int]] = {}
+        """The log and its truncation count when its checkpoint was written: a log
+        truncated or re-created since must be cleaned from its start again (Kafka's
+        maybeTruncateCheckpoint, coarser)."""
         self._delete_horizons: dict[TopicPartition, int] = {}
         """The latest delete horizon each log's last cleaning left behind."""
-        self._pool: Pool | None = None
+        self._pool: ProcessPoolExecutor | None = None
 
     @staticmethod
     def enabled(config: BrokerConfig) -> bool:
@@ -68,14 +73,16 @@ class LogCleaner:
     def start(self) -> list[asyncio.Task[None]]:
         """Start the workers; returns the tasks to cancel at shutdown."""
         self._checkpoints = read_checkpoint(self._checkpoint_path)
-        self._pool = multiprocessing.get_context("spawn").Pool(self.threads)
+        self._pool = self._new_pool()
         return [asyncio.create_task(self._run()) for _ in range(self.threads)]
 
     def stop(self) -> None:
         """Kill the workers: a cleaning cut short leaves only its staging dir, which the next
         load deletes."""
         if self._pool is not None:
-            self._pool.terminate()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for worker in multiprocessing.active_children():
+                worker.kill()
 
     async def _run(self) -> None:
         while True:
@@ -93,6 +100,7 @@ class LogCleaner:
         if chosen is None:
             return False
         key, partition_log, job, expected = chosen
+        truncations = partition_log.truncations
         self._in_progress.add(key)
         try:
             loop = asyncio.get_running_loop()
@@ -100,11 +108,12 @@ class LogCleaner:
             if self.broker.logs.get(*key) is not partition_log:
                 await loop.run_in_executor(None, finish_swap, partition_log.directory)
                 return True
-            if result.groups and not partition_log.install_cleaned(expected, result.groups,
-                                                                   now_ms()):
+            if result.groups and not partition_log.install_cleaned(
+                    expected, truncations, result.groups, now_ms()):
                 log.info("%s-%d changed while it was cleaned; cleaning it again later", *key)
                 return True
             self._checkpoints[key] = result.end_offset
+            self._checkpointed[key] = (partition_log, truncations)
             horizon = result.stats.latest_delete_horizon_ms
             if horizon > now_ms():
                 self._delete_horizons[key] = horizon
@@ -117,27 +126,21 @@ class LogCleaner:
         return True
 
     async def _in_worker(self, job: CleanJob) -> CleanResult:
+        """Run the job in a worker; a worker that dies (killed, out of memory) breaks the
+        pool, which is replaced."""
         assert self._pool is not None
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[CleanResult] = loop.create_future()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, clean_log, job)
+        except BrokenProcessPool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._new_pool()
+            raise
 
-        def settle(outcome: CleanResult | BaseException) -> None:
-            if done.done():
-                return
-            if isinstance(outcome, BaseException):
-                done.set_exception(outcome)
-            else:
-                done.set_result(outcome)
-
-        def from_pool(outcome: CleanResult | BaseException) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed at shutdown
-                loop.call_soon_threadsafe(settle, outcome)
-
-        self._pool.apply_async(clean_log, (job,), callback=from_pool, error_callback=from_pool)
-        return await done
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"))
 
     def _grab_filthiest(self, now: int
-                        ) -> tuple[TopicPartition, PartitionLog, CleanJob, list] | None:
+                        ) -> tuple[TopicPartition, PartitionLog, CleanJob, list[LogSegment]] | None:
         best: tuple[float, TopicPartition, PartitionLog, LogToClean] | None = None
         ratios: dict[TopicPartition, float] = {}
         for key, partition_log in list(self.broker.logs.logs()):
@@ -179,7 +182,7 @@ class LogCleaner:
         segments = [SegmentSummary(s.base_offset, s.size, s.largest_timestamp(),
                                    s.rolling_base_timestamp) for s in partition_log.segments]
         return log_to_clean(
-            segments, checkpoint=self._checkpoints.get(key),
+            segments, checkpoint=self._checkpoint(key, partition_log),
             log_start_offset=partition_log.log_start_offset,
             log_end_offset=partition_log.log_end_offset,
             last_stable_offset=partition_log.last_stable_offset, now_ms=now,
@@ -187,33 +190,25 @@ class LogCleaner:
             max_compaction_lag_ms=config.max_compaction_lag_ms,
             min_cleanable_ratio=config.min_cleanable_dirty_ratio)
 
-    def _job(self, partition_log: PartitionLog, candidate: LogToClean, expected: list,
-             now: int) -> CleanJob:
+    def _checkpoint(self, key: TopicPartition, partition_log: PartitionLog) -> int | None:
+        recorded = self._checkpointed.get(key)
+        if recorded is not None and recorded != (partition_log, partition_log.truncations):
+            self._checkpoints.pop(key, None)
+            del self._checkpointed[key]
+        return self._checkpoints.get(key)
+
+    def _job(self, partition_log: PartitionLog, candidate: LogToClean,
+             expected: list[LogSegment], now: int) -> CleanJob:
         config = self.broker.config
-        log_config = partition_log.config
-        producers = partition_log.producers.producers
-        return CleanJob(
-            directory=partition_log.directory,
-            segments=tuple(SegmentRef(s.base_offset, s.next_offset, s.size,
-                                      s.index.entry_size * len(s.index),
-                                      s.time_index.entry_size * len(s.time_index))
-                           for s in expected),
-            first_dirty_offset=candidate.first_dirty_offset,
-            first_uncleanable_offset=candidate.first_uncleanable_offset,
-            aborted=tuple(entry for s in expected for entry in s.txn_index.entries()),
-            producer_tails={pid: (entry.last_offset if entry.batches else None, entry.epoch)
-                            for pid, entry in producers.items()},
-            now_ms=now,
-            delete_retention_ms=log_config.delete_retention_ms,
+        settings = CleanerSettings(
             map_bytes=config.integer("log.cleaner.dedupe.buffer.size") // self.threads,
             load_factor=float(config["log.cleaner.io.buffer.load.factor"]),  # type: ignore[arg-type]
             io_buffer_bytes=config.integer("log.cleaner.io.buffer.size"),
             max_io_bytes_per_second=float(
                 config["log.cleaner.io.max.bytes.per.second"]),  # type: ignore[arg-type]
-            segment_bytes=log_config.segment_bytes,
-            max_index_bytes=log_config.segment_index_bytes,
-            index_interval_bytes=log_config.index_interval_bytes,
         )
+        return job_for(partition_log, expected, candidate.first_dirty_offset,
+                       candidate.first_uncleanable_offset, now, settings)
 
     def _record(self, key: TopicPartition, result: CleanResult, job: CleanJob) -> None:
         stats = result.stats

@@ -15,13 +15,17 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odradek.protocol.records import BATCH_OVERHEAD, parse_batch_header
 
 from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map, group_segments_by_size
 from .segment import LOG_SUFFIX, IndexLimits, LogSegment, segment_path
-from .segment_swap import staging_dir
+from .segment_swap import SWAP_MANIFEST, staging_dir
 from .txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from .partition import PartitionLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,44 @@ class CleanJob:
     segment_bytes: int
     max_index_bytes: int
     index_interval_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerSettings:
+    """The broker's cleaner configs, per worker."""
+
+    map_bytes: int
+    """log.cleaner.dedupe.buffer.size over log.cleaner.threads."""
+    load_factor: float
+    io_buffer_bytes: int
+    max_io_bytes_per_second: float
+
+
+def job_for(log: PartitionLog, segments: Sequence[LogSegment], first_dirty_offset: int,
+            first_uncleanable_offset: int, now_ms: int, settings: CleanerSettings) -> CleanJob:
+    """The job cleaning `segments` (the log's sealed ones, as they are now)."""
+    config = log.config
+    return CleanJob(
+        directory=log.directory,
+        segments=tuple(SegmentRef(s.base_offset, s.next_offset, s.size,
+                                  s.index.entry_size * len(s.index),
+                                  s.time_index.entry_size * len(s.time_index))
+                       for s in segments),
+        first_dirty_offset=first_dirty_offset,
+        first_uncleanable_offset=first_uncleanable_offset,
+        aborted=tuple(entry for s in log.segments for entry in s.txn_index.entries()),
+        producer_tails={pid: (entry.last_offset if entry.batches else None, entry.epoch)
+                        for pid, entry in log.producers.producers.items()},
+        now_ms=now_ms,
+        delete_retention_ms=config.delete_retention_ms,
+        map_bytes=settings.map_bytes,
+        load_factor=settings.load_factor,
+        io_buffer_bytes=settings.io_buffer_bytes,
+        max_io_bytes_per_second=settings.max_io_bytes_per_second,
+        segment_bytes=config.segment_bytes,
+        max_index_bytes=config.segment_index_bytes,
+        index_interval_bytes=config.index_interval_bytes,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +154,8 @@ def clean_log(job: CleanJob) -> CleanResult:
     cleaning = Cleaning(offset_map, now_ms=job.now_ms, delete_retention_ms=job.delete_retention_ms,
                         aborted=job.aborted, producer_tails=job.producer_tails,
                         upper_bound_offset=job.first_uncleanable_offset)
+    if (job.directory / SWAP_MANIFEST).exists():
+        raise RuntimeError(f"{job.directory.name}: a committed segment swap is unfinished")
     staging = staging_dir(job.directory)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
@@ -119,7 +163,7 @@ def clean_log(job: CleanJob) -> CleanResult:
     to_clean = [s for s in job.segments if s.base_offset < end_offset]
     limits = IndexLimits(job.index_interval_bytes, job.max_index_bytes)
     for group in group_segments_by_size(to_clean, job.segment_bytes, job.max_index_bytes,
-                                        end_offset):
+                                        job.first_uncleanable_offset):
         result.groups.append(_clean_group(job, group, cleaning, staging, limits, throttler))
     result.elapsed_s = time.monotonic() - started
     return result

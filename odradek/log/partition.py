@@ -102,6 +102,9 @@ class PartitionLog:
         self._pending_deletion: list[Path] = []
         self.producers = ProducerStateManager()
         """Idempotent and transactional producers' state, as of the log end offset."""
+        self.truncations = 0
+        """How often the log's tail was cut off: a cleaning that read the log before the
+        last cut is not installed."""
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -498,6 +501,7 @@ class PartitionLog:
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset, now_ms)
             return offset
+        self.truncations += 1
         keep = bisect.bisect_right(self._bases, offset)
         segments = self._segments
         for segment in segments[keep:]:
@@ -515,6 +519,7 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         """Drop every segment and start an empty log at `offset`."""
+        self.truncations += 1
         for segment in self._segments:
             self._pending_deletion += segment.rename_for_deletion()
         self._set_segments([LogSegment.create(self.directory, offset, now_ms)])
@@ -580,23 +585,20 @@ class PartitionLog:
 
     # -- cleaning ---------------------------------------------------------------------------
 
-    def install_cleaned(self, expected: Sequence[LogSegment], groups: Sequence[StagedGroup],
-                        now_ms: int) -> bool:
+    def install_cleaned(self, expected: Sequence[LogSegment], truncations: int,
+                        groups: Sequence[StagedGroup], now_ms: int) -> bool:
         """Swap the cleaner's staged segments in for the sealed segments they replace.
 
-        `expected` are the segments the cleaner read, as they were then; when any of them has
-        since been removed, truncated or become active, the staged files are dropped and
-        False returned. Otherwise the swap is committed (`segment_swap`), carried out, and the
-        new segments take the old ones' place in memory.
+        `expected` are the segments the cleaner read and `truncations` the log's count of
+        them then; when the log has been truncated since, or any of those segments removed or
+        made active, the staged files are dropped and False returned. Otherwise the swap is
+        committed (`segment_swap`), carried out, and the new segments take the old ones'
+        place in memory.
         """
         current = {segment.base_offset: segment for segment in self._segments[:-1]}
-        sizes = {segment.base_offset: (segment.size, segment.next_offset)
-                 for segment in expected}
         old = [current.get(base) for group in groups for base in group.old_bases]
-        if not groups or any(
-            segment is None or (segment.size, segment.next_offset) != sizes.get(segment.base_offset)
-            or all(segment is not e for e in expected)
-            for segment in old
+        if not groups or truncations != self.truncations or any(
+            segment is None or all(segment is not e for e in expected) for segment in old
         ):
             finish_swap(self.directory)
             return False

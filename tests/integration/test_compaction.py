@@ -23,6 +23,7 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.integration.test_metrics import sample, scrape
 
 FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
 COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "16384",
@@ -130,6 +131,17 @@ def test_switching_to_compact_takes_effect_without_a_restart(
     set_cleanup_policy(bootstrap, topic, "compact")
     wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
              "compaction after the policy change")
+    samples = scrape(fresh_broker)
+    assert sample(samples, "kafka_log_logcleaner_cleanings_total") >= 1
+    read = sample(samples, "kafka_log_logcleaner_bytes_read_total")
+    written = sample(samples, "kafka_log_logcleaner_bytes_written_total")
+    assert 0 < written < read
+    assert sample(samples, "kafka_log_logcleaner_max_clean_time_secs") > 0
+    assert 0 < sample(samples, "kafka_log_logcleaner_cleaner_recopy_percent") < 100
+    assert 0 < sample(samples, "kafka_log_logcleaner_max_buffer_utilization_percent") < 100
+    assert 0 <= sample(samples, "kafka_log_logcleanermanager_dirty_ratio",
+                       topic=topic, partition="0") < 0.5
+    assert sample(samples, "kafka_log_logcleanermanager_max_dirty_percent") < 50
 
 
 @pytest.mark.parametrize("point", ["staged", "committed"])
