@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,17 +122,21 @@ class CleanResult:
 class Throttler:
     """Keeps a cleaner's IO at `log.cleaner.io.max.bytes.per.second` (Kafka's Throttler)."""
 
-    def __init__(self, bytes_per_second: float) -> None:
+    def __init__(self, bytes_per_second: float,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.rate = bytes_per_second
-        self._start = time.monotonic()
+        self._clock = clock
+        self._sleep = sleep
+        self._start = clock()
         self._bytes = 0
 
     def account(self, nbytes: int) -> None:
+        """Count `nbytes` of IO, sleeping until the average rate is back within bounds."""
         self._bytes += nbytes
-        due = self._bytes / self.rate
-        ahead = due - (time.monotonic() - self._start)
+        ahead = self._bytes / self.rate - (self._clock() - self._start)
         if ahead > 0:
-            time.sleep(ahead)
+            self._sleep(ahead)
 
 
 def clean_log(job: CleanJob) -> CleanResult:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from odradek.log import PartitionLog
-from odradek.log.cleaner import CleanerSettings, CleanResult, clean_log, job_for
+from odradek.log.cleaner import CleanerSettings, CleanResult, Throttler, clean_log, job_for
 from odradek.log.segment_swap import (
     STAGING_DIR,
     SWAP_MANIFEST,
@@ -144,3 +144,32 @@ def test_a_corrupt_manifest_is_refused(tmp_path: Path) -> None:
     (directory / SWAP_MANIFEST).write_text("0\nmove ../escape\n")
     with pytest.raises(CorruptSwapManifestError):
         finish_swap(directory)
+
+
+def test_the_throttler_holds_io_to_its_rate() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    throttler = Throttler(1000.0, clock=lambda: now[0], sleep=sleep)
+    throttler.account(500)
+    assert slept == [0.5]
+    now[0] += 2.0
+    throttler.account(2000)
+    assert slept == [0.5], "time spent idle earlier leaves room"
+    throttler.account(1000)
+    assert slept == [0.5, 1.0]
+    assert now[0] == pytest.approx(3.5), "3,500 bytes took 3.5 s"
+    unlimited = Throttler(float("inf"), clock=lambda: 0.0, sleep=sleep)
+    unlimited.account(10**12)
+    assert len(slept) == 2
+
+
+def test_compact_and_delete_together() -> None:
+    both = make_config(cleanup_policy=["compact", "delete"])
+    assert both.compact_enabled and both.delete_enabled
+    only = make_config(cleanup_policy=["compact"])
+    assert only.compact_enabled and not only.delete_enabled
