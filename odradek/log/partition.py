@@ -233,15 +233,17 @@ class PartitionLog:
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, batches: list[BatchInfo], now_ms: int
     ) -> AppendResult:
-        """Append batches fetched from the leader as they are (offsets and epochs included);
-        they must continue this log without a gap or overlap."""
+        """Append batches fetched from the leader as they are (offsets and epochs included).
+
+        They must not overlap this log or each other; a gap is fine, since compaction on the
+        leader removes whole batches (Kafka allows it too)."""
         self._check_size(records, batches)
         expected = self._log_end_offset
         for info in batches:
-            if info.base_offset != expected:
+            if info.base_offset < expected:
                 raise OffsetOutOfRangeError(
                     f"{self.directory.name}: a replicated batch starts at offset "
-                    f"{info.base_offset}, expected {expected}"
+                    f"{info.base_offset}, below the next offset {expected}"
                 )
             expected = info.next_offset
         for info in batches:

@@ -90,9 +90,14 @@ def test_a_log_stamps_its_leader_epoch_and_a_follower_keeps_the_leaders(tmp_path
     assert follower.log_end_offset == 5
     follower.truncate_to(3, 0)
     assert pairs(LeaderEpochCache.load(tmp_path / "t-1")) == [(4, 0)]
-    gap = batch(9, 1, 7)
+    overlap = batch(2, 2, 7)
     with pytest.raises(OffsetOutOfRangeError):
-        follower.append_as_follower(gap, validate_batches(gap, 1 << 20, from_client=False), 0)
+        follower.append_as_follower(overlap, validate_batches(overlap, 1 << 20,
+                                                              from_client=False), 0)
+    compacted_away = batch(9, 1, 7)
+    follower.append_as_follower(compacted_away, validate_batches(compacted_away, 1 << 20,
+                                                                 from_client=False), 0)
+    assert follower.log_end_offset == 10, "a gap a leader's compaction left is accepted"
 
 
 def test_a_log_without_a_checkpoint_rebuilds_it_from_batch_headers(tmp_path: Path) -> None:
