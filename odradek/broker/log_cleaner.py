@@ -23,7 +23,7 @@ from odradek.broker.broker import Broker, now_ms
 from odradek.config import BrokerConfig
 from odradek.log.checkpoint import read_checkpoint, write_checkpoint
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
-from odradek.log.compaction import LogToClean, SegmentSummary, log_to_clean
+from odradek.log.compaction import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
 from odradek.log.segment import LogSegment
 from odradek.log.segment_swap import finish_swap
@@ -120,7 +120,7 @@ class LogCleaner:
             else:
                 self._delete_horizons.pop(key, None)
             await loop.run_in_executor(None, self._write_checkpoint)
-            self._record(key, result, job)
+            self._record(key, result)
         finally:
             self._in_progress.discard(key)
         return True
@@ -141,39 +141,31 @@ class LogCleaner:
 
     def _grab_filthiest(self, now: int
                         ) -> tuple[TopicPartition, PartitionLog, CleanJob, list[LogSegment]] | None:
-        best: tuple[float, TopicPartition, PartitionLog, LogToClean] | None = None
-        ratios: dict[TopicPartition, float] = {}
-        for key, partition_log in list(self.broker.logs.logs()):
-            config = partition_log.config
-            if not config.compact_enabled or key in self._in_progress:
-                continue
-            candidate = self._to_clean(key, partition_log, now)
-            ratios[key] = candidate.dirty_ratio
-            if not candidate.needs_cleaning:
-                continue
-            priority = candidate.priority
-            if best is None or priority > best[0]:
-                best = (priority, key, partition_log, candidate)
-        self.dirty_ratios = ratios
-        self.figures.max_dirty_percent = 100 * max(ratios.values(), default=0.0)
-        if best is None:
-            best = self._horizon_passed(now)
-        if best is None:
+        logs = {key: partition_log for key, partition_log in self.broker.logs.logs()
+                if partition_log.config.compact_enabled and key not in self._in_progress}
+        candidates = {key: self._to_clean(key, partition_log, now)
+                      for key, partition_log in logs.items()}
+        self.dirty_ratios = {key: c.dirty_ratio for key, c in candidates.items()}
+        self.figures.max_dirty_percent = 100 * max(self.dirty_ratios.values(), default=0.0)
+        key = filthiest(candidates)
+        if key is None:
+            key = self._horizon_passed(now, logs)
+        if key is None:
             return None
-        _, key, partition_log, candidate = best
+        partition_log, candidate = logs[key], candidates[key]
         expected = list(partition_log.segments[:-1])
         return key, partition_log, self._job(partition_log, candidate, expected, now), expected
 
-    def _horizon_passed(self, now: int
-                        ) -> tuple[float, TopicPartition, PartitionLog, LogToClean] | None:
+    def _horizon_passed(self, now: int, logs: dict[TopicPartition, PartitionLog]
+                        ) -> TopicPartition | None:
         """With no log dirty enough, one whose tombstones or markers have reached their
         delete horizon gets a round to remove them (KIP-534)."""
         for key, horizon in list(self._delete_horizons.items()):
-            partition_log = self.broker.logs.get(*key)
-            if partition_log is None or not partition_log.config.compact_enabled:
+            log_ = self.broker.logs.get(*key)
+            if log_ is None or not log_.config.compact_enabled:
                 del self._delete_horizons[key]
-            elif horizon <= now and key not in self._in_progress:
-                return 0.0, key, partition_log, self._to_clean(key, partition_log, now)
+            elif horizon <= now and key in logs:
+                return key
         return None
 
     def _to_clean(self, key: TopicPartition, partition_log: PartitionLog, now: int
@@ -210,15 +202,14 @@ class LogCleaner:
         return job_for(partition_log, expected, candidate.first_dirty_offset,
                        candidate.first_uncleanable_offset, now, settings)
 
-    def _record(self, key: TopicPartition, result: CleanResult, job: CleanJob) -> None:
+    def _record(self, key: TopicPartition, result: CleanResult) -> None:
         stats = result.stats
         figures = self.figures
         figures.cleanings += 1
         figures.max_clean_time_s = result.elapsed_s
         figures.bytes_read += stats.bytes_read
         figures.bytes_written += stats.bytes_written
-        if stats.bytes_read:
-            figures.recopy_percent = 100 * stats.bytes_written / stats.bytes_read
+        figures.recopy_percent = stats.recopy_percent
         figures.max_buffer_utilization_percent = 100 * stats.map_utilization
         log.info("cleaned %s-%d up to offset %d in %.2f s: %d bytes read, %d written "
                  "(%d of %d records kept)", *key, result.end_offset, result.elapsed_s,
