@@ -60,16 +60,20 @@ def transactional(bootstrap: str, transactional_id: str, **extra: Any) -> Produc
 
 
 def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
-             settle_s: float = 3.0) -> list[tuple[int, int, bytes]]:
-    """Every record a consumer with `isolation` delivers: (partition, offset, value)."""
+             settle_s: float = 3.0, at_least: int = 0) -> list[tuple[int, int, bytes]]:
+    """Every record a consumer with `isolation` delivers: (partition, offset, value). It
+    reads until `settle_s` pass without a record, and (within a minute) until it has
+    `at_least` records: on a cluster, leadership moving can pause delivery for longer."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
                          "isolation.level": isolation, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: list[tuple[int, int, bytes]] = []
     quiet_since = time.monotonic()
+    deadline = quiet_since + 60
     try:
-        while time.monotonic() - quiet_since < settle_s:
+        while (time.monotonic() - quiet_since < settle_s
+               or (len(seen) < at_least and time.monotonic() < deadline)):
             for message in consumer.consume(1000, 0.3):
                 assert message.error() is None, message.error()
                 seen.append((message.partition(), message.offset(), message.value()))

@@ -80,8 +80,10 @@ def test_a_transaction_survives_the_loss_of_its_coordinator(cluster: Cluster) ->
     wait_until(lambda: len(admin(bootstrap).list_topics(timeout=5).brokers) == 3,
                what="the killed broker back")
 
-    committed = sorted(value for _, _, value in read_all(bootstrap, topic, "read_committed"))
-    assert committed == sorted(f"{tag}-{i}".encode() for tag in ("before", "across", "after")
-                               for i in range(20))
-    everything = read_all(bootstrap, topic, "read_uncommitted")
+    expected = sorted(f"{tag}-{i}".encode() for tag in ("before", "across", "after")
+                      for i in range(20))
+    committed = sorted(value for _, _, value in read_all(bootstrap, topic, "read_committed",
+                                                         at_least=len(expected)))
+    assert committed == expected
+    everything = read_all(bootstrap, topic, "read_uncommitted", at_least=80)
     assert len(everything) == 80, "every data record, aborted ones included, no markers"
