@@ -123,7 +123,8 @@ class ReplicaFetcher:
         asking: dict[TopicPartition, tuple[_Following, int]] = {}
         for key, following in partitions.items():
             log_ = self.broker.logs.get(*key)
-            if log_ is None:
+            if log_ is None:  # not created yet, or being deleted: a spin here would starve
+                self._retry_later(following)  # the event loop of the very work it waits for
                 continue
             latest = log_.leader_epochs.latest_epoch
             if latest == UNDEFINED_EPOCH:

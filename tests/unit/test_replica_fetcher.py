@@ -1,0 +1,60 @@
+"""The replica fetcher's loop against a leader that accepts connections, for a partition the
+broker has no log for (not created yet, or detached while its topic is deleted): the fetcher
+must wait and retry, never spin. A spin starves the event loop of the very executor callback
+that creates or retires the log, and the broker stops answering anyone."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+from odradek.broker.replica_fetcher import EPOCH_RETRY_S, ReplicaFetcher
+from odradek.config import BrokerConfig
+
+SPIN_LIMIT = 1000
+"""Far more log lookups than a waiting fetcher makes in the test's window."""
+
+
+class Starved(AssertionError):
+    pass
+
+
+class CountingLogs:
+    """A broker's log manager holding no logs, counting lookups; it fails the fetcher once the
+    lookups show it never gave the event loop back."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+
+    def get(self, topic: str, partition: int) -> None:
+        self.lookups += 1
+        if self.lookups > SPIN_LIMIT:
+            raise Starved(f"{self.lookups} lookups of {topic}-{partition} without yielding")
+
+
+async def follow_a_partition_without_a_log(window_s: float) -> tuple[int, BaseException | None]:
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    logs = CountingLogs()
+    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs,
+                                  replicas=SimpleNamespace())
+    fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=port)
+    fetcher.add(("orders", 0), leader_epoch=0)
+    await asyncio.sleep(window_s)
+    error = fetcher._task.exception() if fetcher._task.done() else None
+    fetcher.stop()
+    await fetcher.stopped()
+    server.close()
+    await server.wait_closed()
+    return logs.lookups, error
+
+
+def test_a_followed_partition_without_a_log_is_retried_not_spun_on() -> None:
+    lookups, error = asyncio.run(follow_a_partition_without_a_log(window_s=20 * EPOCH_RETRY_S))
+    assert error is None
+    assert 1 <= lookups <= SPIN_LIMIT
