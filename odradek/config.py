@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.replication.read_replica import RACK_AWARE_SELECTOR
 from odradek.replication.throttle import valid_entry
 
 LONG_MAX = 9223372036854775807
@@ -93,7 +94,7 @@ def parse_value(definition: ConfigDef, raw: str | None) -> Value:
     """Parse a raw string as Kafka does, then validate it; raises InvalidConfigError."""
     name = definition.name
     if raw is None:
-        nullable = definition.type in (ConfigType.STRING, ConfigType.PASSWORD)
+        nullable = definition.type in (ConfigType.STRING, ConfigType.PASSWORD, ConfigType.CLASS)
         if nullable and definition.default is None:
             return None
         raise InvalidConfigError(f"Null value not supported for {name}")
@@ -241,6 +242,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("replica.lag.time.max.ms", L, 30000, "A follower that has not caught up "
               "with the leader's log end for this long leaves the ISR.", at_least(1),
               read_only=True),
+    ConfigDef("replica.selector.class", ConfigType.CLASS, None, "How a leader picks the "
+              "replica a consumer fetches from (KIP-392): unset keeps consumers on leaders; "
+              f"{RACK_AWARE_SELECTOR} sends them to a replica in their client.rack.",
+              one_of(RACK_AWARE_SELECTOR), read_only=True),
     ConfigDef("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch "
               "for new data.", at_least(0), read_only=True),
     ConfigDef("replica.fetch.min.bytes", INT, 1, "Bytes a follower's fetch waits for.",

@@ -41,7 +41,15 @@ class BrokerMetrics:
         )
         self.bytes_out = Counter(
             "kafka_server_brokertopicmetrics_bytesout",
-            "Record bytes fetched.", ["topic"], registry=registry,
+            "Record bytes fetched by consumers.", ["topic"], registry=registry,
+        )
+        self.replication_bytes_in = Counter(
+            "kafka_server_brokertopicmetrics_replicationbytesin",
+            "Record bytes this broker's followers fetched from leaders.", registry=registry,
+        )
+        self.replication_bytes_out = Counter(
+            "kafka_server_brokertopicmetrics_replicationbytesout",
+            "Record bytes leaders here sent to followers.", registry=registry,
         )
         self.failed_produce = Counter(
             "kafka_server_brokertopicmetrics_failedproducerequests",

@@ -249,9 +249,13 @@ class ReplicaFetcher:
                           error)
                 following.truncating = True
                 return
+            self.broker.metrics.replication_bytes_in.inc(len(records))
             if result.flush_due:
                 asyncio.ensure_future(self.broker.flush(log_))
-        log_.high_watermark = min(answer.high_watermark, log_.log_end_offset)
+        high_watermark = min(answer.high_watermark, log_.log_end_offset)
+        if high_watermark != log_.high_watermark:
+            log_.high_watermark = high_watermark
+            self.broker.waiters.wake(key)  # consumers reading this follower (KIP-392)
         following.lag = max(answer.high_watermark - log_.log_end_offset, 0)
         if answer.log_start_offset > log_.log_start_offset:  # DeleteRecords on the leader
             log_.delete_records_before(min(answer.log_start_offset, log_.high_watermark))

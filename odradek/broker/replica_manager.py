@@ -14,10 +14,16 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.replica_fetcher import ReplicaFetcher
 from odradek.metadata.records import NO_LEADER, PartitionRecord
 from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
+from odradek.replication.read_replica import (
+    NO_PREFERRED_REPLICA,
+    RACK_AWARE_SELECTOR,
+    preferred_read_replica,
+)
 from odradek.replication.throttle import ByteRate, throttled
 
 if TYPE_CHECKING:
     from odradek.broker.broker import Broker
+    from odradek.log.partition import PartitionLog
 
 log = logging.getLogger("odradek.broker.replicas")
 
@@ -35,6 +41,7 @@ class ReplicaManager:
         self.broker = broker
         config = broker.config
         self.lag_time_ms = config.integer("replica.lag.time.max.ms")
+        self.selects_read_replicas = config["replica.selector.class"] == RACK_AWARE_SELECTOR
         self.leaders: dict[TopicPartition, LeaderState] = {}
         self.followed: dict[TopicPartition, tuple[int, int]] = {}
         """Partitions followed: (leader id, leader epoch)."""
@@ -140,6 +147,26 @@ class ReplicaManager:
         state = self.leaders.get(key)
         return state.leader_epoch if state is not None else None
 
+    def replica_epoch(self, key: TopicPartition) -> int | None:
+        """The leader epoch of a partition this broker leads or follows."""
+        followed = self.followed.get(key)
+        return followed[1] if followed is not None else self.leader_epoch(key)
+
+    def follower_log(self, key: TopicPartition) -> PartitionLog | None:
+        """The log of a partition this broker follows (consumers may read it, KIP-392)."""
+        return self.broker.logs.get(*key) if key in self.followed else None
+
+    def preferred_read_replica(self, key: TopicPartition, client_rack: str, fetch_offset: int,
+                               now_ms: int) -> int:
+        """The follower a consumer in `client_rack` should fetch from (KIP-392), when
+        `replica.selector.class` is the rack-aware selector; NO_PREFERRED_REPLICA otherwise."""
+        state = self.leaders.get(key)
+        if state is None or not self.selects_read_replicas:
+            return NO_PREFERRED_REPLICA
+        racks = {b.broker_id: b.rack for b in self.broker.metadata.brokers.values()
+                 if not b.fenced}
+        return preferred_read_replica(state, racks, client_rack, fetch_offset, now_ms)
+
     def isr_size(self, key: TopicPartition) -> int:
         state = self.leaders.get(key)
         return len(state.isr) if state is not None else 0
@@ -180,12 +207,12 @@ class ReplicaManager:
         return future
 
     def record_follower_fetch(self, key: TopicPartition, replica: int, fetch_offset: int,
-                              now_ms: int) -> None:
+                              log_start_offset: int, now_ms: int) -> None:
         state = self.leaders.get(key)
         log_ = self.broker.logs.get(*key)
         if state is None or log_ is None:
             return
-        state.record_fetch(replica, fetch_offset, log_.log_end_offset, now_ms)
+        state.record_fetch(replica, fetch_offset, log_.log_end_offset, now_ms, log_start_offset)
         self.advance(key)
         registration = self.broker.metadata.brokers.get(replica)
         change = state.expansion(replica, registration is not None and not registration.fenced)

@@ -46,6 +46,8 @@ def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
                     help="brokers from here, then controllers, then metrics; 0: free ports")
     up.add_argument("--override", action="append", type=key_value, default=[],
                     metavar="KEY=VALUE", help="a config for every node (repeatable)")
+    up.add_argument("--racks", type=lambda text: [r for r in text.split(",") if r], default=[],
+                    metavar="RACK,RACK,...", help="broker.rack of broker 1, 2, ... in turn")
     up.add_argument("--timeout", type=float, default=60.0)
     status = verb("status", "which nodes are alive, which controller is active", run_status)
     status.add_argument("--json", action="store_true")
@@ -81,7 +83,7 @@ def run_up(args: argparse.Namespace) -> int:
     overrides = dict(args.override)
     for node in layout.nodes:
         Path(node.config).parent.mkdir(parents=True, exist_ok=True)
-        Path(node.config).write_text(properties(layout, node, overrides))
+        Path(node.config).write_text(properties(layout, node, overrides, args.racks))
     for node in sorted(layout.nodes, key=lambda n: n.role != "controller"):
         spawn(node)
     write_layout(data_dir, layout)

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import socket
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,10 @@ def voters(layout: Layout) -> str:
     return ",".join(f"{n.id}@{HOST}:{n.port}" for n in layout.nodes if n.role == "controller")
 
 
-def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
-    """A node's server.properties; overrides come last and win."""
+def properties(layout: Layout, node: Node, overrides: dict[str, str],
+               racks: Sequence[str] = ()) -> str:
+    """A node's server.properties; broker i gets `broker.rack` racks[i-1], round the list;
+    overrides come last and win."""
     listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
     brokers = sum(n.role == "broker" for n in layout.nodes)
     values = {
@@ -116,6 +119,8 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str]) -> str:
         "offsets.topic.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
         "transaction.state.log.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
         "transaction.state.log.min.isr": str(min(TRANSACTION_LOG_MIN_ISR, brokers)),
+        **({"broker.rack": racks[(node.id - 1) % len(racks)]}
+           if racks and node.role == "broker" else {}),
         **overrides,
     }
     return "".join(f"{key}={value}\n" for key, value in values.items())

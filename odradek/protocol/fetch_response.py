@@ -44,10 +44,12 @@ class FetchedPartition:
     """Never null: librdkafka cannot parse a null records field (it reads the error code
     only after it), so a partition with an error carries empty records, as in Kafka."""
     current_leader: tuple[int, int] | None = None
+    """(leader id, leader epoch) for a client that asked the wrong broker (KIP-951)."""
     aborted_transactions: list[tuple[int, int]] | None = None
     """(producer id, first offset) of the aborted transactions the records overlap; None
     (null) for read_uncommitted."""
-    """(leader id, leader epoch) for a client that asked the wrong broker (KIP-951)."""
+    preferred_read_replica: int = -1
+    """The replica a consumer should fetch from instead (KIP-392, v11+); -1: this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,7 @@ def encode_fetch_body(
                     if flexible:
                         pending += b"\x00"
             if version >= 11:
-                pending += b"\xff\xff\xff\xff"
+                pending += _INT32.pack(partition.preferred_read_replica)
             records = partition.records
             size = len(records)
             pending += _uvarint(size + 1) if flexible else _INT32.pack(size)

@@ -26,6 +26,8 @@ class FollowerState:
     """The last time the follower had fetched everything the leader had (its lag start)."""
     last_fetch_ms: int = 0
     last_fetch_leader_end: int = UNKNOWN_OFFSET
+    log_start_offset: int = 0
+    """As the follower last reported it in a fetch (KIP-392's selection needs it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ class LeaderState:
         return self.isr
 
     def record_fetch(self, replica: int, fetch_offset: int, leader_end: int,
-                     now_ms: int) -> None:
+                     now_ms: int, log_start_offset: int = 0) -> None:
         """A follower fetched from `fetch_offset`: its log ends there (Kafka's
         updateFetchStateOrThrow, with its caught-up time rule)."""
         state = self.followers.get(replica)
@@ -93,6 +95,7 @@ class LeaderState:
         elif fetch_offset >= state.last_fetch_leader_end:
             state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
         state.log_end_offset = fetch_offset
+        state.log_start_offset = log_start_offset
         state.last_fetch_leader_end = leader_end
         state.last_fetch_ms = now_ms
 

@@ -23,11 +23,13 @@ TIMEOUT = 30.0
 
 class Cluster:
     def __init__(self, data_dir: Path, controllers: int = 3, brokers: int = 3,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, racks: list[str] | None = None
+                 ) -> None:
         self.data_dir = data_dir
         self.controllers = controllers
         self.broker_count = brokers
         self.overrides = overrides or {}
+        self.racks = racks or []
 
     def cli(self, *args: str, timeout: float = 120.0, check: bool = True
             ) -> subprocess.CompletedProcess[str]:
@@ -46,6 +48,8 @@ class Cluster:
                 str(self.broker_count), "--base-port", "0"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
+        if self.racks:
+            args += ["--racks", ",".join(self.racks)]
         self.cli(*args)
 
     def down(self) -> None:
@@ -101,9 +105,10 @@ class Cluster:
 
 @contextmanager
 def running_cluster(data_dir: Path, controllers: int, brokers: int,
-                    overrides: dict[str, str]) -> Iterator[Cluster]:
+                    overrides: dict[str, str], racks: list[str] | None = None
+                    ) -> Iterator[Cluster]:
     """A cluster that is up for the block and torn down after it, whatever happens."""
-    cluster = Cluster(data_dir, controllers, brokers, overrides)
+    cluster = Cluster(data_dir, controllers, brokers, overrides, racks)
     try:
         cluster.up()
         yield cluster

@@ -44,6 +44,14 @@ def test_every_node_gets_a_valid_config_with_overrides_last(tmp_path: Path) -> N
     assert len(set(ports)) == len(ports)
 
 
+def test_racks_go_to_brokers_in_turn_and_never_to_controllers(tmp_path: Path) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=3, base_port=9092, cluster_id="c")
+    racks = {n.name: BrokerConfig(load_properties_text(
+        properties(layout, n, {}, racks=["east", "west"])))["broker.rack"] for n in layout.nodes}
+    assert racks == {"broker-1": "east", "broker-2": "west", "broker-3": "east",
+                     "controller-1": None}
+
+
 def test_cluster_json_round_trips(tmp_path: Path) -> None:
     layout = plan(tmp_path, controllers=3, brokers=3, base_port=9092, cluster_id="c")
     layout.nodes[0].pid = 1234

@@ -28,6 +28,7 @@ partitions = st.builds(
     current_leader=st.one_of(st.none(), st.tuples(st.integers(-1, 5), st.integers(-1, 2**31 - 1))),
     aborted_transactions=st.one_of(st.none(), st.lists(
         st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)), max_size=3)),
+    preferred_read_replica=st.integers(-1, 5),
 )
 endpoints = st.lists(st.builds(
     NodeEndpoint, node_id=st.integers(0, 5), host=st.text(alphabet="h.0-9", min_size=1),
@@ -64,7 +65,7 @@ def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, ses
                         "aborted_transactions": None if p.aborted_transactions is None else [
                             {"producer_id": producer_id, "first_offset": first_offset}
                             for producer_id, first_offset in p.aborted_transactions],
-                        "preferred_read_replica": -1,
+                        "preferred_read_replica": p.preferred_read_replica,
                         "records": p.records,
                         **({"current_leader": {"leader_id": p.current_leader[0],
                                                "leader_epoch": p.current_leader[1]}}

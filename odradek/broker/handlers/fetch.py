@@ -3,6 +3,12 @@
 A follower's fetch (replica id set) reads up to the log end rather than the high watermark and
 reports how far the follower has got, which may move the high watermark and the ISR.
 
+Fetching from the closest replica (KIP-392): from v11 a consumer names its rack, and may
+fetch from a follower, which serves it up to its own high watermark. With
+`replica.selector.class` set to Kafka's RackAwareReplicaSelector, a leader answers a consumer
+in another rack with the follower in its rack to read from (preferred_read_replica) and no
+records; the client moves there.
+
 Fetch sessions (KIP-227): the broker keeps none and answers session id 0, which every
 client reads as "send full fetch requests"; a request naming a session gets
 FETCH_SESSION_ID_NOT_FOUND, as from a broker whose session cache evicted it.
@@ -28,8 +34,10 @@ from odradek.protocol.fetch_response import (
     NodeEndpoint,
     encode_fetch_body,
 )
+from odradek.replication.read_replica import NO_PREFERRED_REPLICA
 
 FIRST_REPLICA_STATE_VERSION = 15
+FIRST_RACK_VERSION = 11
 READ_COMMITTED = 1
 
 
@@ -42,6 +50,22 @@ class _Wanted:
     partition_max_bytes: int
     current_leader_epoch: int
     read_committed: bool
+    log_start_offset: int
+    """A follower's own log start offset (-1 from consumers and before v5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetcher:
+    """Who is fetching: a follower's broker id (-1 for consumers), and from v11 a consumer's
+    rack (None before v11, when a consumer may read only from leaders)."""
+
+    version: int
+    replica_id: int
+    client_rack: str | None
+
+    @property
+    def reads_followers(self) -> bool:
+        return self.replica_id < 0 and self.client_rack is not None
 
 
 def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
@@ -51,8 +75,8 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         return _top_level_error(ErrorCode.fetch_session_id_not_found)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    replica_id = _replica_id(request, context.version)
-    read = _read(broker, wanted, request.max_bytes, context.version, replica_id)
+    fetcher = _fetcher(request, context.version)
+    read = _read(broker, wanted, request.max_bytes, fetcher)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
     if read.size >= request.min_bytes or max_wait_ms <= 0 or read.failed:
         return read.send(broker)
@@ -60,16 +84,17 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
     waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
     return _wait_and_read(
-        broker, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms,
-        context.version, replica_id,
-    )
+        broker, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms, fetcher)
 
 
-def _replica_id(request: Any, version: int) -> int:
-    """The follower's broker id (-1 for consumers): in ReplicaState from v15 (KIP-903)."""
+def _fetcher(request: Any, version: int) -> _Fetcher:
+    """The follower's broker id (-1 for consumers) is in ReplicaState from v15 (KIP-903)."""
     if version >= FIRST_REPLICA_STATE_VERSION:
-        return int(request.replica_state.replica_id)
-    return int(request.replica_id)
+        replica_id = int(request.replica_state.replica_id)
+    else:
+        replica_id = int(request.replica_id)
+    rack = request.rack_id if version >= FIRST_RACK_VERSION and replica_id < 0 else None
+    return _Fetcher(version, replica_id, rack)
 
 
 async def _wait_and_read(
@@ -79,8 +104,7 @@ async def _wait_and_read(
     max_bytes: int,
     min_bytes: int,
     max_wait_ms: int,
-    version: int,
-    replica_id: int,
+    fetcher: _Fetcher,
 ) -> Result:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
@@ -89,9 +113,9 @@ async def _wait_and_read(
         try:
             await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))
         except TimeoutError:
-            return _read(broker, wanted, max_bytes, version, replica_id).send(broker)
+            return _read(broker, wanted, max_bytes, fetcher).send(broker)
         waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
-        read = _read(broker, wanted, max_bytes, version, replica_id)
+        read = _read(broker, wanted, max_bytes, fetcher)
         if read.size >= min_bytes or read.failed or loop.time() >= deadline:
             waiter.cancel()
             return read.send(broker)
@@ -113,7 +137,8 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
             topic_id, name = None, topic.topic
         wanted += [
             _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                    getattr(p, "current_leader_epoch", -1), read_committed)
+                    getattr(p, "current_leader_epoch", -1), read_committed,
+                    getattr(p, "log_start_offset", -1))
             for p in topic.partitions
         ]
     return wanted
@@ -124,34 +149,39 @@ class _Read:
     """A Fetch response built but not yet sent, and what it carries."""
 
     topics: list[FetchedTopic]
-    version: int
+    fetcher: _Fetcher
     size: int
     failed: bool
 
     def send(self, broker: Broker) -> EncodedBody:
-        """Encode it and count its bytes and errors (only responses actually sent count)."""
+        """Encode it and count its bytes and errors (only responses actually sent count);
+        bytes sent to followers count as replication, as in Kafka."""
         metrics = broker.metrics
+        replicating = self.fetcher.replica_id >= 0
         leaders: set[int] = set()
         for topic in self.topics:
             for partition in topic.partitions:
-                if partition.records:
+                if partition.records and replicating:
+                    metrics.replication_bytes_out.inc(len(partition.records))
+                elif partition.records:
                     metrics.bytes_out.labels(topic.name).inc(len(partition.records))
                 if partition.error_code:
                     metrics.count_error("Fetch", partition.error_code)
                 if partition.current_leader is not None:
                     leaders.add(partition.current_leader[0])
-        return EncodedBody(encode_fetch_body(self.version, self.topics,
+                if partition.preferred_read_replica != NO_PREFERRED_REPLICA:
+                    leaders.add(partition.preferred_read_replica)
+        return EncodedBody(encode_fetch_body(self.fetcher.version, self.topics,
                                              node_endpoints=node_endpoints(broker, leaders)))
 
 
-def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int,
-          replica_id: int) -> _Read:
+def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, fetcher: _Fetcher) -> _Read:
     topics: dict[tuple[str | None, uuid.UUID | None], FetchedTopic] = {}
     remaining = max_bytes
     total = 0
     failed = False
     for item in wanted:
-        partition = _read_partition(broker, item, remaining, total == 0, replica_id)
+        partition = _read_partition(broker, item, remaining, total == 0, fetcher)
         records = partition.records
         if records:
             total += len(records)
@@ -162,33 +192,43 @@ def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, version: int,
         if topic is None:
             topic = topics[key] = FetchedTopic(item.topic or "", item.topic_id, [])
         topic.partitions.append(partition)
-    return _Read(list(topics.values()), version, total, failed)
+    return _Read(list(topics.values()), fetcher, total, failed)
 
 
 def _read_partition(
-    broker: Broker, item: _Wanted, remaining: int, first: bool, replica_id: int
+    broker: Broker, item: _Wanted, remaining: int, first: bool, fetcher: _Fetcher
 ) -> FetchedPartition:
     if item.topic is None:
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
-    log_, code = broker.leader_log(item.topic, item.partition)
-    if log_ is None:
-        return FetchedPartition(item.partition, code,
-                                current_leader=broker.leader_hint(item.topic, item.partition))
     key = (item.topic, item.partition)
+    replicas = broker.replicas
+    log_, code = broker.leader_log(*key)
+    leading = log_ is not None
+    if log_ is None and fetcher.reads_followers:
+        log_ = replicas.follower_log(key)
+    if log_ is None:
+        return FetchedPartition(item.partition, code, current_leader=broker.leader_hint(*key))
     epoch_error = leader_epoch_error(broker, key, item.current_leader_epoch)
     if epoch_error != ErrorCode.none:
         return FetchedPartition(item.partition, epoch_error)
     now = now_ms()
+    replica_id = fetcher.replica_id
     throttle = None
     if replica_id >= 0:
         if item.fetch_offset <= log_.log_end_offset:
-            broker.replicas.record_follower_fetch(key, replica_id, item.fetch_offset, now)
-        throttle = broker.replicas.leader_throttle(key, replica_id, now)
+            replicas.record_follower_fetch(key, replica_id, item.fetch_offset,
+                                           item.log_start_offset, now)
+        throttle = replicas.leader_throttle(key, replica_id, now)
     high_watermark = log_.high_watermark
     stable = log_.last_stable_offset
     partition = FetchedPartition(
         item.partition, ErrorCode.none, high_watermark, stable, log_.log_start_offset
     )
+    if leading and fetcher.client_rack:
+        partition.preferred_read_replica = replicas.preferred_read_replica(
+            key, fetcher.client_rack, item.fetch_offset, now)
+        if partition.preferred_read_replica != NO_PREFERRED_REPLICA:
+            return partition
     limit = min(item.partition_max_bytes, remaining)
     if throttle:
         return partition
@@ -212,7 +252,7 @@ def _read_partition(
 
 
 def node_endpoints(broker: Broker, node_ids: set[int]) -> list[NodeEndpoint]:
-    """The endpoints of the leaders named in KIP-951 hints."""
+    """The endpoints of the leaders named in KIP-951 hints and of preferred read replicas."""
     return [
         NodeEndpoint(b.broker_id, b.host, b.port, b.rack)
         for node_id in sorted(node_ids)
@@ -222,9 +262,10 @@ def node_endpoints(broker: Broker, node_ids: set[int]) -> list[NodeEndpoint]:
 
 def leader_epoch_error(broker: Broker, key: tuple[str, int], current_leader_epoch: int
                        ) -> ErrorCode:
-    """KIP-320: a client behind this leader's epoch is fenced (FENCED_LEADER_EPOCH); one ahead
-    of it knows metadata this broker has yet to apply (UNKNOWN_LEADER_EPOCH)."""
-    epoch = broker.replicas.leader_epoch(key)
+    """KIP-320: a client behind the leader epoch this replica knows is fenced
+    (FENCED_LEADER_EPOCH); one ahead of it knows metadata this broker has yet to apply
+    (UNKNOWN_LEADER_EPOCH)."""
+    epoch = broker.replicas.replica_epoch(key)
     if current_leader_epoch < 0 or epoch is None or current_leader_epoch == epoch:
         return ErrorCode.none
     if current_leader_epoch < epoch:

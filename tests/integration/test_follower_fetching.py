@@ -1,0 +1,121 @@
+"""Fetching from the closest replica (KIP-392) on a real 3-broker cluster, one broker per
+rack, with `replica.selector.class` set to Kafka's RackAwareReplicaSelector: a confluent-kafka
+consumer naming a follower's rack in `client.rack` reads every record from that follower
+(the leader sends it no record bytes), including records produced while it waits; a consumer
+naming no rack reads from the leader. Per-broker consumer bytes out
+(`kafka_server_brokertopicmetrics_bytesout_total`, which leaves replication out, as in Kafka)
+show who served whom."""
+
+from __future__ import annotations
+
+import urllib.request
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from prometheus_client.parser import text_string_to_metric_families
+
+from odradek.replication.read_replica import RACK_AWARE_SELECTOR
+from tests.integration.cluster import (
+    TIMEOUT,
+    Cluster,
+    admin,
+    create,
+    partitions,
+    running_cluster,
+    scrape,
+    wait_until,
+)
+
+RACKS = ["rack-a", "rack-b", "rack-c"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("follower-fetching"), 1, 3,
+                         {"replica.selector.class": RACK_AWARE_SELECTOR}, RACKS) as cluster:
+        yield cluster
+
+
+def consumer_bytes_out(cluster: Cluster, broker_id: int, topic: str) -> float:
+    port = cluster.node(f"broker-{broker_id}")["metrics_port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if sample.name == "kafka_server_brokertopicmetrics_bytesout_total"
+               and sample.labels.get("topic") == topic)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for value in values:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(TIMEOUT) == 0
+
+
+def consume(consumer: Consumer, count: int) -> list[bytes]:
+    values: list[bytes] = []
+
+    def more() -> bool:
+        for message in consumer.consume(count - len(values), timeout=0.5):
+            if message.error() is None:
+                values.append(message.value())
+        return len(values) >= count
+
+    wait_until(more, what=f"{count} records")
+    return values
+
+
+def new_consumer(bootstrap: str, rack: str | None) -> Consumer:
+    config = {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if rack is not None:
+        config["client.rack"] = rack
+    return Consumer(config)
+
+
+def test_a_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    first = [f"early-{i}".encode() for i in range(500)]
+    produce(cluster.bootstrap, topic, first)
+
+    consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1])
+    consumer.subscribe([topic])
+    try:
+        assert consume(consumer, len(first)) == first
+        late = [f"late-{i}".encode() for i in range(100)]
+        produce(cluster.bootstrap, topic, late)
+        assert consume(consumer, len(late)) == late
+    finally:
+        consumer.close()
+
+    record_bytes = sum(map(len, first + late))
+    assert consumer_bytes_out(cluster, follower, topic) > record_bytes
+    assert consumer_bytes_out(cluster, leader, topic) == 0
+    leader_metrics = scrape(cluster.node(f"broker-{leader}")["metrics_port"])
+    follower_metrics = scrape(cluster.node(f"broker-{follower}")["metrics_port"])
+    assert leader_metrics["kafka_server_brokertopicmetrics_replicationbytesout_total"] \
+        > 2 * record_bytes
+    assert follower_metrics["kafka_server_brokertopicmetrics_replicationbytesin_total"] \
+        > record_bytes
+
+
+def test_a_consumer_without_a_rack_reads_from_the_leader(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    values = [f"v-{i}".encode() for i in range(200)]
+    produce(cluster.bootstrap, topic, values)
+
+    consumer = new_consumer(cluster.bootstrap, rack=None)
+    consumer.subscribe([topic])
+    try:
+        assert consume(consumer, len(values)) == values
+    finally:
+        consumer.close()
+
+    assert consumer_bytes_out(cluster, leader, topic) > sum(map(len, values))
+    assert all(consumer_bytes_out(cluster, b, topic) == 0 for b in (1, 2, 3) if b != leader)
