@@ -1,8 +1,9 @@
 """Fetching from the closest replica (KIP-392) on a real 3-broker cluster, one broker per
 rack, with `replica.selector.class` set to Kafka's RackAwareReplicaSelector: a confluent-kafka
 consumer naming a follower's rack in `client.rack` reads every record from that follower
-(the leader sends it no record bytes), including records produced while it waits; a consumer
-naming no rack reads from the leader. Per-broker consumer bytes out
+(the leader sends it no record bytes), including records produced while it waits, and under
+read_committed only committed transactions; a consumer naming no rack reads from the
+leader. Per-broker consumer bytes out
 (`kafka_server_brokertopicmetrics_bytesout_total`, which leaves replication out, as in Kafka)
 show who served whom."""
 
@@ -68,9 +69,11 @@ def consume(consumer: Consumer, count: int) -> list[bytes]:
     return values
 
 
-def new_consumer(bootstrap: str, rack: str | None) -> Consumer:
+def new_consumer(bootstrap: str, rack: str | None,
+                 isolation_level: str = "read_uncommitted") -> Consumer:
     config = {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+              "auto.offset.reset": "earliest", "enable.auto.commit": False,
+              "isolation.level": isolation_level}
     if rack is not None:
         config["client.rack"] = rack
     return Consumer(config)
@@ -119,3 +122,31 @@ def test_a_consumer_without_a_rack_reads_from_the_leader(cluster: Cluster) -> No
 
     assert consumer_bytes_out(cluster, leader, topic) > sum(map(len, values))
     assert all(consumer_bytes_out(cluster, b, topic) == 0 for b in (1, 2, 3) if b != leader)
+
+
+def test_read_committed_from_a_follower_skips_aborted_transactions(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap,
+                         "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(TIMEOUT)
+    for outcome in ("committed", "aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(50):
+            producer.produce(topic, f"{outcome}-{i}".encode(), partition=0)
+        if outcome == "committed":
+            producer.commit_transaction(TIMEOUT)
+        else:
+            producer.abort_transaction(TIMEOUT)
+
+    consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1],
+                            isolation_level="read_committed")
+    consumer.subscribe([topic])
+    try:
+        assert consume(consumer, 100) == [f"committed-{i}".encode() for i in range(50)] * 2
+        assert consumer.consume(10, timeout=2) == []
+    finally:
+        consumer.close()
+    assert consumer_bytes_out(cluster, follower, topic) > 0
+    assert consumer_bytes_out(cluster, leader, topic) == 0
