@@ -17,7 +17,7 @@ import multiprocessing
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.config import BrokerConfig
@@ -34,17 +34,38 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 TopicPartition = tuple[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class LastCleaning:
+    elapsed_s: float
+    recopy_percent: float
+    buffer_utilization_percent: float
+
+
 @dataclass(slots=True)
 class CleanerFigures:
-    """What the cleaner metrics show (Kafka's LogCleaner and LogCleanerManager gauges)."""
+    """What the cleaner metrics show (Kafka's LogCleaner and LogCleanerManager gauges). As in
+    Kafka, the per-cleaning gauges aggregate each cleaner's last cleaning: the maximum time
+    and buffer utilization, the mean recopy percent."""
 
-    max_clean_time_s: float = 0.0
-    recopy_percent: float = 0.0
-    max_buffer_utilization_percent: float = 0.0
+    last: dict[int, LastCleaning] = field(default_factory=dict)
+    """Each cleaner's (worker task's) last cleaning."""
     max_dirty_percent: float = 0.0
     bytes_read: int = 0
     bytes_written: int = 0
     cleanings: int = 0
+
+    @property
+    def max_clean_time_s(self) -> float:
+        return max((c.elapsed_s for c in self.last.values()), default=0.0)
+
+    @property
+    def recopy_percent(self) -> float:
+        last = self.last.values()
+        return sum(c.recopy_percent for c in last) / len(last) if last else 0.0
+
+    @property
+    def max_buffer_utilization_percent(self) -> float:
+        return max((c.buffer_utilization_percent for c in self.last.values()), default=0.0)
 
 
 class LogCleaner:
@@ -74,7 +95,7 @@ class LogCleaner:
         """Start the workers; returns the tasks to cancel at shutdown."""
         self._checkpoints = read_checkpoint(self._checkpoint_path)
         self._pool = self._new_pool()
-        return [asyncio.create_task(self._run()) for _ in range(self.threads)]
+        return [asyncio.create_task(self._run(cleaner)) for cleaner in range(self.threads)]
 
     def stop(self) -> None:
         """Kill the workers: a cleaning cut short leaves only its staging dir, which the next
@@ -84,18 +105,19 @@ class LogCleaner:
             for worker in multiprocessing.active_children():
                 worker.kill()
 
-    async def _run(self) -> None:
+    async def _run(self, cleaner: int) -> None:
         while True:
             cleaned = False
             try:
-                cleaned = await self.clean_filthiest()
+                cleaned = await self.clean_filthiest(cleaner)
             except Exception:
                 log.exception("log cleaning failed")
             if not cleaned:
                 await asyncio.sleep(self.backoff_s)
 
-    async def clean_filthiest(self) -> bool:
-        """Clean the log most in need of it; False when none is."""
+    async def clean_filthiest(self, cleaner: int) -> bool:
+        """Clean the log most in need of it, as cleaner number `cleaner`; False when none
+        is."""
         chosen = self._grab_filthiest(now_ms())
         if chosen is None:
             return False
@@ -120,7 +142,7 @@ class LogCleaner:
             else:
                 self._delete_horizons.pop(key, None)
             await loop.run_in_executor(None, self._write_checkpoint)
-            self._record(key, result)
+            self._record(cleaner, key, result)
         finally:
             self._in_progress.discard(key)
         return True
@@ -202,15 +224,14 @@ class LogCleaner:
         return job_for(partition_log, expected, candidate.first_dirty_offset,
                        candidate.first_uncleanable_offset, now, settings)
 
-    def _record(self, key: TopicPartition, result: CleanResult) -> None:
+    def _record(self, cleaner: int, key: TopicPartition, result: CleanResult) -> None:
         stats = result.stats
         figures = self.figures
         figures.cleanings += 1
-        figures.max_clean_time_s = result.elapsed_s
         figures.bytes_read += stats.bytes_read
         figures.bytes_written += stats.bytes_written
-        figures.recopy_percent = stats.recopy_percent
-        figures.max_buffer_utilization_percent = 100 * stats.map_utilization
+        figures.last[cleaner] = LastCleaning(result.elapsed_s, stats.recopy_percent,
+                                             100 * stats.map_utilization)
         log.info("cleaned %s-%d up to offset %d in %.2f s: %d bytes read, %d written "
                  "(%d of %d records kept)", *key, result.end_offset, result.elapsed_s,
                  stats.bytes_read, stats.bytes_written, stats.records_retained,

@@ -126,12 +126,14 @@ class BrokerMetrics:
         """Kafka's LogCleaner and LogCleanerManager gauges, plus byte counts and each
         compacted log's dirty ratio."""
         for name, doc, read in (
-            ("kafka_log_logcleaner_max_clean_time_secs", "Duration of the last cleaning.",
-             lambda: figures.max_clean_time_s),
+            ("kafka_log_logcleaner_max_clean_time_secs", "Longest of the cleaners' last "
+             "cleanings, in seconds.", lambda: figures.max_clean_time_s),
             ("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage "
-             "of bytes read by the last cleaning.", lambda: figures.recopy_percent),
-            ("kafka_log_logcleaner_max_buffer_utilization_percent", "How full the last "
-             "cleaning's offset map got.", lambda: figures.max_buffer_utilization_percent),
+             "of bytes read, averaged over the cleaners' last cleanings.",
+             lambda: figures.recopy_percent),
+            ("kafka_log_logcleaner_max_buffer_utilization_percent", "How full the offset map "
+             "got, the most over the cleaners' last cleanings.",
+             lambda: figures.max_buffer_utilization_percent),
             ("kafka_log_logcleanermanager_max_dirty_percent", "Dirty ratio of the filthiest "
              "compacted log, in percent.", lambda: figures.max_dirty_percent),
         ):

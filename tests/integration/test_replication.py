@@ -273,17 +273,19 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
 
 def test_a_follower_points_clients_to_the_leader(all_brokers: Cluster) -> None:
     """KIP-951: Produce v10+ and Fetch v16+ sent to a follower carry the current leader and
-    its endpoint, so clients re-route without a metadata round trip."""
+    its endpoint, so clients re-route without a metadata round trip. (A consumer's Fetch
+    v11+ is served by a follower, KIP-392; a replica's Fetch is not.)"""
     cluster = all_brokers
     topic = create_topic(admin(cluster.bootstrap), "hints")
     described = partitions(cluster.bootstrap, topic)[0]
-    follower = next(r for r in described.replicas if r != described.leader)
+    follower, other = (r for r in described.replicas if r != described.leader)
     port = cluster.node(f"broker-{follower}")["port"]
     produce_request = build_request(0, 12, {"acks": -1, "timeout": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": b""}]}]})
-    fetch_request = build_request(1, 16, {"max_wait": 0, "min_bytes": 1, "topics": [
-        {"topic_id": topic_id(cluster, topic),
-         "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]}]})
+    fetch_request = build_request(1, 16, {
+        "max_wait": 0, "min_bytes": 1, "replica_state": {"replica_id": other},
+        "topics": [{"topic_id": topic_id(cluster, topic), "partitions": [
+            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]}]})
 
     async def ask() -> tuple[Any, Any]:
         connection = await BrokerConnection.connect("127.0.0.1", port, "hints", TIMEOUT)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from odradek.broker.log_cleaner import CleanerFigures, LastCleaning
 from odradek.log import PartitionLog
 from odradek.log.cleaner import CleanerSettings, CleanResult, Throttler, clean_log, job_for
 from odradek.log.segment_swap import (
@@ -173,3 +174,18 @@ def test_compact_and_delete_together() -> None:
     assert both.compact_enabled and both.delete_enabled
     only = make_config(cleanup_policy=["compact"])
     assert only.compact_enabled and not only.delete_enabled
+
+
+def test_cleaner_gauges_aggregate_each_cleaners_last_cleaning_as_kafka_does() -> None:
+    figures = CleanerFigures()
+    assert (figures.max_clean_time_s, figures.recopy_percent,
+            figures.max_buffer_utilization_percent) == (0.0, 0.0, 0.0)
+    figures.last[0] = LastCleaning(elapsed_s=4.0, recopy_percent=10.0,
+                                   buffer_utilization_percent=20.0)
+    figures.last[1] = LastCleaning(elapsed_s=1.0, recopy_percent=30.0,
+                                   buffer_utilization_percent=70.0)
+    figures.last[0] = LastCleaning(elapsed_s=2.0, recopy_percent=50.0,
+                                   buffer_utilization_percent=5.0)
+    assert figures.max_clean_time_s == 2.0
+    assert figures.recopy_percent == 40.0
+    assert figures.max_buffer_utilization_percent == 70.0
