@@ -1,6 +1,6 @@
 """The log cleaner's shell (Kafka's LogCleaner and LogCleanerManager): picks the filthiest
-compacted log, has a cleaner worker clean it, swaps the result in, and keeps
-`cleaner-offset-checkpoint`.
+compacted log, has a cleaner worker clean it, swaps the result in, and moves the log's
+cleaner checkpoint (`cleaner-offset-checkpoint`, kept by the log manager) past it.
 
 Cleaners are processes, `log.cleaner.threads` of them: cleaning decodes and re-encodes every
 record, and in a thread of the broker's process that work would hold the GIL the event loop
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from odradek.broker.broker import Broker, now_ms
 from odradek.config import BrokerConfig
-from odradek.log.checkpoint import read_checkpoint, write_checkpoint
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
 from odradek.log.compaction import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
@@ -30,7 +29,6 @@ from odradek.log.segment_swap import finish_swap
 
 log = logging.getLogger("odradek.broker.log_cleaner")
 
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 TopicPartition = tuple[str, int]
 
 
@@ -76,13 +74,7 @@ class LogCleaner:
         self.backoff_s = config.integer("log.cleaner.backoff.ms") / 1000
         self.figures = CleanerFigures()
         self.dirty_ratios: dict[TopicPartition, float] = {}
-        self._checkpoint_path = broker.log_dir / CLEANER_CHECKPOINT
-        self._checkpoints: dict[TopicPartition, int] = {}
         self._in_progress: set[TopicPartition] = set()
-        self._checkpointed: dict[TopicPartition, tuple[PartitionLog, int]] = {}
-        """The log and its truncation count when its checkpoint was written: a log
-        truncated or re-created since must be cleaned from its start again (Kafka's
-        maybeTruncateCheckpoint, coarser)."""
         self._delete_horizons: dict[TopicPartition, int] = {}
         """The latest delete horizon each log's last cleaning left behind."""
         self._pool: ProcessPoolExecutor | None = None
@@ -93,7 +85,6 @@ class LogCleaner:
 
     def start(self) -> list[asyncio.Task[None]]:
         """Start the workers; returns the tasks to cancel at shutdown."""
-        self._checkpoints = read_checkpoint(self._checkpoint_path)
         self._pool = self._new_pool()
         return [asyncio.create_task(self._run(cleaner)) for cleaner in range(self.threads)]
 
@@ -134,14 +125,14 @@ class LogCleaner:
                     expected, truncations, result.groups, now_ms()):
                 log.info("%s-%d changed while it was cleaned; cleaning it again later", *key)
                 return True
-            self._checkpoints[key] = result.end_offset
-            self._checkpointed[key] = (partition_log, truncations)
+            if truncations == partition_log.truncations:
+                partition_log.cleaner_checkpoint = result.end_offset
             horizon = result.stats.latest_delete_horizon_ms
             if horizon > now_ms():
                 self._delete_horizons[key] = horizon
             else:
                 self._delete_horizons.pop(key, None)
-            await loop.run_in_executor(None, self._write_checkpoint)
+            await loop.run_in_executor(None, self.broker.logs.checkpoint_cleaning)
             self._record(cleaner, key, result)
         finally:
             self._in_progress.discard(key)
@@ -165,7 +156,7 @@ class LogCleaner:
                         ) -> tuple[TopicPartition, PartitionLog, CleanJob, list[LogSegment]] | None:
         logs = {key: partition_log for key, partition_log in self.broker.logs.logs()
                 if partition_log.config.compact_enabled and key not in self._in_progress}
-        candidates = {key: self._to_clean(key, partition_log, now)
+        candidates = {key: self._to_clean(partition_log, now)
                       for key, partition_log in logs.items()}
         self.dirty_ratios = {key: c.dirty_ratio for key, c in candidates.items()}
         self.figures.max_dirty_percent = 100 * max(self.dirty_ratios.values(), default=0.0)
@@ -190,26 +181,19 @@ class LogCleaner:
                 return key
         return None
 
-    def _to_clean(self, key: TopicPartition, partition_log: PartitionLog, now: int
-                  ) -> LogToClean:
+    @staticmethod
+    def _to_clean(partition_log: PartitionLog, now: int) -> LogToClean:
         config = partition_log.config
         segments = [SegmentSummary(s.base_offset, s.size, s.largest_timestamp(),
                                    s.rolling_base_timestamp) for s in partition_log.segments]
         return log_to_clean(
-            segments, checkpoint=self._checkpoint(key, partition_log),
+            segments, checkpoint=partition_log.cleaner_checkpoint,
             log_start_offset=partition_log.log_start_offset,
             log_end_offset=partition_log.log_end_offset,
             last_stable_offset=partition_log.last_stable_offset, now_ms=now,
             min_compaction_lag_ms=config.min_compaction_lag_ms,
             max_compaction_lag_ms=config.max_compaction_lag_ms,
             min_cleanable_ratio=config.min_cleanable_dirty_ratio)
-
-    def _checkpoint(self, key: TopicPartition, partition_log: PartitionLog) -> int | None:
-        recorded = self._checkpointed.get(key)
-        if recorded is not None and recorded != (partition_log, partition_log.truncations):
-            self._checkpoints.pop(key, None)
-            del self._checkpointed[key]
-        return self._checkpoints.get(key)
 
     def _job(self, partition_log: PartitionLog, candidate: LogToClean,
              expected: list[LogSegment], now: int) -> CleanJob:
@@ -236,12 +220,6 @@ class LogCleaner:
                  "(%d of %d records kept)", *key, result.end_offset, result.elapsed_s,
                  stats.bytes_read, stats.bytes_written, stats.records_retained,
                  stats.records_read)
-
-    def _write_checkpoint(self) -> None:
-        live = {key for key, _ in self.broker.logs.logs()}
-        write_checkpoint(self._checkpoint_path,
-                         {key: offset for key, offset in self._checkpoints.items()
-                          if key in live})
 
     def dirty_ratio_samples(self) -> Iterable[tuple[str, int, float]]:
         return ((topic, partition, ratio)

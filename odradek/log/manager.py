@@ -3,6 +3,7 @@
     <log.dir>/recovery-point-offset-checkpoint
     <log.dir>/log-start-offset-checkpoint
     <log.dir>/replication-offset-checkpoint  high watermarks
+    <log.dir>/cleaner-offset-checkpoint      where each compacted log's dirty section starts
     <log.dir>/.kafka_cleanshutdown          present only between a clean shutdown and the next load
     <log.dir>/<topic>-<partition>/...
 
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .checkpoint import (
+    CLEANER_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -62,6 +64,7 @@ class LogManager:
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         log_starts = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = read_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        cleaned_to = read_checkpoint(self.log_dir / CLEANER_CHECKPOINT)
         for entry in sorted(os.scandir(self.log_dir), key=lambda item: item.name):
             if not entry.is_dir():
                 continue
@@ -79,6 +82,7 @@ class LogManager:
                 log_start_offset=log_starts.get(key, 0),
             )
             log.high_watermark = high_watermarks.get(key, 0)
+            log.cleaner_checkpoint = cleaned_to.get(key)
         if clean:
             marker.unlink()
             fsync_directory(self.log_dir)
@@ -150,6 +154,13 @@ class LogManager:
         replica.high.watermark.checkpoint.interval.ms)."""
         with self._checkpoint_lock:
             self._write_high_watermarks(self.logs())
+
+    def checkpoint_cleaning(self) -> None:
+        """Write cleaner-offset-checkpoint (the cleaner does, after each cleaning)."""
+        with self._checkpoint_lock:
+            write_checkpoint(self.log_dir / CLEANER_CHECKPOINT,
+                             {key: log.cleaner_checkpoint for key, log in self.logs()
+                              if log.cleaner_checkpoint is not None})
 
     def _write_high_watermarks(self, logs: Iterable[tuple[TopicPartition, PartitionLog]]) -> None:
         write_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT,

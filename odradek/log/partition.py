@@ -105,6 +105,10 @@ class PartitionLog:
         self.truncations = 0
         """How often the log's tail was cut off: a cleaning that read the log before the
         last cut is not installed."""
+        self.cleaner_checkpoint: int | None = None
+        """Where the dirty section starts (the cleaner's checkpoint); a cut pulls it back
+        to the cut (Kafka's maybeTruncateCheckpoint), so data written again there is
+        cleaned."""
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -517,11 +521,13 @@ class PartitionLog:
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self.leader_epochs.truncate_from_end(self._log_end_offset)
         self._rebuild_producer_state()
+        self._pull_cleaner_checkpoint_back(self._log_end_offset)
         return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         """Drop every segment and start an empty log at `offset`."""
         self.truncations += 1
+        self._pull_cleaner_checkpoint_back(offset)
         for segment in self._segments:
             self._pending_deletion += segment.rename_for_deletion()
         self._set_segments([LogSegment.create(self.directory, offset, now_ms)])
@@ -532,6 +538,10 @@ class PartitionLog:
         self.leader_epochs.clear()
         delete_snapshots(self.directory, above=-1)
         self.producers = ProducerStateManager()
+
+    def _pull_cleaner_checkpoint_back(self, cut: int) -> None:
+        if self.cleaner_checkpoint is not None:
+            self.cleaner_checkpoint = min(self.cleaner_checkpoint, cut)
 
     # -- producer state ---------------------------------------------------------------------
 

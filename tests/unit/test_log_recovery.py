@@ -398,3 +398,36 @@ def test_delete_renames_the_dir_and_load_removes_it(tmp_path: Path) -> None:
     assert not doomed.exists()
     assert [key for key, _ in again.logs()] == [("orders", 1)]
     assert (tmp_path / "data" / "notes").is_dir()
+
+
+def test_cleaner_checkpoints_survive_a_restart_and_a_cut_pulls_them_back(
+    tmp_path: Path,
+) -> None:
+    """Kafka's maybeTruncateCheckpoint: data written again past a cut is dirty, even when the
+    cut comes after a restart, before the cleaner has looked at the log."""
+    logs = manager(tmp_path)
+    logs.load(0)
+    cleaned, other, never = (logs.create("t", p, 0) for p in range(3))
+    for log in (cleaned, other, never):
+        fill(log, 40)
+    cleaned.cleaner_checkpoint = 30
+    other.cleaner_checkpoint = 20
+    logs.checkpoint_cleaning()
+    assert (tmp_path / "data" / "cleaner-offset-checkpoint").read_text() == (
+        "0\n2\nt 0 30\nt 1 20\n")
+    logs.shutdown()
+
+    again = manager(tmp_path)
+    again.load(0)
+    cut, kept, fresh = (again.get("t", p) for p in range(3))
+    assert cut is not None and kept is not None and fresh is not None
+    assert (cut.cleaner_checkpoint, kept.cleaner_checkpoint, fresh.cleaner_checkpoint) == (
+        30, 20, None)
+    cut.truncate_to(25, now_ms=0)
+    kept.truncate_to(35, now_ms=0)
+    fresh.truncate_to(10, now_ms=0)
+    assert (cut.cleaner_checkpoint, kept.cleaner_checkpoint, fresh.cleaner_checkpoint) == (
+        cut.log_end_offset, 20, None)
+    assert cut.log_end_offset <= 25
+    kept.truncate_fully_and_start_at(15, now_ms=0)
+    assert kept.cleaner_checkpoint == 15
