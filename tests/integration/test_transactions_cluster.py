@@ -23,7 +23,7 @@ TRANSACTION_KEY = 1
 
 @pytest.fixture
 def cluster(tmp_path: Any) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, 1, 3, {"broker.session.timeout.ms": "3000",
+    with running_cluster(tmp_path, 1, 3, {"broker.session.timeout.ms": "4000",
                                           "broker.heartbeat.interval.ms": "500"}) as cluster:
         yield cluster
 
