@@ -3,9 +3,9 @@ rack, with `replica.selector.class` set to Kafka's RackAwareReplicaSelector: a c
 consumer naming a follower's rack in `client.rack` reads every record from that follower
 (the leader sends it no record bytes), including records produced while it waits, and under
 read_committed only committed transactions; a consumer naming no rack reads from the
-leader. Per-broker consumer bytes out
-(`kafka_server_brokertopicmetrics_bytesout_total`, which leaves replication out, as in Kafka)
-show who served whom."""
+leader; a consumer whose follower is killed carries on from the leader, missing nothing.
+Per-broker consumer bytes out (`kafka_server_brokertopicmetrics_bytesout_total`, which
+leaves replication out, as in Kafka) show who served whom."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ RACKS = ["rack-a", "rack-b", "rack-c"]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running_cluster(tmp_path_factory.mktemp("follower-fetching"), 1, 3,
-                         {"replica.selector.class": RACK_AWARE_SELECTOR}, RACKS) as cluster:
+                         {"replica.selector.class": RACK_AWARE_SELECTOR,
+                          "broker.session.timeout.ms": "4000",
+                          "broker.heartbeat.interval.ms": "500"}, RACKS) as cluster:
         yield cluster
 
 
@@ -150,3 +152,26 @@ def test_read_committed_from_a_follower_skips_aborted_transactions(cluster: Clus
         consumer.close()
     assert consumer_bytes_out(cluster, follower, topic) > 0
     assert consumer_bytes_out(cluster, leader, topic) == 0
+
+
+def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    before = [f"before-{i}".encode() for i in range(300)]
+    produce(cluster.bootstrap, topic, before)
+    consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1])
+    consumer.subscribe([topic])
+    try:
+        assert consume(consumer, len(before)) == before
+        assert consumer_bytes_out(cluster, leader, topic) == 0
+        cluster.stop(f"broker-{follower}", kill=True)
+        after = [f"after-{i}".encode() for i in range(300)]
+        produce(cluster.bootstrap, topic, after)
+        assert consume(consumer, len(after)) == after
+    finally:
+        consumer.close()
+        cluster.start(f"broker-{follower}")
+        wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
+                   what="the killed follower back")
+    assert consumer_bytes_out(cluster, leader, topic) > sum(map(len, after))
