@@ -1,5 +1,5 @@
-"""What every Odradek process shares: the event loop choice, signal handling, periodic
-background work and the Prometheus endpoint."""
+"""What every Odradek process shares: the event loop choice and its watchdog, signal
+handling, periodic background work and the Prometheus endpoint."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
+
+from odradek.loop_watchdog import LoopWatchdog
 
 log = logging.getLogger("odradek.runtime")
 
@@ -59,7 +61,8 @@ def install_event_loop(prefer_uvloop: bool = True) -> str:
 def run_service(
     serve: Callable[[asyncio.Event], Coroutine[Any, Any, None]], prefer_uvloop: bool = True
 ) -> None:
-    """Run `serve(stop)` until SIGTERM or SIGINT sets `stop`."""
+    """Run `serve(stop)` until SIGTERM or SIGINT sets `stop`, with a watchdog that logs
+    where the loop is stuck should it stop turning."""
     loop_name = install_event_loop(prefer_uvloop)
 
     async def main() -> None:
@@ -68,6 +71,11 @@ def run_service(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         log.info("event loop: %s", loop_name)
-        await serve(stop)
+        watchdog = LoopWatchdog()
+        watchdog.start()
+        try:
+            await serve(stop)
+        finally:
+            watchdog.stop()
 
     asyncio.run(main())
