@@ -8,12 +8,31 @@ import pytest
 
 from tests.integration import groups
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.cluster import Cluster
+
+BROKER_LOG_TAIL = 3000
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report carries the tails of its Odradek processes' logs, where a
+    stuck event loop, a crash or a refused config says what the client could not."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, Cluster):
+            report.sections.append((f"odradek logs ({name})", value.logs()))
+        elif isinstance(value, BrokerProcess):
+            report.sections.append((f"odradek log ({name}, last {BROKER_LOG_TAIL} chars)",
+                                    value.logs()[-BROKER_LOG_TAIL:]))
 
 
 @pytest.fixture(autouse=True)
