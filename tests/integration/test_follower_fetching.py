@@ -4,11 +4,13 @@ consumer naming a follower's rack in `client.rack` reads every record from that 
 (the leader sends it no record bytes), including records produced while it waits, and under
 read_committed only committed transactions; a consumer naming no rack reads from the
 leader; a consumer whose follower is killed carries on from the leader, missing nothing.
+kafkajs, with `rackId`, is sent to the follower in its rack too.
 Per-broker consumer bytes out (`kafka_server_brokertopicmetrics_bytesout_total`, which
 leaves replication out, as in Kafka) show who served whom."""
 
 from __future__ import annotations
 
+import base64
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -28,6 +30,7 @@ from tests.integration.cluster import (
     scrape,
     wait_until,
 )
+from tests.integration.kafkajs_client import NODE, run_kafkajs
 
 RACKS = ["rack-a", "rack-b", "rack-c"]
 
@@ -39,6 +42,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                           "broker.session.timeout.ms": "4000",
                           "broker.heartbeat.interval.ms": "500"}, RACKS) as cluster:
         yield cluster
+
+
+def replicated_topic(cluster: Cluster) -> tuple[str, int, int]:
+    """A one-partition topic on every broker: its name, leader and a follower."""
+    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    return topic, leader, next(b for b in (1, 2, 3) if b != leader)
 
 
 def consumer_bytes_out(cluster: Cluster, broker_id: int, topic: str) -> float:
@@ -82,9 +92,7 @@ def new_consumer(bootstrap: str, rack: str | None,
 
 
 def test_a_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
-    leader = partitions(cluster.bootstrap, topic)[0].leader
-    follower = next(b for b in (1, 2, 3) if b != leader)
+    topic, leader, follower = replicated_topic(cluster)
     first = [f"early-{i}".encode() for i in range(500)]
     produce(cluster.bootstrap, topic, first)
 
@@ -110,8 +118,7 @@ def test_a_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> Non
 
 
 def test_a_consumer_without_a_rack_reads_from_the_leader(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
-    leader = partitions(cluster.bootstrap, topic)[0].leader
+    topic, leader, _ = replicated_topic(cluster)
     values = [f"v-{i}".encode() for i in range(200)]
     produce(cluster.bootstrap, topic, values)
 
@@ -127,9 +134,7 @@ def test_a_consumer_without_a_rack_reads_from_the_leader(cluster: Cluster) -> No
 
 
 def test_read_committed_from_a_follower_skips_aborted_transactions(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
-    leader = partitions(cluster.bootstrap, topic)[0].leader
-    follower = next(b for b in (1, 2, 3) if b != leader)
+    topic, leader, follower = replicated_topic(cluster)
     producer = Producer({"bootstrap.servers": cluster.bootstrap,
                          "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
     producer.init_transactions(TIMEOUT)
@@ -155,9 +160,7 @@ def test_read_committed_from_a_follower_skips_aborted_transactions(cluster: Clus
 
 
 def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
-    leader = partitions(cluster.bootstrap, topic)[0].leader
-    follower = next(b for b in (1, 2, 3) if b != leader)
+    topic, leader, follower = replicated_topic(cluster)
     before = [f"before-{i}".encode() for i in range(300)]
     produce(cluster.bootstrap, topic, before)
     consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1])
@@ -175,3 +178,17 @@ def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Clus
         wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
                    what="the killed follower back")
     assert consumer_bytes_out(cluster, leader, topic) > sum(map(len, after))
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found: kafkajs needs Node.js >= 14")
+def test_a_kafkajs_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> None:
+    topic, leader, follower = replicated_topic(cluster)
+    values = [f"js-{i}".encode() for i in range(200)]
+    produce(cluster.bootstrap, topic, values)
+    (result,), log = run_kafkajs(cluster.bootstrap, {"op": "consume", "args": {
+        "groupId": f"g-{uuid.uuid4().hex[:8]}", "topic": topic, "count": len(values),
+        "rackId": RACKS[follower - 1]}})
+    assert "error" not in result, (result, log)
+    assert [base64.b64decode(r["value"]["base64"]) for r in result["ok"]] == values
+    assert consumer_bytes_out(cluster, follower, topic) > sum(map(len, values))
+    assert consumer_bytes_out(cluster, leader, topic) == 0

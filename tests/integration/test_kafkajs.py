@@ -14,10 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,10 +35,8 @@ from tests.integration.clients import (
     stored_codecs,
     unique,
 )
+from tests.integration.kafkajs_client import CLIENT_DIR, INSTALLED, NODE, NPM, run_kafkajs
 
-NODE, NPM = shutil.which("node"), shutil.which("npm")
-CLIENT_DIR = Path(__file__).parent / "kafkajs"
-INSTALLED = CLIENT_DIR / "node_modules" / "kafkajs" / "package.json"
 NODE_ID = 1
 GZIP = 1
 """Kafka's codec id for gzip, the low three bits of a batch's attributes."""
@@ -79,13 +74,7 @@ def quiet_broker(broker: BrokerProcess) -> Iterator[None]:
 
 
 def run_steps(broker: BrokerProcess, *steps: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Every step's {"ok": ...} or {"error": ...}, and kafkajs' log (stderr)."""
-    assert NODE is not None
-    command = json.dumps({"brokers": [broker.bootstrap], "steps": list(steps)})
-    done = subprocess.run([NODE, "client.js"], cwd=CLIENT_DIR, input=command,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["results"], done.stderr
+    return run_kafkajs(broker.bootstrap, *steps)
 
 
 def ok(broker: BrokerProcess, *steps: dict[str, Any]) -> list[Any]:

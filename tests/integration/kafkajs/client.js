@@ -11,8 +11,9 @@
 //     {"op": "createTopics", "args": [{"topics": [{"topic": "t", "numPartitions": 2}]}]},
 //     {"op": "fetchTopicOffsets", "args": ["t"]}]}
 //
-// `consume` ({"groupId", "topic", "count"}) runs a consumer group member from the earliest
-// offset until `count` messages arrived, commits them, leaves, and answers
+// `consume` ({"groupId", "topic", "count", "rackId"?}) runs a consumer group member (in rack
+// `rackId`, KIP-392) from the earliest offset until `count` messages arrived, commits them,
+// leaves, and answers
 // [{"partition", "offset", "value"}]. `produce` answers producer.send's RecordMetadata list;
 // every other op names an admin
 // method and `args` are its positional arguments. Keys, values and header values are strings
@@ -92,8 +93,13 @@ const jsonReplacer = (_, value) =>
     ? { base64: Buffer.from(value.data).toString('base64') }
     : value
 
-async function consume(kafka, { groupId, topic, count }) {
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 })
+async function consume(kafka, { groupId, topic, count, rackId }) {
+  const consumer = kafka.consumer({
+    groupId,
+    rackId: rackId ?? '',
+    sessionTimeout: 10000,
+    heartbeatInterval: 500,
+  })
   await consumer.connect()
   try {
     await consumer.subscribe({ topic, fromBeginning: true })

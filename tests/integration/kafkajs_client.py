@@ -1,0 +1,23 @@
+"""Running kafkajs through `kafkajs/client.js` (see its header for the command format)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+NODE, NPM = shutil.which("node"), shutil.which("npm")
+CLIENT_DIR = Path(__file__).parent / "kafkajs"
+INSTALLED = CLIENT_DIR / "node_modules" / "kafkajs" / "package.json"
+
+
+def run_kafkajs(bootstrap: str, *steps: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """Every step's {"ok": ...} or {"error": ...}, and kafkajs' log (stderr)."""
+    assert NODE is not None, "node not found"
+    command = json.dumps({"brokers": bootstrap.split(","), "steps": list(steps)})
+    done = subprocess.run([NODE, "client.js"], cwd=CLIENT_DIR, input=command,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["results"], done.stderr
