@@ -490,22 +490,14 @@ def decode_records(batch: Buffer) -> list[Record]:
     info = parse_batch_header(batch)
     if info.magic != MAGIC:
         raise _corrupt(f"record batch magic {info.magic}, only magic 2 is supported")
-    if info.size < BATCH_OVERHEAD or info.size > len(batch):
-        raise _corrupt(f"batch declares {info.size} bytes, {len(batch)} present")
-    data = bytes(batch[BATCH_OVERHEAD : info.size])
-    if info.compression != NO_COMPRESSION:
-        data = _decompress(info.compression, data)
+    data = _records_data(batch, info)
     if info.record_count < 0:
         raise _corrupt(f"negative record count {info.record_count}")
     log_append_time = info.timestamp_type == LOG_APPEND_TIME
     records: list[Record] = []
     position = 0
-    for _ in range(info.record_count):
-        length, position = _read_varint(data, position, 5)
-        record_end = position + length
-        if length < 0 or record_end > len(data):
-            raise _corrupt(f"record of {length} bytes runs past the end of the batch")
-        position += 1  # record attributes: unused
+    for start, record_end in _record_spans(data, info.record_count):
+        position = start + 1  # record attributes: unused
         timestamp_delta, position = _read_varint(data, position, 10)
         offset_delta, position = _read_varint(data, position, 5)
         key, position = _read_bytes(data, position, "key")
@@ -521,7 +513,8 @@ def decode_records(batch: Buffer) -> list[Record]:
             header_value, position = _read_bytes(data, position, "header value")
             headers.append((header_key.decode(errors="surrogateescape"), header_value))
         if position != record_end:
-            raise _corrupt(f"record declares {length} bytes but its fields do not fill them")
+            raise _corrupt(f"record declares {record_end - start} bytes but its fields do not "
+                           "fill them")
         timestamp = info.max_timestamp if log_append_time else info.base_timestamp + timestamp_delta
         records.append(
             Record(info.base_offset + offset_delta, timestamp, key, value, tuple(headers))
@@ -529,6 +522,29 @@ def decode_records(batch: Buffer) -> list[Record]:
     if position != len(data):
         raise _corrupt(f"{len(data) - position} bytes left after {info.record_count} records")
     return records
+
+
+def _records_data(batch: Buffer, info: BatchInfo) -> bytes:
+    """The batch's records section, decompressed."""
+    if info.size < BATCH_OVERHEAD or info.size > len(batch):
+        raise _corrupt(f"batch declares {info.size} bytes, {len(batch)} present")
+    data = bytes(batch[BATCH_OVERHEAD : info.size])
+    if info.compression != NO_COMPRESSION:
+        data = _decompress(info.compression, data)
+    return data
+
+
+def _record_spans(data: bytes, count: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each of the `count` records in `data`, after its length prefix, which
+    must stay within `data`."""
+    position = 0
+    for _ in range(count):
+        length, position = _read_varint(data, position, 5)
+        end = position + length
+        if length < 0 or end > len(data):
+            raise _corrupt(f"record of {length} bytes runs past the end of the batch")
+        yield position, end
+        position = end
 
 
 def _write_varint(out: bytearray, value: int) -> None:
@@ -730,21 +746,11 @@ def first_keyless_record(batch: Buffer) -> int | None:
     Decompresses, but only walks record lengths and key lengths.
     """
     info = parse_batch_header(batch)
-    if info.size < BATCH_OVERHEAD or info.size > len(batch):
-        raise _corrupt(f"batch declares {info.size} bytes, {len(batch)} present")
-    data = bytes(batch[BATCH_OVERHEAD : info.size])
-    if info.compression != NO_COMPRESSION:
-        data = _decompress(info.compression, data)
-    position = 0
-    for index in range(info.record_count):
-        length, position = _read_varint(data, position, 5)
-        record_end = position + length
-        if length < 0 or record_end > len(data):
-            raise _corrupt(f"record of {length} bytes runs past the end of the batch")
-        _, field = _read_varint(data, position + 1, 10)  # skip attributes, timestamp delta
+    data = _records_data(batch, info)
+    for index, (start, _) in enumerate(_record_spans(data, info.record_count)):
+        _, field = _read_varint(data, start + 1, 10)  # skip attributes, timestamp delta
         _, field = _read_varint(data, field, 5)  # offset delta
         key_length, _ = _read_varint(data, field, 5)
         if key_length < 0:
             return index
-        position = record_end
     return None
