@@ -63,6 +63,7 @@ def delete_records(args: argparse.Namespace) -> int:
 
     offsets = parse_offsets(read_json_file(args.offset_json_file))
     client = admin_client(args)
+    client.list_topics(timeout=args.timeout)  # an unreachable cluster fails here, once
     print("Executing records delete operation", flush=True)
     futures = client.delete_records([TopicPartition(t, p, o) for t, p, o in offsets],
                                     request_timeout=args.timeout)

@@ -92,8 +92,7 @@ def elect(args: argparse.Namespace) -> int:
         chosen = None
     partitions = None if chosen is None else [TopicPartition(t, p) for t, p in chosen]
     client = admin_client(args)
-    results = wait(client.elect_leaders(ElectionType[kind], partitions,
-                                        request_timeout=args.timeout), args)
+    results = wait(client.elect_leaders(ElectionType[kind], partitions), args)
     outcomes = sorted(((tp.topic, tp.partition), failure) for tp, failure in results.items())
     succeeded = [f"{t}-{p}" for (t, p), failure in outcomes if failure is None]
     needless = [f"{t}-{p}" for (t, p), failure in outcomes if failure is not None
