@@ -26,6 +26,7 @@ from odradek.tools.reassign_plan import (
     TOPIC_THROTTLES,
     Assignment,
     CopyProgress,
+    Move,
     Ongoing,
     Partition,
     follower_throttles,
@@ -157,35 +158,38 @@ async def _topics(client: WireClient, topics: Iterable[str]) -> dict[str, Any]:
     return found
 
 
+async def _partitions(client: WireClient, topics: Iterable[str]) -> dict[Partition, Any]:
+    """The Metadata of every partition of these topics (of those the cluster knows)."""
+    return {Partition(name, p.partition_index): p
+            for name, topic in (await _topics(client, topics)).items()
+            for p in topic.partitions}
+
+
+async def current_replicas(client: WireClient, topics: Iterable[str]) -> Assignment:
+    """The replicas of every partition of these topics (of those the cluster knows)."""
+    return {partition: list(p.replica_nodes)
+            for partition, p in (await _partitions(client, topics)).items()}
+
+
 async def replica_assignment(client: WireClient, topics: Iterable[str]) -> Assignment:
     """Every partition's replicas of these topics; an unknown topic is an error."""
     wanted = sorted(set(topics))
-    found = await _topics(client, wanted)
+    current = await current_replicas(client, wanted)
     for name in wanted:
-        if name not in found:
+        if all(p.topic != name for p in current):
             raise ToolError(f"Topic {name} not found.")
-    return {Partition(name, p.partition_index): list(p.replica_nodes)
-            for name, topic in found.items() for p in topic.partitions}
+    return current
 
 
 async def partition_assignment(client: WireClient, partitions: Iterable[Partition]
                                ) -> Assignment:
     """These partitions' replicas; an unknown one is an error."""
     wanted = set(partitions)
-    found = await _topics(client, {p.topic for p in wanted})
-    current = {Partition(name, p.partition_index): list(p.replica_nodes)
-               for name, topic in found.items() for p in topic.partitions
-               if Partition(name, p.partition_index) in wanted}
+    current = await current_replicas(client, {p.topic for p in wanted})
     missing = sorted(wanted - set(current))
     if missing:
         raise ToolError("Unable to find partition: " + ", ".join(map(str, missing)))
-    return current
-
-
-async def leaders(client: WireClient, partitions: Iterable[Partition]) -> dict[Partition, int]:
-    found = await _topics(client, {p.topic for p in partitions})
-    return {Partition(name, p.partition_index): p.leader_id
-            for name, topic in found.items() for p in topic.partitions}
+    return {p: current[p] for p in wanted}
 
 
 async def ongoing_reassignments(client: WireClient) -> dict[Partition, Ongoing]:
@@ -292,7 +296,7 @@ async def execute_command(client: WireClient, args: argparse.Namespace) -> None:
         + ",".join(map(str, sorted(proposed))))
 
 
-async def set_throttles(client: WireClient, partition_moves: Mapping[Partition, Any],
+async def set_throttles(client: WireClient, partition_moves: Mapping[Partition, Move],
                         rate: int) -> None:
     """Kafka's throttles for these moves: the topics' throttled replicas (sources for the
     leaders, new replicas for the followers), and the rate on every broker involved."""
@@ -330,20 +334,12 @@ async def verify_command(client: WireClient, args: argparse.Namespace) -> None:
     if args.wait:
         await wait_for(client, targets)
     ongoing = await ongoing_reassignments(client)
-    settled = [p for p in targets if p not in ongoing]
-    current = await _current_replicas(client, settled)
+    current = await current_replicas(client, {p.topic for p in targets if p not in ongoing})
     say("Status of partition reassignment:", *(
         status_line(p, None if p in ongoing else current.get(p, []), targets[p])
         for p in sorted(targets)))
     if not ongoing and not args.preserve_throttles:
         await clear_throttles(client, targets)
-
-
-async def _current_replicas(client: WireClient, partitions: list[Partition]) -> Assignment:
-    """Replicas of these partitions; those of unknown topics or partitions are left out."""
-    found = await _topics(client, {p.topic for p in partitions})
-    return {Partition(name, p.partition_index): list(p.replica_nodes)
-            for name, topic in found.items() for p in topic.partitions}
 
 
 async def wait_for(client: WireClient, targets: Assignment) -> None:
@@ -366,7 +362,8 @@ async def wait_for(client: WireClient, targets: Assignment) -> None:
 async def observe_copies(client: WireClient, moving: Mapping[Partition, Ongoing],
                          progress: CopyProgress) -> None:
     """The log sizes of the moving partitions on their leaders and their new replicas."""
-    leader_of = await leaders(client, moving)
+    leader_of = {partition: p.leader_id for partition, p in
+                 (await _partitions(client, {p.topic for p in moving})).items()}
     wanted: dict[int, set[Partition]] = {}
     for partition, ongoing in moving.items():
         for broker in [leader_of.get(partition, -1), *ongoing.adding]:
