@@ -128,7 +128,7 @@ def _dump(path: Path, args: argparse.Namespace, findings: Findings) -> Iterator[
     elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         yield from _dump_index(path, args, findings)
     elif suffix == TXN_INDEX_SUFFIX:
-        _read(path)
+        _read(path)  # the broker's reader takes a missing file for an empty index
         try:
             entries = TransactionIndex(path).entries()
         except CorruptIndexError as error:
