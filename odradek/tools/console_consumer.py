@@ -163,8 +163,8 @@ def consume(args: argparse.Namespace) -> None:
         for message in _messages(consumer, args, out.flush):
             out.write(formatter(_record(message)))
             processed += 1
-    finally:
         out.flush()
+    finally:
         consumer.close()
         print(f"Processed a total of {processed} messages", file=sys.stderr)
 
