@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
+    from odradek.tools.console_consumer import add_consume_parser
+    from odradek.tools.console_producer import add_produce_parser
     from odradek.tools.dump_log import add_dump_log_parser
     from odradek.transactions_cli import add_transactions_parser
 
@@ -81,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_transactions_parser(commands)
     add_cluster_parser(commands)
     add_dump_log_parser(commands)
+    add_produce_parser(commands)
+    add_consume_parser(commands)
     return parser
 
 
