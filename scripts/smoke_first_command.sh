@@ -37,29 +37,14 @@ python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>
   || fail "odradek dev did not listen on $port within 300 s"
 "$venv/python" -c 'import pytest' 2>/dev/null && fail "the dev extra leaked into the runtime venv"
 
-"$venv/python" - "$port" <<'PY' || fail "produce and consume failed"
-import sys
-from confluent_kafka import Consumer, Producer
-
-bootstrap = f"127.0.0.1:{sys.argv[1]}"
-producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-failures = []
-producer.produce("smoke", key=b"k", value=b"hello",
-                 on_delivery=lambda error, _message: failures.append(error))
-assert producer.flush(60) == 0 and failures == [None], f"delivery: {failures}"
-consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "smoke",
-                     "auto.offset.reset": "earliest"})
-consumer.subscribe(["smoke"])
-for _ in range(120):
-    message = consumer.poll(0.5)
-    if message is not None and message.error() is None:
-        assert (message.key(), message.value()) == (b"k", b"hello"), message
-        break
-else:
-    raise SystemExit("no record consumed within 60 s")
-consumer.close()
-print("smoke: produced and consumed one record", file=sys.stderr)
-PY
+bootstrap="127.0.0.1:$port"
+"$venv/odradek" produce --bootstrap-server "$bootstrap" --topic smoke \
+  --property parse.key=true --property key.separator=: <<<"k:hello" || fail "produce failed"
+consumed=$("$venv/odradek" consume --bootstrap-server "$bootstrap" --topic smoke \
+  --from-beginning --max-messages 1 --timeout-ms 60000 \
+  --property print.key=true --property key.separator=:) || fail "consume failed"
+[[ $consumed == "k:hello" ]] || fail "consumed ${consumed@Q}, expected 'k:hello'"
+echo "smoke: produced and consumed one record with odradek produce and consume" >&2
 
 kill -TERM "$pid"
 for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
