@@ -11,13 +11,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from odradek.metadata.image import METADATA_TOPIC
 from odradek.tools.common import ToolError, add_client_options, print_json, runs, table
 from odradek.tools.wire import WireClient, check
 
 DESCRIBE_QUORUM = (55, 1)
-METADATA_TOPIC = "__cluster_metadata"
 CLIENT_ID = "odradek-quorum"
 UNKNOWN = -1
+RETRIABLE = frozenset({ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower,
+                       ErrorCode.not_controller})
+"""No active controller (an election is under way): asked again until --timeout, as Kafka's
+admin client retries."""
+RETRY_BACKOFF_S = 0.1
 REPLICATION_HEADER = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                       "LastCaughtUpTimestamp", "Status")
 
@@ -122,10 +129,17 @@ def _replicas(states: Sequence[Any]) -> tuple[Replica, ...]:
 
 
 async def describe_quorum(client: WireClient) -> QuorumInfo:
-    response = await client.send(DESCRIBE_QUORUM, {"topics": [
-        {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
+    deadline = time.monotonic() + client.timeout
+    while True:
+        response = await client.send(DESCRIBE_QUORUM, {"topics": [
+            {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
+        partitions = [p for t in response.topics for p in t.partitions]
+        codes = {response.error_code, *(p.error_code for p in partitions)} - {ErrorCode.none}
+        if not codes & RETRIABLE or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(RETRY_BACKOFF_S)
     check(response.error_code, "DescribeQuorum")
-    (partition,) = [p for t in response.topics for p in t.partitions]
+    (partition,) = partitions
     check(partition.error_code, f"DescribeQuorum of {METADATA_TOPIC}-0")
     return QuorumInfo(int(partition.leader_id), int(partition.leader_epoch),
                       int(partition.high_watermark), _replicas(partition.current_voters),

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
 from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster, wait_until
@@ -28,11 +30,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
 
 
-def quorum(bootstrap: str, *arguments: str, check: bool = True
+def command(bootstrap: str, *arguments: str, timeout: float = 15) -> list[str]:
+    return [*ODRADEK, "quorum", "--bootstrap-server", bootstrap, "--timeout", str(timeout),
+            "describe", *arguments]
+
+
+def quorum(bootstrap: str, *arguments: str, check: bool = True, timeout: float = 15
            ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*ODRADEK, "quorum", "--bootstrap-server", bootstrap, "--timeout",
-                             "15", "describe", *arguments],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(command(bootstrap, *arguments, timeout=timeout),
+                            capture_output=True, text=True, timeout=120)
     if check:
         assert result.returncode == 0, result.stderr
     return result
@@ -51,6 +57,17 @@ def replication(bootstrap: str) -> dict[tuple[str, int], dict[str, Any]]:
 
 def active_id(cluster: Cluster) -> int:
     return int(cluster.node(cluster.active_controller())["id"])
+
+
+def timed_out_answers(cluster: Cluster, broker: str) -> float:
+    """DescribeQuorum answers with REQUEST_TIMED_OUT the broker has sent (its ErrorsPerSec)."""
+    url = f"http://127.0.0.1:{cluster.node(broker)['metrics_port']}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if sample.name == "kafka_network_requestmetrics_errors_total"
+               and sample.labels == {"request": "DescribeQuorum", "error": "REQUEST_TIMED_OUT"})
 
 
 def all_caught_up(bootstrap: str, leader: int) -> bool:
@@ -164,6 +181,38 @@ def test_a_stopped_broker_stops_advancing_and_falls_behind(cluster: Cluster) -> 
                what="the restarted broker 3 catches up")
 
 
+def test_without_a_quorum_the_tool_asks_again_until_its_timeout(cluster: Cluster) -> None:
+    """Two of three controllers down: no leader. The tool fails after --timeout with one
+    line, or, given time, answers once a quorum is back."""
+    down = [n for n in ("controller-1", "controller-2", "controller-3")
+            if n != cluster.active_controller()]
+    for name in down:
+        cluster.stop(name, kill=True)
+    try:
+        wait_until(lambda: not any(n.get("leader") for n in cluster.status()),
+                   what="the last controller steps down (check-quorum)")
+        failed = quorum(cluster.bootstrap, "--status", check=False, timeout=3)
+        assert failed.returncode == 1 and failed.stdout == ""
+        assert failed.stderr == "odradek quorum: DescribeQuorum: REQUEST_TIMED_OUT\n"
+        refusals = timed_out_answers(cluster, "broker-1")
+        waiting = subprocess.Popen(command(cluster.broker_bootstrap("broker-1"), "--status",
+                                           "--json", timeout=60),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: timed_out_answers(cluster, "broker-1") > refusals,
+                       what="the waiting tool was refused at least once")
+            cluster.start(down[0])
+            out, err = waiting.communicate(timeout=90)
+        finally:
+            waiting.kill()
+        assert waiting.returncode == 0, err
+        assert json.loads(out)["LeaderId"] in CONTROLLERS
+    finally:
+        for name in down:
+            if not any(n["name"] == name and n.get("alive") for n in cluster.status()):
+                cluster.start(name)
+
+
 def test_a_new_leader_is_reported_after_the_active_controller_is_killed(cluster: Cluster
                                                                        ) -> None:
     victim = cluster.active_controller()
@@ -171,9 +220,7 @@ def test_a_new_leader_is_reported_after_the_active_controller_is_killed(cluster:
     epoch = status(cluster.bootstrap)["LeaderEpoch"]
     cluster.stop(victim, kill=True)
     try:
-        wait_until(lambda: status(cluster.bootstrap)["LeaderId"] not in (victim_id, -1),
-                   what="a new leader is reported")
-        fields = status(cluster.bootstrap)
+        fields = status(cluster.bootstrap)  # asked again while there is no leader
         assert fields["LeaderId"] == active_id(cluster) != victim_id
         assert fields["LeaderEpoch"] > epoch
         assert fields["CurrentVoters"] == CONTROLLERS
