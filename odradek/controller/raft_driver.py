@@ -25,6 +25,7 @@ log = logging.getLogger("odradek.controller.raft")
 
 
 def wall_ms() -> int:
+    """Wall-clock milliseconds, which stamp the quorum's replication report."""
     return time.time_ns() // 1_000_000
 
 
@@ -53,7 +54,6 @@ class RaftDriver:
         tick_ms: int,
         snapshot_bytes: int,
         on_active: Callable[[], None] = lambda: None,
-        clock: Callable[[], int] = wall_ms,
     ) -> None:
         self.node = node
         self.store = store
@@ -62,8 +62,6 @@ class RaftDriver:
         self.tick_ms = tick_ms
         self.snapshot_bytes = snapshot_bytes
         self.on_active = on_active
-        self.clock = clock
-        """Wall-clock milliseconds, which stamp the quorum's replication report."""
         self.applied = node.applied
         self.applied_term = 0
         self.leader = node.leader
@@ -93,7 +91,7 @@ class RaftDriver:
         replication = self._leadership()
         match = self.node.match_indexes().get(message.source, 0)
         if replication is not None and match > 0:
-            replication.voter_fetched(message.source, match, self.node.last_index, self.clock())
+            replication.voter_fetched(message.source, match, self.node.last_index, wall_ms())
 
     def _leadership(self) -> QuorumReplication | None:
         """This leadership's replication report; None unless this node leads."""
@@ -109,14 +107,14 @@ class RaftDriver:
         replication = self._leadership()
         if replication is not None:
             replication.observer_fetched(observer, metadata_offset, self.node.last_index,
-                                         self.clock())
+                                         wall_ms())
 
     def describe_quorum(self) -> tuple[list[ReplicaReport], list[ReplicaReport]] | None:
         """(voters, observers) as the leader sees them; None unless this node leads."""
         replication = self._leadership()
         if replication is None:
             return None
-        return replication.describe(self.node.last_index, self.clock())
+        return replication.describe(self.node.last_index, wall_ms())
 
     def propose(self, data: bytes) -> asyncio.Future[int]:
         """The index of the entry once it is applied."""
