@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.tools.console_consumer import add_consume_parser
     from odradek.tools.console_producer import add_produce_parser
     from odradek.tools.dump_log import add_dump_log_parser
+    from odradek.tools.quorum import add_quorum_parser
     from odradek.transactions_cli import add_transactions_parser
 
     add_perf_parser(commands)
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dump_log_parser(commands)
     add_produce_parser(commands)
     add_consume_parser(commands)
+    add_quorum_parser(commands)
     return parser
 
 
