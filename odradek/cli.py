@@ -73,12 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
+    from odradek.tools.topics import add_topics_parser
     from odradek.transactions_cli import add_transactions_parser
 
     add_perf_parser(commands)
     add_groups_parser(commands)
     add_transactions_parser(commands)
     add_cluster_parser(commands)
+    add_topics_parser(commands)
     return parser
 
 
