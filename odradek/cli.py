@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
+    from odradek.tools.configs import add_configs_parser
     from odradek.tools.topics import add_topics_parser
     from odradek.transactions_cli import add_transactions_parser
 
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_transactions_parser(commands)
     add_cluster_parser(commands)
     add_topics_parser(commands)
+    add_configs_parser(commands)
     return parser
 
 
