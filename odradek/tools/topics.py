@@ -109,8 +109,7 @@ def _add_selection(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def _add_replica_assignment(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replica-assignment", type=parse_replica_assignment,
-                        metavar="B1:B2,B1:B2,...",
+    parser.add_argument("--replica-assignment", metavar="B1:B2,B1:B2,...",
                         help="each partition's broker ids, the first one preferred leader, "
                              "partitions separated by commas")
 
@@ -130,24 +129,26 @@ def _runs(command: Callable[[Any, argparse.Namespace], None]
 # --- Arguments ---------------------------------------------------------------------------
 
 
-def parse_replica_assignment(text: str) -> list[list[int]]:
+def parse_replica_assignment(text: str | None) -> list[list[int]]:
     """Kafka's `--replica-assignment`: `0:1,1:2` is partition 0 on brokers 0 and 1, partition 1
-    on brokers 1 and 2. Every partition has the same replica count, without duplicates."""
+    on brokers 1 and 2. Every partition has the same replica count, without duplicates. None
+    or empty: no assignment."""
     assignment: list[list[int]] = []
+    if not text:
+        return assignment
     for index, part in enumerate(text.split(",")):
         try:
             brokers = [int(b.strip()) for b in part.split(":")]
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected broker ids like 0:1,1:2, got {part.strip()!r}") from None
+            raise ToolError("invalid --replica-assignment: expected broker ids like 0:1,1:2, "
+                            f"got {part.strip()!r}") from None
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:
-            raise argparse.ArgumentTypeError(
+            raise ToolError(
                 "Partition replica lists may not contain duplicate entries: "
                 + ",".join(map(str, duplicates)))
         if assignment and len(brokers) != len(assignment[0]):
-            raise argparse.ArgumentTypeError(
-                f"Partition {index} has different replication factor: {brokers}")
+            raise ToolError(f"Partition {index} has different replication factor: {brokers}")
         assignment.append(brokers)
     return assignment
 
@@ -166,7 +167,7 @@ def parse_topic_configs(items: Sequence[str]) -> dict[str, str]:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """kafka-topics' checks of flag combinations and counts."""
-    assignment = getattr(args, "replica_assignment", None)
+    assignment = parse_replica_assignment(getattr(args, "replica_assignment", None))
     if args.tool == "create":
         if assignment and (args.partitions is not None or args.replication_factor is not None):
             raise ToolError("--replica-assignment cannot be used with --partitions or "
@@ -218,11 +219,12 @@ def create_topic(admin: Any, args: argparse.Namespace) -> None:
     from confluent_kafka.admin import NewTopic
 
     configs = parse_topic_configs(args.config)
+    assignment = parse_replica_assignment(args.replica_assignment)
     if "." in args.topic or "_" in args.topic:
         print(COLLISION_WARNING)
-    if args.replica_assignment:
-        topic = NewTopic(args.topic, num_partitions=len(args.replica_assignment),
-                         replica_assignment=args.replica_assignment, config=configs)
+    if assignment:
+        topic = NewTopic(args.topic, num_partitions=len(assignment),
+                         replica_assignment=assignment, config=configs)
     else:
         topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
                          replication_factor=args.replication_factor or -1, config=configs)
@@ -291,7 +293,7 @@ def alter_topics(admin: Any, args: argparse.Namespace) -> None:
     topics = _topics(admin, args, required=True)
     if not topics:
         return
-    assignment = args.replica_assignment
+    assignment = parse_replica_assignment(args.replica_assignment)
     current = {}
     if assignment:
         described = admin.describe_topics(TopicCollection(topics), request_timeout=args.timeout)

@@ -31,6 +31,7 @@ def args(*argv: str) -> argparse.Namespace:
 def test_replica_assignment_lists_each_partitions_brokers() -> None:
     assert parse_replica_assignment("0:1, 1 : 2,2:0") == [[0, 1], [1, 2], [2, 0]]
     assert parse_replica_assignment("3") == [[3]]
+    assert parse_replica_assignment("") == parse_replica_assignment(None) == []
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -40,7 +41,7 @@ def test_replica_assignment_lists_each_partitions_brokers() -> None:
     ("1,,2", "expected broker ids"),
 ])
 def test_bad_replica_assignments_are_refused(text: str, message: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError, match=message.replace("[", r"\[")):
+    with pytest.raises(ToolError, match=message.replace("[", r"\[")):
         parse_replica_assignment(text)
 
 
