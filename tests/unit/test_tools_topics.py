@@ -9,18 +9,18 @@ import pytest
 
 from odradek.cli import build_parser
 from odradek.tools.common import ToolError
+from odradek.tools.topic_args import (
+    check_arguments,
+    parse_replica_assignment,
+    parse_topic_configs,
+    select_topics,
+)
 from odradek.tools.topic_report import (
     Filters,
     PartitionState,
     TopicState,
     describe_json,
     describe_lines,
-)
-from odradek.tools.topics import (
-    check_arguments,
-    parse_replica_assignment,
-    parse_topic_configs,
-    select_topics,
 )
 
 
