@@ -13,6 +13,7 @@ from odradek.tools.common import (
     ToolError,
     add_client_options,
     admin_client,
+    kafka_error,
     print_json,
     runs,
     wait,
@@ -155,7 +156,8 @@ def create_topic(admin: Any, args: argparse.Namespace) -> None:
     try:
         wait(future, args)
     except KafkaException as error:
-        exists = error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        cause = kafka_error(error)
+        exists = cause is not None and cause.code() == KafkaError.TOPIC_ALREADY_EXISTS
         if exists and args.if_not_exists:
             return
         raise

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from tests.integration.broker_process import ODRADEK
@@ -23,6 +23,7 @@ OVERRIDES = {
     "broker.heartbeat.interval.ms": "500",
     "replica.lag.time.max.ms": "2000",
     "auto.leader.rebalance.enable": "false",
+    "offsets.topic.num.partitions": "3",
 }
 
 
@@ -194,6 +195,38 @@ def test_existing_and_missing_topics(cluster: Cluster) -> None:
         line = failure(topics(bootstrap, *verb, "--topic", missing))
         assert line == f"odradek topics: Topic '{missing}' does not exist as expected"
         assert ok(bootstrap, *verb, "--topic", missing, "--if-exists") == ""
+
+
+def commit_an_offset(bootstrap: str) -> str:
+    """A new topic with an offset committed on it, which makes __consumer_offsets."""
+    name = unique()
+    ok(bootstrap, "create", "--topic", name, "--partitions", "1")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("group")})
+    try:
+        consumer.commit(offsets=[TopicPartition(name, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    return name
+
+
+def test_exclude_internal_leaves_out_internal_topics(cluster: Cluster) -> None:
+    bootstrap = cluster.bootstrap
+    name = commit_an_offset(bootstrap)
+    assert "__consumer_offsets" in topic_names(bootstrap)
+    assert "__consumer_offsets" in ok(bootstrap, "list").split()
+    excluded = ok(bootstrap, "list", "--exclude-internal").split()
+    assert name in excluded and "__consumer_offsets" not in excluded
+    assert ok(bootstrap, "describe", "--topic", "__.*", "--exclude-internal",
+              "--if-exists") == ""
+
+
+@pytest.mark.xfail(strict=True, reason="Odradek's DescribeConfigs refuses internal topics "
+                                       "('Creation of internal topic ... is prohibited')")
+def test_describe_shows_internal_topics(cluster: Cluster) -> None:
+    bootstrap = cluster.bootstrap
+    commit_an_offset(bootstrap)
+    assert {t for t, _ in printed_partitions(ok(bootstrap, "describe", "--topic", "__.*"))} == {
+        "__consumer_offsets"}
 
 
 def test_bad_input_is_one_line(cluster: Cluster) -> None:
