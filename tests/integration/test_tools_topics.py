@@ -220,8 +220,6 @@ def test_exclude_internal_leaves_out_internal_topics(cluster: Cluster) -> None:
               "--if-exists") == ""
 
 
-@pytest.mark.xfail(strict=True, reason="Odradek's DescribeConfigs refuses internal topics "
-                                       "('Creation of internal topic ... is prohibited')")
 def test_describe_shows_internal_topics(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
     commit_an_offset(bootstrap)
