@@ -12,10 +12,10 @@ import asyncio
 import collections
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from typing import Protocol
 
+from odradek.clock import now_ms
 from odradek.controller.quorum_replication import QuorumReplication, ReplicaReport
 from odradek.controller.raft_store import RaftLogStore
 from odradek.raft import RaftNode
@@ -23,10 +23,6 @@ from odradek.raft.types import Entry, Message, MessageType, NotLeaderError, Read
 
 log = logging.getLogger("odradek.controller.raft")
 
-
-def wall_ms() -> int:
-    """Wall-clock milliseconds, which stamp the quorum's replication report."""
-    return time.time_ns() // 1_000_000
 
 
 class StateMachine(Protocol):
@@ -91,7 +87,7 @@ class RaftDriver:
         replication = self._leadership()
         match = self.node.match_indexes().get(message.source, 0)
         if replication is not None and match > 0:
-            replication.voter_fetched(message.source, match, self.node.last_index, wall_ms())
+            replication.voter_fetched(message.source, match, self.node.last_index, now_ms())
 
     def _leadership(self) -> QuorumReplication | None:
         """This leadership's replication report; None unless this node leads."""
@@ -107,14 +103,14 @@ class RaftDriver:
         replication = self._leadership()
         if replication is not None:
             replication.observer_fetched(observer, metadata_offset, self.node.last_index,
-                                         wall_ms())
+                                         now_ms())
 
     def describe_quorum(self) -> tuple[list[ReplicaReport], list[ReplicaReport]] | None:
         """(voters, observers) as the leader sees them; None unless this node leads."""
         replication = self._leadership()
         if replication is None:
             return None
-        return replication.describe(self.node.last_index, wall_ms())
+        return replication.describe(self.node.last_index, now_ms())
 
     def propose(self, data: bytes) -> asyncio.Future[int]:
         """The index of the entry once it is applied."""

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TypeVar
 
 import grpc
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import now_ms
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
@@ -27,9 +27,6 @@ log = logging.getLogger("odradek.controller.service")
 
 T = TypeVar("T")
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class NotController(Exception):
