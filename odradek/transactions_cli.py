@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from odradek.tools.common import ToolError, add_client_options, runs, table
+from odradek.tools.common import ToolError, add_client_options, print_rows, runs
 from odradek.tools.wire import WireClient, check
 
 FIND_COORDINATOR = (10, 4)
@@ -24,7 +24,7 @@ CLIENT_ID = "odradek-transactions"
 
 def add_transactions_parser(commands: Any) -> None:
     tool = commands.add_parser("transactions", help="list, describe and abort transactions")
-    add_client_options(tool, tabular=False)
+    add_client_options(tool)
     tools = tool.add_subparsers(dest="tool", required=True)
     tools.add_parser("list", help="every transactional id the brokers coordinate"
                      ).set_defaults(run=_runs(list_transactions))
@@ -45,19 +45,28 @@ def add_transactions_parser(commands: Any) -> None:
     abort.set_defaults(run=_runs(abort_transaction))
 
 
-def _runs(command: Callable[[WireClient, argparse.Namespace], Awaitable[str]]
+Rows = tuple[Sequence[str], Sequence[Sequence[Any]]]
+"""A table's header and rows."""
+
+
+def _runs(command: Callable[[WireClient, argparse.Namespace], Awaitable[Rows | str]]
           ) -> Callable[[argparse.Namespace], int]:
-    async def call(args: argparse.Namespace) -> str:
+    """A command as a subcommand: tables printed as tables or JSON, messages as they are."""
+    async def call(args: argparse.Namespace) -> Rows | str:
         async with WireClient(args, CLIENT_ID) as client:
             return await command(client, args)
 
     def run(args: argparse.Namespace) -> None:
-        print(asyncio.run(call(args)))
+        output = asyncio.run(call(args))
+        if isinstance(output, str):
+            print(output)
+        else:
+            print_rows(args, *output)
 
     return runs("transactions", run)
 
 
-async def list_transactions(client: WireClient, args: argparse.Namespace) -> str:
+async def list_transactions(client: WireClient, args: argparse.Namespace) -> Rows:
     rows = []
     for node_id in sorted(await client.brokers()):
         response = await client.send_to_broker(node_id, LIST_TRANSACTIONS, {
@@ -65,11 +74,10 @@ async def list_transactions(client: WireClient, args: argparse.Namespace) -> str
         })
         rows += [(t.transactional_id, node_id, t.producer_id, t.transaction_state)
                  for t in response.transaction_states]
-    return table(("TransactionalId", "Coordinator", "ProducerId", "TransactionState"),
-                 sorted(rows))
+    return ("TransactionalId", "Coordinator", "ProducerId", "TransactionState"), sorted(rows)
 
 
-async def describe_transaction(client: WireClient, args: argparse.Namespace) -> str:
+async def describe_transaction(client: WireClient, args: argparse.Namespace) -> Rows:
     found = await client.send(FIND_COORDINATOR, {
         "key_type": TRANSACTION_KEY, "coordinator_keys": [args.transactional_id]})
     (coordinator,) = found.coordinators
@@ -80,7 +88,7 @@ async def describe_transaction(client: WireClient, args: argparse.Namespace) -> 
     check(state.error_code, args.transactional_id)
     start_ms = round(state.transaction_start_time.timestamp() * 1000)
     partitions = ",".join(f"{t.topic}-{p}" for t in state.topics for p in t.partitions)
-    return table(
+    return (
         ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
          "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TopicPartitions"),
         [(coordinator.node_id, state.transactional_id, state.producer_id,
@@ -104,12 +112,12 @@ async def _producers(client: WireClient, args: argparse.Namespace) -> tuple[int,
     return leader, list(partition.active_producers)
 
 
-async def describe_producers(client: WireClient, args: argparse.Namespace) -> str:
+async def describe_producers(client: WireClient, args: argparse.Namespace) -> Rows:
     _, producers = await _producers(client, args)
-    return table(("ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-                  "LastTimestamp", "CurrentTransactionStartOffset"),
-                 [(p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
-                   p.last_timestamp, p.current_txn_start_offset) for p in producers])
+    return (("ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+             "LastTimestamp", "CurrentTransactionStartOffset"),
+            [(p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence,
+              p.last_timestamp, p.current_txn_start_offset) for p in producers])
 
 
 async def abort_transaction(client: WireClient, args: argparse.Namespace) -> str:

@@ -42,6 +42,7 @@ from odradek.broker.handlers.offsets import (
     handle_offset_fetch,
 )
 from odradek.broker.handlers.produce import handle_produce
+from odradek.broker.handlers.quorum import handle_describe_quorum
 from odradek.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
@@ -105,6 +106,7 @@ API_TABLE: list[Api] = [
     Api(45, 0, 1, handle_alter_partition_reassignments),
     Api(46, 0, 0, handle_list_partition_reassignments),
     Api(47, 0, 0, handle_offset_delete),
+    Api(55, 0, 2, handle_describe_quorum),
     Api(60, 0, 2, handle_describe_cluster),
     Api(61, 0, 0, handle_describe_producers),
     Api(65, 0, 0, handle_describe_transactions),

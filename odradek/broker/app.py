@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
-from odradek.broker.broker import Broker, now_ms, unlink_all
+from odradek.broker.broker import Broker, unlink_all
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
@@ -26,6 +26,7 @@ from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
+from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.replication.leader import IsrChange

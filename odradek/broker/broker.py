@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -15,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.metrics import BrokerMetrics
+from odradek.clock import now_ms
 from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
@@ -42,9 +42,6 @@ log = logging.getLogger("odradek.broker")
 
 TopicPartition = tuple[str, int]
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class PartitionWaiters:

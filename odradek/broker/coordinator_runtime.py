@@ -14,8 +14,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
 from odradek.broker.handlers.topics import create_topic
+from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker

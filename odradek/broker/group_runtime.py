@@ -6,12 +6,13 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import (
     CoordinatorRuntime,
     CoordinatorUnavailable,
     NotCoordinator,
 )
+from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import GroupCoordinatorShard, group_type, partition_for
 from odradek.group.model import GroupConfig, TopicInfo

@@ -19,7 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
+from odradek.clock import now_ms
 from odradek.config import BrokerConfig
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
 from odradek.log.compaction import LogToClean, SegmentSummary, filthiest, log_to_clean

@@ -17,7 +17,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, now_ms, unlink_all
+from odradek.broker.broker import Broker, unlink_all
+from odradek.clock import now_ms
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.client import BrokerConnection, BrokerConnectionError

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
+from odradek.clock import now_ms
 from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.protocol.client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request

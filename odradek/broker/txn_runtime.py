@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.txn_markers import MarkerSender
+from odradek.clock import now_ms
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
 from odradek.txn.coordinator import MarkerJob, Output, TransactionCoordinatorShard, TxnConfig

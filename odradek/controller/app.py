@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import grpc
 from prometheus_client import CollectorRegistry
 
+from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.metrics import ControllerMetrics
@@ -37,9 +37,6 @@ HEARTBEAT_TICKS = 2
 FENCING_CHECK_MS = 250
 RESIGN_TIMEOUT_S = 2.0
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def controller_listener(config: BrokerConfig) -> tuple[str, int] | None:

@@ -15,11 +15,14 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from odradek.clock import now_ms
+from odradek.controller.quorum_replication import QuorumReplication, ReplicaReport
 from odradek.controller.raft_store import RaftLogStore
 from odradek.raft import RaftNode
-from odradek.raft.types import Entry, Message, NotLeaderError, Ready, Role, Snapshot
+from odradek.raft.types import Entry, Message, MessageType, NotLeaderError, Ready, Role, Snapshot
 
 log = logging.getLogger("odradek.controller.raft")
+
 
 
 class StateMachine(Protocol):
@@ -67,6 +70,7 @@ class RaftDriver:
         self._bytes_since_snapshot = 0
         self._term_start = -1
         self._active_term = -1
+        self._replication: QuorumReplication | None = None
 
     @property
     def active(self) -> bool:
@@ -74,7 +78,39 @@ class RaftDriver:
         return self.role is Role.LEADER and self._active_term == self.node.term
 
     def step(self, message: Message) -> None:
-        self._submit(lambda: self.node.step(message))
+        self._submit(lambda: self._receive(message))
+
+    def _receive(self, message: Message) -> None:
+        self.node.step(message)
+        if message.type is not MessageType.APPEND_RESPONSE or message.reject:
+            return
+        replication = self._leadership()
+        match = self.node.match_indexes().get(message.source, 0)
+        if replication is not None and match > 0:
+            replication.voter_fetched(message.source, match, self.node.last_index, now_ms())
+
+    def _leadership(self) -> QuorumReplication | None:
+        """This leadership's replication report; None unless this node leads."""
+        node = self.node
+        if node.role is not Role.LEADER:
+            self._replication = None
+        elif self._replication is None or self._replication.term != node.term:
+            self._replication = QuorumReplication(node.node_id, node.term, node.config.voters)
+        return self._replication
+
+    def observer_fetched(self, observer: int, metadata_offset: int) -> None:
+        """A broker (a metadata log observer) has applied the log up to `metadata_offset`."""
+        replication = self._leadership()
+        if replication is not None:
+            replication.observer_fetched(observer, metadata_offset, self.node.last_index,
+                                         now_ms())
+
+    def describe_quorum(self) -> tuple[list[ReplicaReport], list[ReplicaReport]] | None:
+        """(voters, observers) as the leader sees them; None unless this node leads."""
+        replication = self._leadership()
+        if replication is None:
+            return None
+        return replication.describe(self.node.last_index, now_ms())
 
     def propose(self, data: bytes) -> asyncio.Future[int]:
         """The index of the entry once it is applied."""

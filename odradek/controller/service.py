@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TypeVar
 
 import grpc
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import now_ms
 from odradek.controller.machine import ControllerMachine
+from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
@@ -26,9 +27,6 @@ log = logging.getLogger("odradek.controller.service")
 
 T = TypeVar("T")
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class NotController(Exception):
@@ -118,6 +116,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         except (NotController, MetadataError, TimeoutError) as failure:
             code, hint = self._failure(failure)
             return pb.BrokerHeartbeatResponse(error=code, controller=hint)
+        self.driver.observer_fetched(request.broker_id, request.current_metadata_offset)
         return pb.BrokerHeartbeatResponse(
             error=error(), is_caught_up=result.is_caught_up, is_fenced=result.is_fenced,
             should_shutdown=result.should_shutdown,
@@ -320,11 +319,29 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def DescribeQuorum(  # noqa: N802
         self, request: pb.DescribeQuorumRequest, context: grpc.aio.ServicerContext
     ) -> pb.DescribeQuorumResponse:
+        """This node's view; the Raft leader's adds each voter's and observer's replication."""
         node = self.driver.node
-        return pb.DescribeQuorumResponse(
+        response = pb.DescribeQuorumResponse(
             node_id=node.node_id,
             leader_id=self.driver.leader,
             term=node.term, role=self.driver.role.value, commit_index=node.commit_index,
             applied_offset=self.driver.applied, log_end_offset=node.last_index,
-            active=self.driver.active,
+            active=self.driver.active, error=error(),
         )
+        replication = self.driver.describe_quorum()
+        if replication is None:
+            response.error.CopyFrom(error(ErrorCode.not_controller,
+                                          "This controller is not the quorum's leader."))
+            response.controller.CopyFrom(self.hint())
+            return response
+        voters, observers = replication
+        response.voters.extend(_replicas(voters))
+        response.observers.extend(_replicas(observers))
+        return response
+
+
+def _replicas(reports: list[ReplicaReport]) -> list[pb.QuorumReplica]:
+    return [pb.QuorumReplica(replica_id=r.replica_id, log_end_offset=r.log_end_offset,
+                             last_fetch_timestamp=r.last_fetch_timestamp,
+                             last_caught_up_timestamp=r.last_caught_up_timestamp)
+            for r in reports]

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from odradek.groups_cli.model import MISSING, GroupInfo, GroupsError, Member, Partition
+from odradek.tools.common import QUIET_CLIENT, describe_kafka_error, kafka_error
 
 if TYPE_CHECKING:
-    from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
 _STATE_ENUMS = {
@@ -25,28 +25,11 @@ _STATE_ENUMS = {
 _STATE_NAMES = {enum: kafka for kafka, enum in _STATE_ENUMS.items()}
 
 
-def _kafka_error(failure: BaseException | KafkaError) -> KafkaError | None:
-    """The KafkaError of a KafkaException (or the error itself, as results list them)."""
-    from confluent_kafka import KafkaError
-
-    if isinstance(failure, KafkaError):
-        return failure
-    argument = failure.args[0] if failure.args else None
-    return argument if isinstance(argument, KafkaError) else None
-
-
 def _is_group_not_found(failure: BaseException) -> bool:
     from confluent_kafka import KafkaError
 
-    error = _kafka_error(failure)
+    error = kafka_error(failure)
     return error is not None and error.code() == KafkaError.GROUP_ID_NOT_FOUND
-
-
-def describe_error(failure: BaseException | KafkaError) -> str:
-    error = _kafka_error(failure)
-    if error is None:
-        return str(failure) or type(failure).__name__
-    return f"{error.str()} ({error.name()})"
 
 
 def state_name(state: Any) -> str:
@@ -91,11 +74,12 @@ def to_group_info(description: Any) -> GroupInfo:
 class GroupAdmin:
     """The AdminClient calls of this tool, with results as plain data."""
 
-    def __init__(self, bootstrap: str, timeout: float, client: AdminClient | None = None) -> None:
+    def __init__(self, properties: Mapping[str, str], timeout: float,
+                 client: AdminClient | None = None) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.timeout = timeout
-        self.client = client or AdminClient({"bootstrap.servers": bootstrap})
+        self.client = client or AdminClient({**QUIET_CLIENT, **properties})
 
     def _wait(self, future: Any) -> Any:
         """A future's result; librdkafka times the request out itself a little earlier."""
@@ -117,7 +101,7 @@ class GroupAdmin:
              state_name(getattr(listing, "state", None)))
             for listing in result.valid or ()
         )
-        return rows, [describe_error(e) for e in result.errors or ()]
+        return rows, [describe_kafka_error(e) for e in result.errors or ()]
 
     def describe(self, group_ids: Sequence[str]) -> dict[str, GroupInfo | None]:
         """Each group's description; None for a group that does not exist."""
@@ -134,7 +118,7 @@ class GroupAdmin:
                     described[group_id] = None
                     continue
                 raise GroupsError(f"Could not describe group '{group_id}': "
-                                  f"{describe_error(exception)}") from None
+                                  f"{describe_kafka_error(exception)}") from None
             info = to_group_info(description)
             described[group_id] = None if info.state == "Dead" else info
         return described
@@ -151,7 +135,7 @@ class GroupAdmin:
             if _is_group_not_found(exception):
                 return {}
             raise GroupsError(f"Could not fetch the offsets of group '{group_id}': "
-                              f"{describe_error(exception)}") from None
+                              f"{describe_kafka_error(exception)}") from None
         committed = {}
         for tp in result.topic_partitions or ():
             if tp.error is not None:
@@ -205,7 +189,7 @@ class GroupAdmin:
                 description = self._wait(futures[name])
             except KafkaException as exception:
                 raise GroupsError(f"Could not describe topic '{name}': "
-                                  f"{describe_error(exception)}") from None
+                                  f"{describe_kafka_error(exception)}") from None
             partitions.extend(Partition(name, info.id) for info in description.partitions)
         return sorted(partitions)
 
@@ -220,7 +204,7 @@ class GroupAdmin:
             result = self._wait(futures[group_id])
         except KafkaException as exception:
             raise GroupsError(f"Could not reset the offsets of group '{group_id}': "
-                              f"{describe_error(exception)}") from None
+                              f"{describe_kafka_error(exception)}") from None
         failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}"
                   for tp in result.topic_partitions or () if tp.error is not None]
         if failed:
@@ -239,5 +223,5 @@ class GroupAdmin:
                 self._wait(futures[group_id])
                 outcome[group_id] = None
             except KafkaException as exception:
-                outcome[group_id] = describe_error(exception)
+                outcome[group_id] = describe_kafka_error(exception)
         return outcome

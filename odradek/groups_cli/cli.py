@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from odradek.groups_cli.admin import GroupAdmin, describe_error
+from odradek.groups_cli.admin import GroupAdmin
 from odradek.groups_cli.model import STATES, TYPES, GroupsError
 from odradek.groups_cli.report import (
     format_table,
@@ -28,6 +29,12 @@ from odradek.groups_cli.reset import (
     refusal,
     reset_scope,
 )
+from odradek.tools.common import (
+    DEFAULT_BOOTSTRAP,
+    ToolError,
+    client_properties,
+    describe_kafka_error,
+)
 
 
 def add_groups_parser(commands: Any) -> None:
@@ -35,7 +42,9 @@ def add_groups_parser(commands: Any) -> None:
     groups = commands.add_parser("groups", help="list, describe, reset and delete consumer groups")
     tools = groups.add_subparsers(dest="tool", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
+    common.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    common.add_argument("--command-config", metavar="FILE", type=Path,
+                        help="a properties file of client configs")
     common.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to wait for each broker answer (default 10)")
 
@@ -210,11 +219,11 @@ def _guarded(
         from confluent_kafka import KafkaException
 
         try:
-            return command(args, GroupAdmin(args.bootstrap_server, args.timeout))
-        except GroupsError as error:
+            return command(args, GroupAdmin(client_properties(args), args.timeout))
+        except (GroupsError, ToolError) as error:
             _print_error(str(error))
         except (KafkaException, TimeoutError) as error:
-            _print_error(describe_error(error))
+            _print_error(describe_kafka_error(error))
         return 1
 
     return run

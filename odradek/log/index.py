@@ -38,6 +38,22 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def read_offset_entries(data: bytes) -> tuple[array, array]:
+    """The relative offsets and positions of the whole entries in `.index` file bytes."""
+    flat = array("i")
+    flat.frombytes(data[: len(data) - len(data) % _OFFSET_ENTRY.size])
+    if sys.byteorder == "little":
+        flat.byteswap()
+    return flat[0::2], flat[1::2]
+
+
+def read_time_entries(data: bytes) -> tuple[array, array]:
+    """The timestamps and relative offsets of the whole entries in `.timeindex` file bytes."""
+    count = len(data) // _TIME_ENTRY.size
+    flat = struct.unpack_from(">" + "qi" * count, data)
+    return array("q", flat[0::2]), array("i", flat[1::2])
+
+
 class _IndexFile:
     """Pending entry bytes and the append descriptor shared by both index kinds."""
 
@@ -98,11 +114,7 @@ class OffsetIndex(_IndexFile):
         data = _read(path)
         if data is None or len(data) % _OFFSET_ENTRY.size:
             return None
-        flat = array("i")
-        flat.frombytes(data)
-        if sys.byteorder == "little":
-            flat.byteswap()
-        offsets, positions = flat[0::2], flat[1::2]
+        offsets, positions = read_offset_entries(data)
         if offsets and (
             offsets[0] < 0
             or positions[0] < 0
@@ -185,9 +197,7 @@ class TimeIndex(_IndexFile):
         data = _read(path)
         if data is None or len(data) % _TIME_ENTRY.size:
             return None
-        count = len(data) // _TIME_ENTRY.size
-        flat = struct.unpack(">" + "qi" * count, data)
-        timestamps, offsets = array("q", flat[0::2]), array("i", flat[1::2])
+        timestamps, offsets = read_time_entries(data)
         if offsets and (
             offsets[0] < 0 or not _strictly_increasing(timestamps) or not _non_decreasing(offsets)
         ):

@@ -163,6 +163,13 @@ class RaftNode:
     def applied(self) -> int:
         return self._applied
 
+    def match_indexes(self) -> dict[int, int]:
+        """Leader: the highest index known to be replicated on each other voter and observer
+        (Raft's match index, 0 until the peer first acknowledges); empty on any other node."""
+        if self._role is not Role.LEADER:
+            return {}
+        return {peer: pr.match for peer, pr in self._progress.items()}
+
     def _random_timeout(self) -> int:
         return self.config.election_ticks + self._rng.randrange(self.config.election_ticks)
 

@@ -4,6 +4,7 @@ crash, and the transactions CLI and metrics."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -241,6 +242,12 @@ def test_the_transactions_cli_lists_describes_and_aborts(txn_broker: BrokerProce
     assert "Ongoing" in described and f"{topic}-0" in described
     producers = cli("describe-producers", "--topic", topic, "--partition", "0")
     assert "CurrentTransactionStartOffset" in producers and "0" in producers
+    (producer,) = json.loads(cli("--json", "describe-producers", "--topic", topic,
+                                 "--partition", "0"))
+    assert producer["CurrentTransactionStartOffset"] == 0
+    listed_json = json.loads(cli("--json", "list"))
+    assert {"TransactionalId": transactional_id, "TransactionState": "Ongoing"}.items() <= next(
+        row for row in listed_json if row["TransactionalId"] == transactional_id).items()
     cli("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
     wait_until(lambda: stable_offset(bootstrap, topic, 0) == 2, timeout=30,
                what="the hanging transaction to be aborted")

@@ -37,7 +37,7 @@ def group(*members: Member, state: str = "Stable", group_id: str = "g") -> Group
 def test_common_options_and_defaults() -> None:
     args = parse("list")
     assert (args.bootstrap_server, args.timeout, args.state, args.type, args.json) == (
-        "127.0.0.1:9092", 10.0, [], [], False)
+        "localhost:9092", 10.0, [], [], False)
     assert args.run is cli.run_list
     args = parse("list", "--bootstrap-server", "h:1", "--timeout", "2.5", "--state", "stable",
                  "EMPTY", "--type", "consumer", "--state", "dead")

@@ -98,7 +98,7 @@ def _describe(
         return sorted(n for n in names if wanted is None or n in wanted)
 
     if resource.resource_type == TOPIC:
-        name = validate_topic_name(resource.resource_name)
+        name = validate_topic_name(resource.resource_name, internal=True)
         overrides = broker.metadata.topic(name).configs
         values = broker.topic_config(name)
         return [

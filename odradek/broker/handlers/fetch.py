@@ -24,8 +24,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
+from odradek.clock import now_ms
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.fetch_response import (
     FIRST_TOPIC_ID_VERSION,

@@ -15,11 +15,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, now_ms
+from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import verify
+from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
 from odradek.protocol.records import (

@@ -10,11 +10,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import now_ms
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.producer_ids import ProducerIdsUnavailable
 from odradek.broker.txn_markers import write_markers
+from odradek.clock import now_ms
 from odradek.group.coordinator import CommitPartition, OffsetCommitRequest
 from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.txn.producer_state import NO_SEQUENCE

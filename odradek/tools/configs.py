@@ -1,0 +1,173 @@
+"""`odradek configs describe|alter`, the counterpart of kafka-configs.sh for topics, brokers
+(each broker, and the cluster-wide default) and groups.
+
+DescribeConfigs and IncrementalAlterConfigs are sent over the wire: confluent-kafka keys a
+config's synonyms by name, which drops the layers of a broker config (they share its name),
+and it refuses the cluster-default broker resource (the empty name)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from odradek.tools.common import (
+    ToolError,
+    add_client_options,
+    print_json,
+    read_properties,
+    runs,
+)
+from odradek.tools.config_entities import (
+    ENTITY_TYPES,
+    Entity,
+    check_config_keys,
+    completed,
+    entity_from_args,
+    entry_json,
+    entry_line,
+    header,
+    parse_add_config,
+    parse_delete_config,
+)
+from odradek.tools.wire import WireClient, check
+
+DESCRIBE_CONFIGS = (32, 4)
+INCREMENTAL_ALTER_CONFIGS = (44, 1)
+LIST_GROUPS = (16, 4)
+SET, DELETE = 0, 1
+CLIENT_ID = "odradek-configs"
+
+
+def add_configs_parser(commands: Any) -> None:
+    """Adds `configs` and its two tools to the `odradek` subcommands."""
+    tool = commands.add_parser("configs", help="describe and alter topic, broker and group "
+                                               "configs")
+    tools = tool.add_subparsers(dest="tool", required=True)
+    describe = tools.add_parser("describe", help="an entity's dynamic configs (--all: every "
+                                                 "config)")
+    add_client_options(describe)
+    _add_entity_options(describe)
+    describe.add_argument("--all", action="store_true",
+                          help="every config, not only those set on the entity itself")
+    describe.set_defaults(run=_runs(describe_configs))
+
+    alter = tools.add_parser("alter", help="set and delete an entity's configs")
+    add_client_options(alter, tabular=False)
+    _add_entity_options(alter)
+    adding = alter.add_mutually_exclusive_group()
+    adding.add_argument("--add-config", metavar="K1=V1,K2=[A,B]",
+                        help="configs to set; brackets group a value containing commas")
+    adding.add_argument("--add-config-file", type=Path, metavar="FILE",
+                        help="a properties file of configs to set")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="K1,K2",
+                       help="configs to remove (back to their inherited value)")
+    alter.set_defaults(run=_runs(alter_configs))
+
+
+def _add_entity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--entity-type", choices=ENTITY_TYPES)
+    parser.add_argument("--entity-name", help="topic name, broker id or group id")
+    parser.add_argument("--entity-default", action="store_true",
+                        help="the cluster-wide default (brokers)")
+    parser.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
+    parser.add_argument("--broker", metavar="ID",
+                        help="same as --entity-type brokers --entity-name ID")
+    parser.add_argument("--broker-defaults", action="store_true",
+                        help="same as --entity-type brokers --entity-default")
+    parser.add_argument("--group", help="same as --entity-type groups --entity-name GROUP")
+
+
+def _runs(command: Callable[[WireClient, argparse.Namespace], Awaitable[None]]
+          ) -> Callable[[argparse.Namespace], int]:
+    async def call(args: argparse.Namespace) -> None:
+        async with WireClient(args, CLIENT_ID) as client:
+            await command(client, args)
+
+    def run(args: argparse.Namespace) -> None:
+        asyncio.run(call(args))
+
+    return runs("configs", run)
+
+
+async def _send(client: WireClient, entity: Entity, api: tuple[int, int],
+                body: dict[str, Any]) -> Any:
+    """A request about one entity: one broker's own configs go to that broker."""
+    if entity.type == "brokers" and entity.name:
+        return await client.send_to_broker(int(entity.name), api, body)
+    return await client.send(api, body)
+
+
+async def entity_configs(client: WireClient, entity: Entity, describe_all: bool) -> list[Any]:
+    """The entity's configs with their synonyms, sorted by name: all of them, or only those
+    set on the entity itself (kafka-configs' default)."""
+    response = await _send(client, entity, DESCRIBE_CONFIGS, {
+        "resources": [{"resource_type": entity.resource_type, "resource_name": entity.name,
+                       "configuration_keys": None}],
+        "include_synonyms": True, "include_documentation": False})
+    (result,) = response.results
+    check(result.error_code, str(entity), result.error_message)
+    return sorted((c for c in result.configs
+                   if describe_all or c.config_source == entity.dynamic_source),
+                  key=lambda c: c.name)
+
+
+async def _every(client: WireClient, kind: str) -> list[Entity]:
+    """Every entity of a type, as kafka-configs describes them without --entity-name."""
+    if kind == "topics":
+        metadata = await client.metadata()
+        return [Entity(kind, t.name) for t in sorted(metadata.topics, key=lambda t: t.name)]
+    brokers = sorted(await client.brokers())
+    if kind == "brokers":
+        return [*(Entity(kind, str(b)) for b in brokers), Entity(kind, "")]
+    groups: set[str] = set()
+    for broker in brokers:
+        listed = await client.send_to_broker(broker, LIST_GROUPS, {"states_filter": []})
+        check(listed.error_code, f"listing the groups of broker {broker}")
+        groups.update(g.group_id for g in listed.groups)
+    return [Entity(kind, g) for g in sorted(groups)]
+
+
+async def describe_configs(client: WireClient, args: argparse.Namespace) -> None:
+    entity = entity_from_args(args, altering=False)
+    entities = [entity] if entity.name is not None else await _every(client, entity.type)
+    described = [(e, await entity_configs(client, e, args.all)) for e in entities]
+    if args.json:
+        print_json([{"entity_type": e.type, "entity_name": e.name,
+                     "configs": [entry_json(c) for c in configs]} for e, configs in described])
+        return
+    for e, configs in described:
+        print(header(e, args.all))
+        for config in configs:
+            print(entry_line(config))
+
+
+async def alter_configs(client: WireClient, args: argparse.Namespace) -> None:
+    entity = entity_from_args(args, altering=True)
+    if args.add_config is None and args.add_config_file is None and not args.delete_config:
+        raise ToolError("At least one of --add-config, --add-config-file, or --delete-config "
+                        "must be specified with --alter")
+    if args.add_config_file is not None:
+        additions = read_properties(args.add_config_file)
+        check_config_keys(additions)
+    else:
+        additions = parse_add_config(args.add_config or "")
+    deletions = parse_delete_config(args.delete_config)
+    current = {c.name for c in await entity_configs(client, entity, describe_all=False)}
+    unknown = [name for name in deletions if name not in current]
+    if unknown:
+        raise ToolError(f"Invalid config(s): {','.join(unknown)}")
+    response = await _send(client, entity, INCREMENTAL_ALTER_CONFIGS, {
+        "resources": [{
+            "resource_type": entity.resource_type, "resource_name": entity.name,
+            "configs": [*({"name": k, "config_operation": SET, "value": v}
+                          for k, v in additions.items()),
+                        *({"name": k, "config_operation": DELETE, "value": None}
+                          for k in deletions)],
+        }],
+        "validate_only": False})
+    (result,) = response.responses
+    check(result.error_code, str(entity), result.error_message)
+    print(completed(entity))

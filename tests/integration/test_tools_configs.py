@@ -1,0 +1,197 @@
+"""`odradek configs` as a subprocess against a real 1-controller, 2-broker cluster: topic
+configs set and deleted, one broker's dynamic configs (sent to that broker through another's
+bootstrap) and the cluster-wide default, each checked with confluent-kafka's describe_configs;
+and its failures, each one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+
+from tests.integration.broker_process import ODRADEK
+from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
+
+CLEANER_THREADS = "log.cleaner.threads"  # a broker config Kafka lets each broker override
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("tools-configs"), 1, 2, {}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def bootstrap(cluster: Cluster) -> str:
+    """Broker 1 only: requests about broker 2 must be forwarded to it by the tool."""
+    return cluster.broker_bootstrap("broker-1")
+
+
+def configs(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ODRADEK, "configs", *args, "--bootstrap-server", bootstrap],
+                          capture_output=True, text=True, timeout=60)
+
+
+def ok(bootstrap: str, *args: str) -> str:
+    result = configs(bootstrap, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def failure(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command printed on stderr."""
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("odradek configs: "), lines[0]
+    return lines[0]
+
+
+def described(bootstrap: str, kind: ResourceType, name: str) -> dict[str, tuple[str, str]]:
+    """Each config's value and source, as confluent-kafka describes them."""
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(kind, name)
+    entries = client.describe_configs([resource])[resource].result(TIMEOUT)
+    return {name: (entry.value, ConfigSource(entry.source).name)
+            for name, entry in entries.items()}
+
+
+def new_topic(bootstrap: str) -> str:
+    name = f"cfg-{uuid.uuid4().hex[:8]}"
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    client.create_topics([NewTopic(name, 1, 1)])[name].result(TIMEOUT)
+    return name
+
+
+def test_topic_configs_set_described_and_deleted(bootstrap: str, tmp_path: Path) -> None:
+    topic = new_topic(bootstrap)
+    assert ok(bootstrap, "alter", "--topic", topic, "--add-config",
+              "retention.ms=1000,cleanup.policy=[compact,delete]") == (
+        f"Completed updating config for topic {topic}.\n")
+    current = described(bootstrap, ResourceType.TOPIC, topic)
+    assert current["retention.ms"] == ("1000", "DYNAMIC_TOPIC_CONFIG")
+    assert current["cleanup.policy"] == ("compact,delete", "DYNAMIC_TOPIC_CONFIG")
+
+    lines = ok(bootstrap, "describe", "--entity-type", "topics", "--entity-name",
+               topic).splitlines()
+    assert lines[0] == f"Dynamic configs for topic {topic} are:"
+    assert lines[1:] == [
+        "  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}",
+        "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000, "
+        "DEFAULT_CONFIG:log.retention.ms=604800000}"]
+    everything = ok(bootstrap, "describe", "--topic", topic, "--all").splitlines()
+    assert everything[0] == f"All configs for topic {topic} are:"
+    assert sorted(line.split("=", 1)[0].strip() for line in everything[1:]) == sorted(current)
+
+    ok(bootstrap, "alter", "--topic", topic, "--delete-config", "retention.ms")
+    source = described(bootstrap, ResourceType.TOPIC, topic)
+    assert source["retention.ms"][1] == "DEFAULT_CONFIG"
+    assert source["cleanup.policy"] == ("compact,delete", "DYNAMIC_TOPIC_CONFIG")
+
+    properties = tmp_path / "topic.properties"
+    properties.write_text("segment.ms=3600000\nmax.message.bytes=65536\n")
+    ok(bootstrap, "alter", "--topic", topic, "--add-config-file", str(properties),
+       "--delete-config", "cleanup.policy")
+    after = described(bootstrap, ResourceType.TOPIC, topic)
+    assert after["segment.ms"] == ("3600000", "DYNAMIC_TOPIC_CONFIG")
+    assert after["max.message.bytes"] == ("65536", "DYNAMIC_TOPIC_CONFIG")
+    assert after["cleanup.policy"][1] == "DEFAULT_CONFIG"
+
+    (entity,) = json.loads(ok(bootstrap, "describe", "--topic", topic, "--json"))
+    assert (entity["entity_type"], entity["entity_name"]) == ("topics", topic)
+    assert {c["name"]: (c["value"], c["source"]) for c in entity["configs"]} == {
+        "max.message.bytes": ("65536", "DYNAMIC_TOPIC_CONFIG"),
+        "segment.ms": ("3600000", "DYNAMIC_TOPIC_CONFIG")}
+    every_topic = ok(bootstrap, "describe", "--entity-type", "topics").splitlines()
+    assert f"Dynamic configs for topic {topic} are:" in every_topic
+
+
+def test_one_brokers_configs_and_the_cluster_default(bootstrap: str) -> None:
+    default = described(bootstrap, ResourceType.BROKER, "1")[CLEANER_THREADS][0]
+    try:
+        assert ok(bootstrap, "alter", "--broker-defaults", "--add-config",
+                  f"{CLEANER_THREADS}=2") == (
+            "Completed updating default config for brokers in the cluster.\n")
+        assert ok(bootstrap, "alter", "--entity-type", "brokers", "--entity-name", "2",
+                  "--add-config", f"{CLEANER_THREADS}=3") == (
+            "Completed updating config for broker 2.\n")
+        assert described(bootstrap, ResourceType.BROKER, "1")[CLEANER_THREADS] == (
+            "2", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+        assert described(bootstrap, ResourceType.BROKER, "2")[CLEANER_THREADS] == (
+            "3", "DYNAMIC_BROKER_CONFIG")
+
+        assert ok(bootstrap, "describe", "--broker", "2").splitlines() == [
+            "Dynamic configs for broker 2 are:",
+            f"  {CLEANER_THREADS}=3 sensitive=false synonyms={{"
+            f"DYNAMIC_BROKER_CONFIG:{CLEANER_THREADS}=3, "
+            f"DYNAMIC_DEFAULT_BROKER_CONFIG:{CLEANER_THREADS}=2, "
+            f"DEFAULT_CONFIG:{CLEANER_THREADS}={default}}}"]
+        assert ok(bootstrap, "describe", "--entity-type", "brokers",
+                  "--entity-default").splitlines() == [
+            "Default configs for brokers in the cluster are:",
+            f"  {CLEANER_THREADS}=2 sensitive=false synonyms={{"
+            f"DYNAMIC_DEFAULT_BROKER_CONFIG:{CLEANER_THREADS}=2}}"]
+        headers = [line for line in ok(bootstrap, "describe", "--entity-type", "brokers")
+                   .splitlines() if not line.startswith(" ")]
+        assert headers == ["Dynamic configs for broker 1 are:",
+                           "Dynamic configs for broker 2 are:",
+                           "Default configs for brokers in the cluster are:"]
+        every = ok(bootstrap, "describe", "--broker", "1", "--all", "--json")
+        (entity,) = json.loads(every)
+        threads = next(c for c in entity["configs"] if c["name"] == CLEANER_THREADS)
+        assert (threads["value"], threads["source"]) == ("2", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+        assert len(entity["configs"]) == len(described(bootstrap, ResourceType.BROKER, "1"))
+    finally:
+        ok(bootstrap, "alter", "--broker", "2", "--delete-config", CLEANER_THREADS)
+        ok(bootstrap, "alter", "--broker-defaults", "--delete-config", CLEANER_THREADS)
+    for broker in ("1", "2"):
+        assert described(bootstrap, ResourceType.BROKER, broker)[CLEANER_THREADS] == (
+            default, "DEFAULT_CONFIG")
+
+
+def test_group_configs_fail_with_the_brokers_error(bootstrap: str) -> None:
+    """Odradek's brokers do not serve GROUP config resources (type 32) yet."""
+    for args in (["describe", "--group", "g1"],
+                 ["alter", "--entity-type", "groups", "--entity-name", "g1",
+                  "--add-config", "consumer.session.timeout.ms=50000"]):
+        line = failure(configs(bootstrap, *args))
+        assert line == ("odradek configs: group g1: INVALID_REQUEST: "
+                        "Unsupported resource type: GROUP")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["describe", "--topic", "no-such-topic"], "UNKNOWN_TOPIC_OR_PARTITION"),
+    (["alter", "--topic", "no-such-topic", "--add-config", "retention.ms=1"],
+     "UNKNOWN_TOPIC_OR_PARTITION"),
+    (["alter", "--topic", "{topic}", "--add-config", "no.such.config=1"],
+     "INVALID_CONFIG: Unknown topic config name: no.such.config"),
+    (["alter", "--topic", "{topic}", "--add-config", "retention.ms=soon"], "INVALID_CONFIG"),
+    (["alter", "--broker", "1", "--add-config", "no.such.config=1"], "INVALID_REQUEST"),
+    (["alter", "--topic", "{topic}", "--add-config", "retention.ms"], "expected key=value"),
+    (["alter", "--topic", "{topic}", "--delete-config", "retention.ms"],
+     "Invalid config(s): retention.ms"),
+    (["alter", "--topic", "{topic}", "--add-config-file", "/no/such/file"], "cannot read"),
+    (["alter", "--topic", "{topic}"], "At least one of --add-config"),
+    (["describe", "--broker", "7"], "broker 7 is not in the cluster's metadata"),
+    (["describe", "--broker", "one"], "must be a valid integer broker id"),
+    (["describe", "--entity-type", "users"], "users is not supported yet"),
+    (["alter", "--entity-type", "clients", "--entity-name", "c", "--add-config",
+      "producer_byte_rate=1024"], "clients is not supported yet"),
+])
+def test_failures_are_one_line(bootstrap: str, args: list[str], expected: str) -> None:
+    topic = new_topic(bootstrap)
+    line = failure(configs(bootstrap, *(a.replace("{topic}", topic) for a in args)))
+    assert expected in line
+    assert described(bootstrap, ResourceType.TOPIC, topic)["retention.ms"][1] == "DEFAULT_CONFIG"
+
+
+def test_unreachable_bootstrap_server_is_one_line() -> None:
+    line = failure(configs("127.0.0.1:1", "describe", "--topic", "t", "--timeout", "3"))
+    assert "127.0.0.1:1" in line

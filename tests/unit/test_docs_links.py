@@ -1,0 +1,35 @@
+"""The README and docs/ link only to files of this repository, and every link resolves: a
+newcomer with a fresh clone finds every page and section the front door points at."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"(?m)^#+ (.+)$", page.read_text())
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_links_stay_inside_the_repository_and_resolve(page: Path) -> None:
+    for target in LINK.findall(page.read_text()):
+        path, _, anchor = target.partition("#")
+        assert "://" not in path and not path.startswith("/"), f"{page.name}: {target}"
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.is_relative_to(ROOT), f"{page.name} links outside the repository: {target}"
+        assert linked.exists(), f"{page.name} links to a missing file: {target}"
+        if anchor:
+            assert anchor in anchors(linked), f"{page.name}: no section #{anchor} in {path}"
+
+
+def test_the_readme_links_to_the_architecture_page() -> None:
+    assert "](docs/architecture.md)" in (ROOT / "README.md").read_text()
