@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.tools.console_producer import add_produce_parser
     from odradek.tools.dump_log import add_dump_log_parser
     from odradek.tools.quorum import add_quorum_parser
+    from odradek.tools.reassign import add_partition_tool_parsers
     from odradek.tools.topics import add_topics_parser
     from odradek.transactions_cli import add_transactions_parser
 
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quorum_parser(commands)
     add_topics_parser(commands)
     add_configs_parser(commands)
+    add_partition_tool_parsers(commands)
     return parser
 
 
