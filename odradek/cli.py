@@ -76,23 +76,29 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.tools.configs import add_configs_parser
     from odradek.tools.console_consumer import add_consume_parser
     from odradek.tools.console_producer import add_produce_parser
+    from odradek.tools.delete_records import add_delete_records_parser
     from odradek.tools.dump_log import add_dump_log_parser
+    from odradek.tools.leader_election import add_leader_election_parser
+    from odradek.tools.log_dirs import add_log_dirs_parser
     from odradek.tools.quorum import add_quorum_parser
-    from odradek.tools.reassign import add_partition_tool_parsers
+    from odradek.tools.reassign import add_reassign_parser
     from odradek.tools.topics import add_topics_parser
     from odradek.transactions_cli import add_transactions_parser
 
-    add_perf_parser(commands)
-    add_groups_parser(commands)
-    add_transactions_parser(commands)
     add_cluster_parser(commands)
-    add_dump_log_parser(commands)
-    add_produce_parser(commands)
-    add_consume_parser(commands)
-    add_quorum_parser(commands)
     add_topics_parser(commands)
     add_configs_parser(commands)
-    add_partition_tool_parsers(commands)
+    add_produce_parser(commands)
+    add_consume_parser(commands)
+    add_groups_parser(commands)
+    add_transactions_parser(commands)
+    add_reassign_parser(commands)
+    add_leader_election_parser(commands)
+    add_delete_records_parser(commands)
+    add_log_dirs_parser(commands)
+    add_quorum_parser(commands)
+    add_dump_log_parser(commands)
+    add_perf_parser(commands)
     return parser
 
 

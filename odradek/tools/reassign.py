@@ -66,18 +66,6 @@ RUN_VERIFY = ("Warning: You must run --verify periodically, until the reassignme
 Command = Callable[[WireClient, argparse.Namespace], Awaitable[None]]
 
 
-def add_partition_tool_parsers(commands: Any) -> None:
-    """`reassign`, `leader-election`, `delete-records` and `log-dirs`: the partition tools."""
-    from odradek.tools.delete_records import add_delete_records_parser
-    from odradek.tools.leader_election import add_leader_election_parser
-    from odradek.tools.log_dirs import add_log_dirs_parser
-
-    add_reassign_parser(commands)
-    add_leader_election_parser(commands)
-    add_delete_records_parser(commands)
-    add_log_dirs_parser(commands)
-
-
 def add_reassign_parser(commands: Any) -> None:
     tool = commands.add_parser("reassign", help="move partitions between brokers")
     tools = tool.add_subparsers(dest="tool", required=True)
