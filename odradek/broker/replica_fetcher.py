@@ -24,7 +24,7 @@ from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import InvalidRecordsError, validate_batches
-from odradek.replication.follower import truncation
+from odradek.replication.follower import restart_inside_first_batch, truncation
 
 log = logging.getLogger("odradek.broker.fetcher")
 
@@ -244,6 +244,12 @@ class ReplicaFetcher:
         if records:
             try:
                 batches = validate_batches(records, len(records), from_client=False)
+                restart = restart_inside_first_batch(
+                    log_.log_start_offset, log_.log_end_offset, batches[0].base_offset,
+                    batches[0].last_offset)
+                if restart is not None:
+                    log_.truncate_fully_and_start_at(restart, now_ms())
+                    _unlink_later(log_.take_deleted_files())
                 result = log_.append_as_follower(records, batches, now_ms())
             except (InvalidRecordsError, OffsetOutOfRangeError) as error:
                 log.error("%s-%d: refused a fetched chunk from %d: %s", *key, self.leader_id,

@@ -30,3 +30,15 @@ def truncation(epochs: LeaderEpochCache, log_end_offset: int, high_watermark: in
     if own_epoch != leader_epoch:
         return Truncation(min(own_end, log_end_offset), False)
     return Truncation(min(own_end, leader_end_offset, log_end_offset), True)
+
+
+def restart_inside_first_batch(log_start_offset: int, log_end_offset: int, first_base: int,
+                               first_last: int) -> int | None:
+    """Where an empty follower log restarts so that it can take the first fetched batch, or
+    None. DeleteRecords can leave the leader's log start inside a batch; a follower that
+    starts there fetches the whole batch, which begins below its log end. Like Kafka's
+    Partition.appendRecordsToFollowerOrFutureReplica, an empty log then starts again at the
+    batch's base offset (its log start moves back up with the leader's on the next fetch)."""
+    if log_end_offset == log_start_offset and first_base < log_end_offset <= first_last:
+        return first_base
+    return None

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     Consumer,
     ElectionType,
     KafkaError,
@@ -414,6 +415,41 @@ def test_leadership_goes_back_to_preferred_replicas_by_itself(all_brokers: Clust
     preferred = bounce_the_preferred_leader(cluster, "rebalanced")
     wait_until(lambda: leader(cluster, "rebalanced") == preferred,
                what="the controller's rebalance gives the preferred replica its leadership")
+
+
+def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
+        all_brokers: Cluster) -> None:
+    """DeleteRecords can leave the leader's log start inside a batch. A replica added later
+    fetches that batch, which starts below its (empty) log's start; it restarts its log at
+    the batch, as Kafka's follower does, instead of refusing it for ever."""
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    topic = f"cut-{uuid.uuid4().hex[:8]}"
+    client.create_topics([NewTopic(topic, 1, replica_assignment=[[1]])])[topic].result(TIMEOUT)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                         "linger.ms": 200})
+    for i in range(10):
+        producer.produce(topic, b"%d" % i, partition=0)
+    assert producer.flush(TIMEOUT) == 0
+    assert len(list(iter_batches(b"".join(
+        p.read_bytes() for p in (cluster.data_dir / "broker-1" / f"{topic}-0").glob("*.log"))
+    ))) == 1, "the ten records went in one batch"
+    (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
+    assert trimmed.result(TIMEOUT).low_watermark == 5
+    reassignments(cluster, {TopicPartition(topic, 0): [2, 3]})
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": topic,
+                         "enable.auto.commit": False})
+    assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(values) < 5 and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            values.append((message.offset(), message.value()))
+    consumer.close()
+    assert values == [(i, b"%d" % i) for i in range(5, 10)]
 
 
 def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Cluster) -> None:

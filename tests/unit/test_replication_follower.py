@@ -4,7 +4,7 @@ from odradek.log.leader_epochs import (
     EpochEntry,
     LeaderEpochCache,
 )
-from odradek.replication.follower import Truncation, truncation
+from odradek.replication.follower import Truncation, restart_inside_first_batch, truncation
 
 
 def epochs(*pairs: tuple[int, int]) -> LeaderEpochCache:
@@ -43,3 +43,11 @@ def test_an_unknown_epoch_at_the_leader_falls_back_to_the_high_watermark() -> No
 def test_a_follower_without_the_leaders_epoch_truncates_to_the_leaders_end() -> None:
     follower = epochs((4, 3))
     assert truncation(follower, 12, 7, leader_epoch=2, leader_end_offset=2) == Truncation(2, True)
+
+
+def test_an_empty_log_restarts_at_a_fetched_batch_that_straddles_its_start() -> None:
+    # the leader's log start (5) is inside the batch 0..9 that DeleteRecords cut
+    assert restart_inside_first_batch(5, 5, first_base=0, first_last=9) == 0
+    assert restart_inside_first_batch(5, 5, first_base=5, first_last=9) is None  # aligned
+    assert restart_inside_first_batch(0, 5, first_base=0, first_last=9) is None  # not empty
+    assert restart_inside_first_batch(5, 5, first_base=0, first_last=4) is None  # all below
