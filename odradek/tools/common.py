@@ -111,6 +111,8 @@ def runs(tool: str, command: Callable[[argparse.Namespace], int | None]
             message = str(error)
         except KafkaException as error:
             message = describe_kafka_error(error)
+            if _unreachable(error):
+                message = f"cannot reach {args.bootstrap_server}: {message}"
         except TimeoutError:
             message = (f"timed out after {args.timeout:g} s waiting for "
                        f"{args.bootstrap_server}")
@@ -122,6 +124,14 @@ def runs(tool: str, command: Callable[[argparse.Namespace], int | None]
         return 1
 
     return run
+
+
+def _unreachable(failure: BaseException) -> bool:
+    from confluent_kafka import KafkaError
+
+    error = kafka_error(failure)
+    return error is not None and error.code() in (KafkaError._TRANSPORT,
+                                                   KafkaError._ALL_BROKERS_DOWN)
 
 
 def _os_reason(error: BaseException) -> str:
