@@ -18,6 +18,7 @@ from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from tests.integration.broker_process import ODRADEK
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster, wait_until
+from tests.integration.tool_runs import one_line_failure
 
 OVERRIDES = {
     "broker.session.timeout.ms": "4000",
@@ -40,12 +41,6 @@ def tool(cluster: Cluster, verb: str, *args: str, bootstrap: str | None = None
                           capture_output=True, text=True, timeout=120)
 
 
-def one_line_error(result: subprocess.CompletedProcess[str], verb: str, text: str) -> None:
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"odradek {verb}: ")
-    assert text in result.stderr, result.stderr
 
 
 def new_topic(cluster: Cluster, partitions: int, factor: int) -> str:
@@ -124,24 +119,24 @@ def test_an_unclean_election_where_a_leader_is_there_is_not_needed(cluster: Clus
 
 def test_leader_election_errors(cluster: Cluster, tmp_path: Path) -> None:
     verb = "leader-election"
-    one_line_error(tool(cluster, verb, "--all-topic-partitions"), verb,
+    one_line_failure(tool(cluster, verb, "--all-topic-partitions"), verb,
                    "Missing required option(s): election-type")
-    one_line_error(tool(cluster, verb, "--election-type", "fair", "--all-topic-partitions"),
+    one_line_failure(tool(cluster, verb, "--election-type", "fair", "--all-topic-partitions"),
                    verb, "--election-type must be one of preferred, unclean")
-    one_line_error(tool(cluster, verb, "--election-type", "preferred"), verb,
+    one_line_failure(tool(cluster, verb, "--election-type", "preferred"), verb,
                    "One and only one of the following options is required")
-    one_line_error(tool(cluster, verb, "--election-type", "preferred", "--topic", "t"), verb,
+    one_line_failure(tool(cluster, verb, "--election-type", "preferred", "--topic", "t"), verb,
                    "Missing required option(s): partition")
-    one_line_error(tool(cluster, verb, "--election-type", "preferred", "--path-to-json-file",
+    one_line_failure(tool(cluster, verb, "--election-type", "preferred", "--path-to-json-file",
                         write(tmp_path, "twice.json", {"partitions": [
                             {"topic": "t", "partition": 0}] * 2})),
                    verb, "duplicate partitions: t-0")
     unknown = tool(cluster, verb, "--election-type", "preferred", "--topic", "nope",
                    "--partition", "0")
-    one_line_error(unknown, verb, "1 replica(s) could not be elected")
+    one_line_failure(unknown, verb, "1 replica(s) could not be elected")
     assert unknown.stdout.startswith(
         "Error completing leader election (PREFERRED) for partition: nope-0: ")
-    one_line_error(tool(cluster, verb, "--election-type", "preferred", "--all-topic-partitions",
+    one_line_failure(tool(cluster, verb, "--election-type", "preferred", "--all-topic-partitions",
                         "--timeout", "2", bootstrap="127.0.0.1:1"), verb, "")
 
 
@@ -178,24 +173,24 @@ def test_delete_records_errors(cluster: Cluster, tmp_path: Path) -> None:
     mixed = tool(cluster, verb, "--offset-json-file", write(tmp_path, "mixed.json", {
         "partitions": [{"topic": name, "partition": 0, "offset": 2},
                        {"topic": "nope", "partition": 0, "offset": 1}]}))
-    one_line_error(mixed, verb, "1 of 2 partition(s) failed")
+    one_line_failure(mixed, verb, "1 of 2 partition(s) failed")
     assert f"partition: {name}-0\tlow_watermark: 2" in mixed.stdout
     assert "partition: nope-0\terror: " in mixed.stdout
     assert earliest(cluster, name, 1) == [2]
     beyond = tool(cluster, verb, "--offset-json-file", write(tmp_path, "beyond.json", {
         "partitions": [{"topic": name, "partition": 0, "offset": 99}]}))
-    one_line_error(beyond, verb, "1 of 1 partition(s) failed")
+    one_line_failure(beyond, verb, "1 of 1 partition(s) failed")
     assert "OFFSET_OUT_OF_RANGE" in beyond.stdout
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    one_line_error(tool(cluster, verb, "--offset-json-file", str(bad)), verb,
+    one_line_failure(tool(cluster, verb, "--offset-json-file", str(bad)), verb,
                    "is not valid JSON")
-    one_line_error(tool(cluster, verb, "--offset-json-file", str(tmp_path / "none.json")),
+    one_line_failure(tool(cluster, verb, "--offset-json-file", str(tmp_path / "none.json")),
                    verb, "cannot read")
-    one_line_error(tool(cluster, verb, "--offset-json-file",
+    one_line_failure(tool(cluster, verb, "--offset-json-file",
                         write(tmp_path, "empty.json", {"version": 1})), verb,
                    "Missing partitions field")
-    one_line_error(tool(cluster, verb, "--offset-json-file",
+    one_line_failure(tool(cluster, verb, "--offset-json-file",
                         write(tmp_path, "ok.json", {"partitions": []}),
                         "--timeout", "2", bootstrap="127.0.0.1:1"), verb, "")
     assert earliest(cluster, name, 1) == [2]
@@ -248,10 +243,10 @@ def test_log_dirs_describes_each_brokers_replicas_and_their_sizes(cluster: Clust
 
 
 def test_log_dirs_errors(cluster: Cluster) -> None:
-    one_line_error(tool(cluster, "log-dirs", "describe", "--broker-list", "1,9"), "log-dirs",
+    one_line_failure(tool(cluster, "log-dirs", "describe", "--broker-list", "1,9"), "log-dirs",
                    "The given brokers do not exist from --broker-list: 9. Current existent "
                    "brokers: 1,2,3")
-    one_line_error(tool(cluster, "log-dirs", "describe", "--broker-list", "one"), "log-dirs",
+    one_line_failure(tool(cluster, "log-dirs", "describe", "--broker-list", "one"), "log-dirs",
                    "--broker-list must be comma-separated broker ids")
-    one_line_error(tool(cluster, "log-dirs", "describe", "--timeout", "2",
+    one_line_failure(tool(cluster, "log-dirs", "describe", "--timeout", "2",
                         bootstrap="127.0.0.1:1"), "log-dirs", "no bootstrap server answered")

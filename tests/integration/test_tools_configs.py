@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from tests.integration.broker_process import ODRADEK
 from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
+from tests.integration.tool_runs import one_line_failure
 
 CLEANER_THREADS = "log.cleaner.threads"  # a broker config Kafka lets each broker override
 
@@ -43,14 +44,6 @@ def ok(bootstrap: str, *args: str) -> str:
     return result.stdout
 
 
-def failure(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line a failed command printed on stderr."""
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("odradek configs: "), lines[0]
-    return lines[0]
 
 
 def described(bootstrap: str, kind: ResourceType, name: str) -> dict[str, tuple[str, str]]:
@@ -161,7 +154,7 @@ def test_group_configs_fail_with_the_brokers_error(bootstrap: str) -> None:
     for args in (["describe", "--group", "g1"],
                  ["alter", "--entity-type", "groups", "--entity-name", "g1",
                   "--add-config", "consumer.session.timeout.ms=50000"]):
-        line = failure(configs(bootstrap, *args))
+        line = one_line_failure(configs(bootstrap, *args), "configs")
         assert line == ("odradek configs: group g1: INVALID_REQUEST: "
                         "Unsupported resource type: GROUP")
 
@@ -187,11 +180,13 @@ def test_group_configs_fail_with_the_brokers_error(bootstrap: str) -> None:
 ])
 def test_failures_are_one_line(bootstrap: str, args: list[str], expected: str) -> None:
     topic = new_topic(bootstrap)
-    line = failure(configs(bootstrap, *(a.replace("{topic}", topic) for a in args)))
+    line = one_line_failure(configs(bootstrap, *(a.replace("{topic}", topic) for a in args)),
+                            "configs")
     assert expected in line
     assert described(bootstrap, ResourceType.TOPIC, topic)["retention.ms"][1] == "DEFAULT_CONFIG"
 
 
 def test_unreachable_bootstrap_server_is_one_line() -> None:
-    line = failure(configs("127.0.0.1:1", "describe", "--topic", "t", "--timeout", "3"))
+    line = one_line_failure(
+        configs("127.0.0.1:1", "describe", "--topic", "t", "--timeout", "3"), "configs")
     assert "127.0.0.1:1" in line

@@ -25,6 +25,7 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.integration.tool_runs import one_line_failure
 
 UNREACHABLE = "127.0.0.1:1"
 
@@ -69,14 +70,6 @@ def processed(result: subprocess.CompletedProcess[bytes]) -> int:
     return int(line.split()[4])
 
 
-def one_line_error(result: subprocess.CompletedProcess[bytes], tool: str) -> str:
-    """The failure's one line, after checking it is the only one and no traceback."""
-    assert result.returncode != 0
-    stderr = result.stderr.decode()
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if not line.startswith("Processed a total")]
-    assert len(lines) == 1 and lines[0].startswith(f"odradek {tool}: "), stderr
-    return lines[0]
 
 
 def consume_while_producing(broker: BrokerProcess, args: list[str],
@@ -152,7 +145,7 @@ def test_a_config_file_is_read(broker: BrokerProcess, tmp_path: Path) -> None:
     config.write_text("no.such.property=1\n")
     for option in ("--command-config", "--producer.config"):
         result = produce(broker, unique("unused"), option, str(config), stdin=b"x\n")
-        assert "no.such.property" in one_line_error(result, "produce")
+        assert "no.such.property" in one_line_failure(result, "produce")
 
 
 # --- JSON lines -------------------------------------------------------------------------------
@@ -192,7 +185,7 @@ def test_a_malformed_json_line_fails_after_the_lines_before_it(broker: BrokerPro
     topic = create_topic(broker.bootstrap, unique("console-bad-json"))
     result = produce(broker, topic, "--format", "json",
                      stdin=b'{"value": "ok"}\n\n{"value": "x"\n{"value": "never"}\n')
-    assert "line 3 is not valid JSON" in one_line_error(result, "produce")
+    assert "line 3 is not valid JSON" in one_line_failure(result, "produce")
     assert [r.value for r in read_confluent(broker.bootstrap, topic)] == [b"ok"]
 
 
@@ -314,16 +307,16 @@ def test_isolation_level_read_committed_hides_aborted_records(broker: BrokerProc
 def test_consuming_an_unknown_topic_fails(broker: BrokerProcess) -> None:
     result = run("consume", "--bootstrap-server", broker.bootstrap, "--topic",
                  unique("console-missing"), "--timeout-ms", "1000")
-    assert "does not exist" in one_line_error(result, "consume")
+    assert "does not exist" in one_line_failure(result, "consume")
 
 
 def test_an_unreachable_bootstrap_server_fails_in_one_line() -> None:
     consumed = run("consume", "--bootstrap-server", UNREACHABLE, "--topic", "t",
                    "--timeout", "2")
-    one_line_error(consumed, "consume")
+    one_line_failure(consumed, "consume")
     produced = run("produce", "--bootstrap-server", UNREACHABLE, "--topic", "t",
                    "--timeout", "2", stdin=b"x\n")
-    assert "1 of 1 records failed delivery" in one_line_error(produced, "produce")
+    assert "1 of 1 records failed delivery" in one_line_failure(produced, "produce")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -337,11 +330,11 @@ def test_an_unreachable_bootstrap_server_fails_in_one_line() -> None:
 ])
 def test_bad_consume_arguments(broker: BrokerProcess, args: list[str], message: str) -> None:
     result = run("consume", "--bootstrap-server", broker.bootstrap, *args)
-    assert message in one_line_error(result, "consume")
+    assert message in one_line_failure(result, "consume")
 
 
 def test_bad_produce_properties(broker: BrokerProcess) -> None:
     result = produce(broker, "t", "--property", "headers.separator=:", stdin=b"")
-    assert "headers.separator and headers.key.separator" in one_line_error(result, "produce")
+    assert "headers.separator and headers.key.separator" in one_line_failure(result, "produce")
     result = produce(broker, "t", "--property", "parse.key=true", stdin=b"no separator\n")
-    assert "no key separator found on line 1" in one_line_error(result, "produce")
+    assert "no key separator found on line 1" in one_line_failure(result, "produce")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess
+from tests.integration.tool_runs import one_line_failure
 
 UNREACHABLE = "127.0.0.1:1"
 TOPIC = "no-such-topic"
@@ -27,15 +28,6 @@ def run(tool: str, verb: list[str], bootstrap: str, *args: str,
                           timeout=120)
 
 
-def assert_one_line_failure(result: subprocess.CompletedProcess[str], *expected: str) -> str:
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stderr + result.stdout, result.stderr
-    lines = [line for line in result.stderr.splitlines()
-             if not line.startswith("Processed a total of")]
-    assert len(lines) == 1, result.stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -77,19 +69,19 @@ UNREACHABLE_TOOLS = [
                          ids=lambda v: " ".join(v) if isinstance(v, list) else v)
 def test_an_unreachable_bootstrap_server_is_one_line(tool: str, verb: list[str],
                                                     args: list[str]) -> None:
-    assert_one_line_failure(run(tool, verb, UNREACHABLE, *args))
+    one_line_failure(run(tool, verb, UNREACHABLE, *args))
 
 
 def test_the_console_producer_reports_an_unreachable_server_in_one_line() -> None:
-    assert_one_line_failure(run("produce", [], UNREACHABLE, "--topic", "t", stdin="x\n"),
-                            "failed delivery")
+    one_line_failure(run("produce", [], UNREACHABLE, "--topic", "t", stdin="x\n"),
+                     "produce", "failed delivery")
 
 
 @pytest.mark.parametrize("index", range(5))
 def test_a_malformed_json_file_is_one_line(broker: BrokerProcess, json_files: dict[str, Path],
                                           index: int) -> None:
     tool, verb, args = json_tools(json_files["bad"])[index]
-    assert_one_line_failure(run(tool, verb, broker.bootstrap, *args), "bad.json")
+    one_line_failure(run(tool, verb, broker.bootstrap, *args), None, "bad.json")
 
 
 @pytest.mark.parametrize(("tool", "verb", "args"), [
@@ -104,7 +96,7 @@ def test_a_malformed_json_file_is_one_line(broker: BrokerProcess, json_files: di
 def test_an_unknown_topic_is_one_line(broker: BrokerProcess, tool: str, verb: list[str],
                                      args: list[str]) -> None:
     result = run(tool, verb, broker.bootstrap, *args)
-    assert_one_line_failure(result)
+    one_line_failure(result)
     assert TOPIC in result.stderr + result.stdout, result.stderr
 
 
@@ -114,5 +106,5 @@ def test_a_json_file_naming_an_unknown_topic_is_one_line(
     tool, verb, args = [t for t in json_tools(json_files["unknown"])
                         if t[1] != ["verify"]][index]
     result = run(tool, verb, broker.bootstrap, *args)
-    assert_one_line_failure(result)
+    one_line_failure(result)
     assert TOPIC in result.stderr + result.stdout, result.stderr

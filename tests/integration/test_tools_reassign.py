@@ -20,6 +20,7 @@ from kafka.admin import KafkaAdminClient
 
 from tests.integration.broker_process import ODRADEK
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster, wait_until
+from tests.integration.tool_runs import one_line_failure, succeeded
 
 CHUNK = 200_000
 OVERRIDES = {
@@ -45,17 +46,8 @@ def reassign(cluster: Cluster, *args: str, bootstrap: str | None = None
         capture_output=True, text=True, timeout=120)
 
 
-def succeeded(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
-def one_line_error(result: subprocess.CompletedProcess[str], text: str) -> None:
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("odradek reassign: ")
-    assert text in result.stderr, result.stderr
 
 
 def new_topic(cluster: Cluster, assignment: list[list[int]]) -> str:
@@ -180,8 +172,9 @@ def test_a_reassignment_in_progress_is_listed_kept_apart_and_cancelled(
         assert listed.splitlines() == ["Current partition reassignments:",
                                        f"{name}-0: replicas: 3,1. adding: 3. removing: 1."]
         other = write(tmp_path, "other.json", plan((name, 1, [3])))
-        one_line_error(reassign(cluster, "execute", "--reassignment-json-file", other),
-                       "Cannot execute because there is an existing partition assignment")
+        one_line_failure(reassign(cluster, "execute", "--reassignment-json-file", other),
+                         "reassign",
+                         "Cannot execute because there is an existing partition assignment")
         verified = succeeded(reassign(cluster, "verify", "--reassignment-json-file", target))
         assert verified.splitlines() == [
             "Status of partition reassignment:",
@@ -205,37 +198,37 @@ def test_errors_are_one_line(cluster: Cluster, tmp_path: Path) -> None:
     name = new_topic(cluster, [[1, 2]])
     bad = tmp_path / "bad.json"
     bad.write_text('{"version": 1, "partitions": [')
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file", str(bad)),
-                   "is not valid JSON")
-    one_line_error(reassign(cluster, "verify", "--reassignment-json-file",
-                            str(tmp_path / "missing.json")), "cannot read")
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file",
-                            write(tmp_path, "unknown.json", plan(("nope", 0, [1])))),
-                   "Unable to find partition: nope-0")
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file",
-                            write(tmp_path, "far.json", plan((name, 5, [1])))),
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file", str(bad)), "reassign",
+                     "is not valid JSON")
+    one_line_failure(reassign(cluster, "verify", "--reassignment-json-file",
+                            str(tmp_path / "missing.json")), "reassign", "cannot read")
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file",
+                            write(tmp_path, "unknown.json", plan(("nope", 0, [1])))), "reassign",
+                     "Unable to find partition: nope-0")
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file",
+                            write(tmp_path, "far.json", plan((name, 5, [1])))), "reassign",
                    f"Unable to find partition: {name}-5")
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file",
-                            write(tmp_path, "brokers.json", plan((name, 0, [1, 9])))),
-                   "Unknown broker id 9")
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file",
-                            write(tmp_path, "twice.json", plan((name, 0, [1, 1])))),
-                   "may not contain duplicate entries")
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file",
+                            write(tmp_path, "brokers.json", plan((name, 0, [1, 9])))), "reassign",
+                     "Unknown broker id 9")
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file",
+                            write(tmp_path, "twice.json", plan((name, 0, [1, 1])))), "reassign",
+                     "may not contain duplicate entries")
     dirs = {"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [1, 2],
                                           "log_dirs": ["/data", "any"]}]}
-    one_line_error(reassign(cluster, "execute", "--reassignment-json-file",
-                            write(tmp_path, "dirs.json", dirs)),
-                   "between log directories is not supported")
+    one_line_failure(reassign(cluster, "execute", "--reassignment-json-file",
+                            write(tmp_path, "dirs.json", dirs)), "reassign",
+                     "between log directories is not supported")
     topics = write(tmp_path, "topics.json", {"topics": [{"topic": "nope"}], "version": 1})
-    one_line_error(reassign(cluster, "generate", "--topics-to-move-json-file", topics,
-                            "--broker-list", "1,2"), "Topic nope not found.")
+    one_line_failure(reassign(cluster, "generate", "--topics-to-move-json-file", topics,
+                            "--broker-list", "1,2"), "reassign", "Topic nope not found.")
     mine = write(tmp_path, "mine.json", {"topics": [{"topic": name}], "version": 1})
-    one_line_error(reassign(cluster, "generate", "--topics-to-move-json-file", mine,
-                            "--broker-list", "1,7"), "Unknown broker id 7")
-    one_line_error(reassign(cluster, "generate", "--topics-to-move-json-file", mine,
-                            "--broker-list", "1"), "only 1 broker(s)")
-    one_line_error(reassign(cluster, "list", "--timeout", "2", bootstrap="127.0.0.1:1"),
-                   "no bootstrap server answered")
+    one_line_failure(reassign(cluster, "generate", "--topics-to-move-json-file", mine,
+                            "--broker-list", "1,7"), "reassign", "Unknown broker id 7")
+    one_line_failure(reassign(cluster, "generate", "--topics-to-move-json-file", mine,
+                            "--broker-list", "1"), "reassign", "only 1 broker(s)")
+    one_line_failure(reassign(cluster, "list", "--timeout", "2", bootstrap="127.0.0.1:1"),
+                     "reassign", "no bootstrap server answered")
     assert replicas(cluster, name) == {0: [1, 2]}
     assert not ongoing(cluster)
 

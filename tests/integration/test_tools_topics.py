@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from tests.integration.broker_process import ODRADEK
 from tests.integration.cluster import TIMEOUT, Cluster, running_cluster, wait_until
+from tests.integration.tool_runs import one_line_failure
 
 OVERRIDES = {
     "broker.session.timeout.ms": "4000",
@@ -44,13 +45,6 @@ def ok(bootstrap: str, *args: str) -> str:
     return result.stdout
 
 
-def failure(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line a failed command printed on stderr."""
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def unique(prefix: str = "tt") -> str:
@@ -147,7 +141,8 @@ def test_alter_adds_partitions_as_assigned(cluster: Cluster) -> None:
        "--replica-assignment", "1,1,1,2,3")
     placed = layout(bootstrap, name)
     assert (placed[3][1], placed[4][1]) == ([2], [3])
-    line = failure(topics(bootstrap, "alter", "--topic", name, "--partitions", "2"))
+    line = one_line_failure(
+        topics(bootstrap, "alter", "--topic", name, "--partitions", "2"), "topics")
     assert "INVALID_PARTITIONS" in line
     assert len(layout(bootstrap, name)) == 5
 
@@ -188,11 +183,12 @@ def test_existing_and_missing_topics(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
     name = unique()
     ok(bootstrap, "create", "--topic", name, "--partitions", "1")
-    assert "TOPIC_ALREADY_EXISTS" in failure(topics(bootstrap, "create", "--topic", name))
+    assert "TOPIC_ALREADY_EXISTS" in one_line_failure(
+        topics(bootstrap, "create", "--topic", name), "topics")
     assert ok(bootstrap, "create", "--topic", name, "--if-not-exists") == ""
     missing = unique("missing")
     for verb in (["describe"], ["delete"], ["alter", "--partitions", "2"]):
-        line = failure(topics(bootstrap, *verb, "--topic", missing))
+        line = one_line_failure(topics(bootstrap, *verb, "--topic", missing), "topics")
         assert line == f"odradek topics: Topic '{missing}' does not exist as expected"
         assert ok(bootstrap, *verb, "--topic", missing, "--if-exists") == ""
 
@@ -230,21 +226,22 @@ def test_describe_shows_internal_topics(cluster: Cluster) -> None:
 def test_bad_input_is_one_line(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
     name = unique()
-    assert "INVALID_CONFIG" in failure(topics(bootstrap, "create", "--topic", name,
-                                              "--config", "no.such.config=1"))
-    assert "key=val" in failure(topics(bootstrap, "create", "--topic", name, "--config", "x"))
-    assert "INVALID_REPLICA_ASSIGNMENT" in failure(
-        topics(bootstrap, "create", "--topic", name, "--replica-assignment", "1:9"))
-    assert "duplicate entries" in failure(topics(bootstrap, "create", "--topic", name,
-                                                 "--replica-assignment", "1:1"))
-    assert "greater than 0" in failure(topics(bootstrap, "create", "--topic", name,
-                                              "--partitions", "0"))
-    assert "invalid regex" in failure(topics(bootstrap, "list", "--topic", "a["))
+    assert "INVALID_CONFIG" in one_line_failure(topics(bootstrap, "create", "--topic", name,
+                                              "--config", "no.such.config=1"), "topics")
+    assert "key=val" in one_line_failure(
+        topics(bootstrap, "create", "--topic", name, "--config", "x"), "topics")
+    assert "INVALID_REPLICA_ASSIGNMENT" in one_line_failure(
+        topics(bootstrap, "create", "--topic", name, "--replica-assignment", "1:9"), "topics")
+    assert "duplicate entries" in one_line_failure(topics(bootstrap, "create", "--topic", name,
+                                                 "--replica-assignment", "1:1"), "topics")
+    assert "greater than 0" in one_line_failure(topics(bootstrap, "create", "--topic", name,
+                                              "--partitions", "0"), "topics")
+    assert "invalid regex" in one_line_failure(topics(bootstrap, "list", "--topic", "a["), "topics")
     assert name not in topic_names(bootstrap)
 
 
 def test_unreachable_bootstrap_server_is_one_line() -> None:
-    line = failure(topics("127.0.0.1:1", "list", "--timeout", "3"))
+    line = one_line_failure(topics("127.0.0.1:1", "list", "--timeout", "3"), "topics")
     assert line.startswith("odradek topics: ")
 
 
