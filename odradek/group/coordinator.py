@@ -10,10 +10,9 @@ before it releases any response.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +30,9 @@ from odradek.group.records import (
     RecordKey,
     RecordValue,
 )
+
+if TYPE_CHECKING:
+    import random
 
 Group = ClassicGroup | ConsumerGroup
 TopicPartition = tuple[str, int]

@@ -36,7 +36,7 @@ from .segment import (
     LogSegment,
     segment_path,
 )
-from .segment_swap import commit_swap, finish_swap, pause_for_tests
+from .segment_swap import SwapHook, commit_swap, finish_swap
 from .txn_index import AbortedTxn, collect_aborted_transactions
 
 if TYPE_CHECKING:
@@ -598,14 +598,15 @@ class PartitionLog:
     # -- cleaning ---------------------------------------------------------------------------
 
     def install_cleaned(self, expected: Sequence[LogSegment], truncations: int,
-                        groups: Sequence[StagedGroup], now_ms: int) -> bool:
+                        groups: Sequence[StagedGroup], now_ms: int,
+                        at_swap_point: SwapHook | None = None) -> bool:
         """Swap the cleaner's staged segments in for the sealed segments they replace.
 
         `expected` are the segments the cleaner read and `truncations` the log's count of
         them then; when the log has been truncated since, or any of those segments removed or
         made active, the staged files are dropped and False returned. Otherwise the swap is
         committed (`segment_swap`), carried out, and the new segments take the old ones'
-        place in memory.
+        place in memory. `at_swap_point` is a test's hook into the swap's points.
         """
         current = {segment.base_offset: segment for segment in self._segments[:-1]}
         old = [current.get(base) for group in groups for base in group.old_bases]
@@ -625,8 +626,9 @@ class PartitionLog:
                    if path.name not in incoming and path.exists()
                    and not (path.name.endswith(SNAPSHOT_SUFFIX)
                             and segment.base_offset in new_bases)]
-        pause_for_tests(self.directory, "staged")
-        commit_swap(self.directory, moves, deletes)
+        if at_swap_point is not None:
+            at_swap_point(self.directory, "staged")
+        commit_swap(self.directory, moves, deletes, at_swap_point)
         for segment in replaced:
             segment.close()
         finish_swap(self.directory)

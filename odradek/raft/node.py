@@ -11,9 +11,9 @@ persisted, so a quorum of acknowledgements always includes durable copies.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from odradek.raft.log import RaftLog
 from odradek.raft.progress import Progress, ProgressState
@@ -29,6 +29,9 @@ from odradek.raft.types import (
     Snapshot,
     SoftState,
 )
+
+if TYPE_CHECKING:
+    import random
 
 _VOTE_REQUESTS = frozenset({MessageType.PRE_VOTE, MessageType.VOTE})
 _FROM_LEADER = frozenset({MessageType.APPEND, MessageType.INSTALL_SNAPSHOT})

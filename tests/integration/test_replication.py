@@ -34,7 +34,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.client import BrokerConnection
+from odradek.kafka_client import BrokerConnection
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import decode_records, iter_batches
 from tests.integration.cluster import (

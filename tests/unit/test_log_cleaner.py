@@ -56,7 +56,11 @@ def clean(log: PartitionLog) -> tuple[CleanResult, list]:
     sealed = list(log.segments[:-1])
     job = job_for(log, sealed, log.log_start_offset, log.active_segment.base_offset, 2_000,
                   SETTINGS)
-    return clean_log(job), sealed
+    return clean_log(job, clock=lambda: 0.0, sleep=never_sleeps), sealed
+
+
+def never_sleeps(seconds: float) -> None:
+    raise AssertionError(f"an unthrottled cleaning slept {seconds} s")
 
 
 def test_a_pass_keeps_the_latest_value_of_each_key_at_its_offset(tmp_path: Path) -> None:
