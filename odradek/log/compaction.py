@@ -33,15 +33,12 @@ from kio.schema.errors import ErrorCode
 
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import ControlType
+from odradek.protocol.record_codec import Record, build_batch, decode_records, empty_batch
 from odradek.protocol.records import (
     LOG_APPEND_TIME,
     BatchInfo,
     Buffer,
     InvalidRecordsError,
-    Record,
-    build_batch,
-    decode_records,
-    empty_batch,
     parse_batch_header,
 )
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odradek.protocol.control import ControlType, read_marker
-from odradek.protocol.records import BatchInfo, assign_offsets, decode_records
+from odradek.protocol.record_codec import decode_records
+from odradek.protocol.records import BatchInfo, assign_offsets
 from odradek.txn.producer_state import CompletedTxn, ProducerStateManager
 
 from .checkpoint import fsync_directory

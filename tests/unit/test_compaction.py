@@ -24,6 +24,13 @@ from odradek.log.compaction import (
 )
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import ControlType, read_marker
+from odradek.protocol.record_codec import (
+    Record,
+    build_batch,
+    decode_records,
+    empty_batch,
+    first_keyless_record,
+)
 from odradek.protocol.records import (
     BATCH_OVERHEAD,
     GZIP,
@@ -32,11 +39,6 @@ from odradek.protocol.records import (
     NO_COMPRESSION,
     SNAPPY,
     ZSTD,
-    Record,
-    build_batch,
-    decode_records,
-    empty_batch,
-    first_keyless_record,
     parse_batch_header,
     scan_valid_prefix,
     validate_batches,
