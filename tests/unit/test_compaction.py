@@ -11,17 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.log.compaction import (
-    Cleaning,
+from odradek.log.cleaning_plan import (
     LogToClean,
-    OffsetMap,
     SegmentSummary,
-    build_offset_map,
     dirty_ratio,
     filthiest,
     group_segments_by_size,
     log_to_clean,
 )
+from odradek.log.compaction import Cleaning, OffsetMap, build_offset_map
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.record_codec import (
