@@ -17,9 +17,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.group import classic, consumer_group
+from odradek.group import classic, consumer_group, consumer_handlers
 from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
-from odradek.group.consumer_group import ConsumerGroup, HeartbeatRequest, HeartbeatResponse
+from odradek.group.consumer_group import ConsumerGroup
+from odradek.group.consumer_handlers import HeartbeatRequest, HeartbeatResponse
 from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
 from odradek.group.records import (
     ConsumerGroupMetadataKey,
@@ -40,7 +41,7 @@ CONSUMER = "consumer"
 FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
 CLASSIC_TIMERS = frozenset({classic.JOIN_TIMER, classic.SYNC_TIMER, classic.SESSION_TIMER,
                             classic.PENDING_TIMER})
-CONSUMER_TIMERS = frozenset({consumer_group.SESSION_TIMER, consumer_group.REBALANCE_TIMER})
+CONSUMER_TIMERS = frozenset({consumer_handlers.SESSION_TIMER, consumer_handlers.REBALANCE_TIMER})
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +191,7 @@ class GroupCoordinatorShard:
             if isinstance(group, ClassicGroup):
                 classic.schedule_loaded_sessions(group, ctx)
             else:
-                consumer_group.schedule_loaded_timers(group, ctx)
+                consumer_handlers.schedule_loaded_timers(group, ctx)
 
     # Classic protocol.
 
@@ -258,7 +259,7 @@ class GroupCoordinatorShard:
                                         f"Group {request.group_id} is a classic group"), out
             converted, group = group, None
         epoch = group.group_epoch if group is not None else 0
-        records, response = consumer_group.heartbeat(group, request, self.context(now_ms))
+        records, response = consumer_handlers.heartbeat(group, request, self.context(now_ms))
         if converted is not None and records:
             classic.cancel_timers(converted, self.context(now_ms))
             self.groups.pop(request.group_id, None)
@@ -301,7 +302,7 @@ class GroupCoordinatorShard:
         for group in list(self.groups.values()):
             if isinstance(group, ConsumerGroup) and not group.is_empty():
                 epoch = group.group_epoch
-                records = consumer_group.refresh_metadata(group, ctx)
+                records = consumer_handlers.refresh_metadata(group, ctx)
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group.group_id, epoch, now_ms, out)
@@ -499,7 +500,7 @@ class GroupCoordinatorShard:
                     classic.on_pending_timer(group, rest[0], ctx, out)
             elif isinstance(group, ConsumerGroup) and kind in CONSUMER_TIMERS:
                 epoch = group.group_epoch
-                records = consumer_group.on_timer(group, key, ctx)
+                records = consumer_handlers.on_timer(group, key, ctx)
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group_id, epoch, now_ms, out)

@@ -8,7 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.group import classic
-from odradek.group.consumer_group import HeartbeatRequest
+from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
-from odradek.group.consumer_group import HeartbeatRequest
+from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
