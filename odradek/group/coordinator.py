@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.group import classic, consumer_group, consumer_handlers
 from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
+from odradek.group.classic_state import ClassicState
 from odradek.group.consumer_group import ConsumerGroup
 from odradek.group.consumer_handlers import HeartbeatRequest, HeartbeatResponse
 from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
@@ -402,7 +403,7 @@ class GroupCoordinatorShard:
         """OffsetDelete: ((group error, partition errors), output)."""
         out = Output()
         group = self.groups.get(group_id)
-        if group is None or group.state == classic.DEAD:
+        if group is None or group.state == ClassicState.DEAD:
             return (ErrorCode.group_id_not_found, {}), out
         subscribed: set[str] | None
         if isinstance(group, ConsumerGroup):
@@ -455,11 +456,11 @@ class GroupCoordinatorShard:
             "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
             "error_message": f"Group {group_id} not found" if missing
             else f"Group {group_id} is not a classic group",
-            "group_id": group_id, "group_state": classic.DEAD, "protocol_type": "",
+            "group_id": group_id, "group_state": ClassicState.DEAD, "protocol_type": "",
             "protocol_data": "", "members": [], "authorized_operations": -2147483648,
         }
 
-    def delete_group(self, group_id: str) -> tuple[ErrorCode, Output]:
+    def delete_group(self, group_id: str, now_ms: int) -> tuple[ErrorCode, Output]:
         out = Output()
         group = self.groups.get(group_id)
         if group is None:
@@ -471,8 +472,8 @@ class GroupCoordinatorShard:
             out.records.extend(group.deletion_records())
         else:
             out.records.append((GroupMetadataKey(group_id), None))
-            group.state = classic.DEAD
-            classic.cancel_timers(group, self.context(0))
+            group.transition(ClassicState.DEAD, now_ms)
+            classic.cancel_timers(group, self.context(now_ms))
         self._apply(out.records)
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
@@ -526,7 +527,7 @@ class GroupCoordinatorShard:
             if group_id in self.offsets or not group.is_empty():
                 continue
             if isinstance(group, ClassicGroup):
-                if group.pending_members or group.state != classic.EMPTY:
+                if group.pending_members or group.state != ClassicState.EMPTY:
                     continue
                 classic.cancel_timers(group, self.context(now_ms))
                 if group.generation > 0:

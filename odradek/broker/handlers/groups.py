@@ -181,7 +181,7 @@ async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
 
 def _delete_group(group_id: str, shard: GroupCoordinatorShard,
                   now_ms: int) -> tuple[ErrorCode, Output]:
-    return shard.delete_group(group_id)
+    return shard.delete_group(group_id, now_ms)
 
 
 async def handle_consumer_group_heartbeat(context: RequestContext, request: Any) -> Result:
