@@ -26,7 +26,7 @@ from odradek.broker.broker import Broker
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
-from odradek.log.compaction import LogToClean, SegmentSummary, filthiest, log_to_clean
+from odradek.log.cleaning_plan import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
 from odradek.log.segment import LogSegment
 from odradek.log.segment_swap import SwapHook, SwapPoint, finish_swap

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from odradek.protocol.records import BATCH_OVERHEAD, parse_batch_header
 
-from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map, group_segments_by_size
+from .cleaning_plan import group_segments_by_size
+from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map
 from .segment import LOG_SUFFIX, IndexLimits, LogSegment, segment_path
 from .segment_swap import SWAP_MANIFEST, staging_dir
 from .txn_index import AbortedTxn

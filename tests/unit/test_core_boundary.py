@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "replication")
-LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.config")
+LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config")
 """The modules of `log/` that are pure rules; the rest of `log/` is the storage layer."""
 NO_IO = frozenset({
     "asyncio", "concurrent", "grpc", "multiprocessing", "random", "secrets", "selectors",

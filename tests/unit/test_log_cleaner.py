@@ -17,7 +17,8 @@ from odradek.log.segment_swap import (
     commit_swap,
     finish_swap,
 )
-from odradek.protocol.records import Record, build_batch, decode_records, validate_batches
+from odradek.protocol.record_codec import Record, build_batch, decode_records
+from odradek.protocol.records import validate_batches
 from tests.unit.test_log_partition import make_config
 
 SETTINGS = CleanerSettings(map_bytes=1 << 20, load_factor=0.9, io_buffer_bytes=4096,
