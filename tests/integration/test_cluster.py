@@ -27,8 +27,8 @@ from tests.integration.cluster import (
     partitions,
     running_cluster,
     scrape,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 SESSION_TIMEOUT_MS = 3000
 FIGURES: dict[str, float] = {}
@@ -139,7 +139,7 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
     cluster.start(victim)
     target = quorum(cluster, successor).commit_index
     catch_up = wait_until(lambda: quorum(cluster, victim).applied_offset >= target,
-                          what=f"{victim} applies the log up to {target}")
+                          what=f"{victim} applies the log up to {target}", ignoring=Exception)
     FIGURES["restarted_controller_catch_up_s"] = catch_up
     restarted = quorum(cluster, victim)
     assert restarted.leader_id == quorum(cluster, successor).node_id
@@ -158,7 +158,7 @@ def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: C
     assert f"resigned: controller {cluster.node(successor)['id']} now leads" in log
     cluster.start(victim)
     wait_until(lambda: not quorum(cluster, victim).active and quorum(cluster, victim).leader_id
-               == cluster.node(successor)["id"], what=f"{victim} follows again")
+               == cluster.node(successor)["id"], what=f"{victim} follows again", ignoring=Exception)
 
 
 def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
@@ -178,7 +178,7 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
     cluster.pause("broker-3")
     try:
         FIGURES["broker_fenced_after_s"] = wait_until(lambda: fenced(3),
-                                                      what="broker 3 is fenced")
+                                                      what="broker 3 is fenced", ignoring=Exception)
         assert broker_ids(observer) == {1, 2}
         after = partitions(observer, topic)
         assert all(after[i].leader == -1 for i in led_by_3)  # its only in-sync replica is gone
@@ -189,9 +189,9 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
         assert metrics[prefix + "offlinepartitionscount"] >= len(led_by_3)
     finally:
         cluster.resume("broker-3")
-    wait_until(lambda: not fenced(3), what="broker 3 is unfenced again")
+    wait_until(lambda: not fenced(3), what="broker 3 is unfenced again", ignoring=Exception)
     wait_until(lambda: all(partitions(observer, topic)[i].leader == 3 for i in led_by_3),
-               what="broker 3 leads its partitions again")
+               what="broker 3 leads its partitions again", ignoring=Exception)
 
 
 def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
@@ -210,7 +210,8 @@ def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
     assert not any(node["alive"] for node in cluster.status())
     for node in sorted(cluster.layout["nodes"], key=lambda n: n["role"] != "controller"):
         cluster.start(node["name"])
-    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2, 3}, what="all brokers back")
+    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2, 3}, what="all brokers back",
+               ignoring=Exception)
 
     client = admin(cluster.bootstrap)
     assert set(client.list_topics(timeout=TIMEOUT).topics) == topics_before

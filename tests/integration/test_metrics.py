@@ -13,9 +13,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import TIMEOUT as CLIENT_TIMEOUT
 from tests.integration.clients import unique
-from tests.integration.groups import ConfluentGroup, fill, wait_until
+from tests.integration.groups import ConfluentGroup, fill
 from tests.integration.raw_client import FETCH_VERSION, PRODUCE_VERSION, RawClient, batch_of
+from tests.waiting import wait_until
 
 TIMEOUT = 15.0
 BATCHES = 5
@@ -146,7 +148,8 @@ def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
         group = ConfluentGroup(broker.bootstrap, unique(protocol), topic,
                                **{"group.protocol": protocol})
         member = group.add("c0")
-        wait_until(lambda m=member: len(m.reads) >= 30, group.poll, what="records")
+        wait_until(lambda m=member: len(m.reads) >= 30, CLIENT_TIMEOUT, "records",
+                   between=group.poll)
         member.client.commit(offsets=[TopicPartition(topic, 0, 10)], asynchronous=False)
         groups[protocol] = group
     fill(broker.bootstrap, topic, 1, 5)

@@ -44,8 +44,8 @@ from tests.integration.cluster import (
     partitions,
     running_cluster,
     scrape,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 LAG_TIME_MS = 1000
 OVERRIDES = {
@@ -90,7 +90,7 @@ def all_brokers(cluster: Cluster) -> Iterator[Cluster]:
             cluster.start(name)
         cluster.resume(name)
     wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
-               what="all brokers registered again")
+               what="all brokers registered again", ignoring=Exception)
 
 
 def create_topic(client: AdminClient, name: str, partitions_: int = 1,
@@ -163,7 +163,8 @@ def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) 
         lagging.flush(TIMEOUT)
         return follower not in isr(cluster, topic)
 
-    wait_until(shrunk, what="the leader drops the follower that stopped fetching")
+    wait_until(shrunk, what="the leader drops the follower that stopped fetching",
+               ignoring=Exception)
     assert metrics(cluster, owner)["kafka_server_replicamanager_isrshrinks_total"] > \
         shrinks_before
     refused = produce(cluster.bootstrap, topic, [b"c"], retries=0)
@@ -174,7 +175,8 @@ def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) 
     assert seen["kafka_server_replicamanager_underminisrpartitioncount"] >= 1
 
     cluster.start(f"broker-{follower}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR",
+               ignoring=Exception)
     assert len(delivered(produce(cluster.bootstrap, topic, [b"e"]))) == 1
     values = [m.value() for m in read_all(cluster.bootstrap, topic, 100)]
     assert [v for v in values if v != b"moves the log end"] == [b"a", b"b", b"d", b"e"]
@@ -203,7 +205,8 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
         assert [m.value() for m in read_all(cluster.bootstrap, topic, 2, timeout=1.0)] == [
             b"committed"]
         assert isr(cluster, topic) == {1, 2, 3}, "the checks above ran before the ISR shrank"
-        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader")
+        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader",
+                   ignoring=Exception)
         assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)[1] == 2
         consumer.close()
     finally:
@@ -223,7 +226,8 @@ def test_a_killed_leader_loses_no_acknowledged_write_and_rejoins(all_brokers: Cl
     assert leader(cluster, topic) != owner
     assert second[0].offset() == 500
     cluster.start(f"broker-{owner}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR",
+               ignoring=Exception)
     values = [m.value() for m in read_all(cluster.bootstrap, topic, 501)]
     assert values == [m.value() for m in first] + [b"after"]
 
@@ -267,7 +271,7 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     committed = wait_until(
         lambda: resumed.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == 6,
-        what="the new coordinator serves the committed offset")
+        what="the new coordinator serves the committed offset", ignoring=Exception)
     FIGURES["coordinator_kill_to_committed_offset_s"] = committed
     resumed.close()
 
@@ -350,13 +354,14 @@ def test_a_reassignment_moves_a_partition_and_its_data(all_brokers: Cluster) -> 
     delivered(produce(cluster.bootstrap, "moved", values))
     assert reassignments(cluster, {TopicPartition("moved", 0): [2, 3]}) == {
         KafkaTopicPartition("moved", 0): None}
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     after = partitions(cluster.bootstrap, "moved")[0]
     assert (sorted(after.replicas), sorted(after.isrs)) == ([2, 3], [2, 3])
     assert after.leader in (2, 3)
     assert [m.value() for m in read_all(cluster.bootstrap, "moved", 200)] == values
     wait_until(lambda: not list(Path(cluster.node("broker-1")["config"]).parent.glob("moved-0")),
-               what="broker 1 deleted its replica")
+               what="broker 1 deleted its replica", ignoring=Exception)
 
 
 def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> None:
@@ -379,10 +384,11 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
         "follower.replication.throttled.rate", None,
         incremental_operation=AlterConfigOpType.DELETE)])
     client.incremental_alter_configs([lifted])[lifted].result(TIMEOUT)
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     assert sorted(partitions(cluster.bootstrap, "throttled")[0].isrs) == [1, 2]
     wait_until(lambda: metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] == 0,
-               what="the new replica caught up")
+               what="the new replica caught up", ignoring=Exception)
 
 
 def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
@@ -391,7 +397,8 @@ def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
     preferred = partitions(cluster.bootstrap, topic)[0].replicas[0]
     cluster.stop(f"broker-{preferred}")
     cluster.start(f"broker-{preferred}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the preferred replica in sync")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the preferred replica in sync",
+               ignoring=Exception)
     return int(preferred)
 
 
@@ -414,7 +421,8 @@ def test_leadership_goes_back_to_preferred_replicas_by_itself(all_brokers: Clust
     cluster = all_brokers
     preferred = bounce_the_preferred_leader(cluster, "rebalanced")
     wait_until(lambda: leader(cluster, "rebalanced") == preferred,
-               what="the controller's rebalance gives the preferred replica its leadership")
+               what="the controller's rebalance gives the preferred replica its leadership",
+               ignoring=Exception)
 
 
 def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
@@ -437,7 +445,8 @@ def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
     (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
     assert trimmed.result(TIMEOUT).low_watermark == 5
     reassignments(cluster, {TopicPartition(topic, 0): [2, 3]})
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": topic,
                          "enable.auto.commit": False})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
@@ -476,9 +485,10 @@ def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Clu
     expected = {key: b"v%d" % i for i, key in enumerate(keys)} | {b"roll": b"roll"}
 
     wait_until(lambda: len(replica_records(cluster, owner, topic)) < len(keys) // 2,
-               what="the leader's log compacted")
+               what="the leader's log compacted", ignoring=Exception)
     cluster.start(f"broker-{follower}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower back in the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower back in the ISR",
+               ignoring=Exception)
     records = replica_records(cluster, follower, topic)
     assert {key: value for _, key, value in records} == expected
     offsets = [offset for offset, _, _ in records]

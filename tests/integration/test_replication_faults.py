@@ -29,8 +29,8 @@ from tests.integration.cluster import (
     admin,
     partitions,
     running_cluster,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 SESSION_TIMEOUT_MS = 3000
 PARTITIONS = 3
@@ -182,7 +182,7 @@ def test_acknowledged_writes_survive_kills_pauses_and_controller_failover(
         stop.set()
         producer.join(60)
     wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
-               what="every broker back")
+               what="every broker back", ignoring=Exception)
 
     records = read_back(cluster.bootstrap)
     where = {}

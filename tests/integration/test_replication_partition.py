@@ -17,9 +17,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.log.partition import PartitionLog
 from odradek.protocol.records import decode_records, iter_batches
-from tests.integration.cluster import TIMEOUT, wait_until
+from tests.integration.cluster import TIMEOUT
 from tests.integration.netns import NetnsCluster
 from tests.unit.test_log_partition import make_config
+from tests.waiting import wait_until
 
 TOPIC = "cut"
 
@@ -102,16 +103,18 @@ def test_an_isolated_leader_acknowledges_nothing_and_loses_its_lone_writes(
     assert all(error is not None for error, _ in refused), \
         f"an isolated leader acknowledged acks=all writes: {refused}"
 
-    wait_until(lambda: leader(majority)[0] not in (old, -1), what="a new leader")
+    wait_until(lambda: leader(majority)[0] not in (old, -1), what="a new leader",
+               ignoring=Exception)
     after = [b"after-%d" % i for i in range(50)]
     assert all(error is None for error, _ in send(majority, after, "all"))
 
     cluster.heal(isolated.name)
     wait_until(lambda: leader(majority)[1] == [1, 2, 3], timeout=60,
-               what="the old leader back in the ISR")
+               what="the old leader back in the ISR", ignoring=Exception)
     committed = read(majority)
     assert [v for v in committed if not v.startswith(b"refused")] == before + after
     log_text = Path(cluster.data_dir / f"{isolated.name}.log").read_text()
     assert "truncated the log" in log_text
     wait_until(lambda: values_on_disk(cluster.data_dir / isolated.name / f"{TOPIC}-0")
-               == committed, what="the old leader holds exactly the new leader's log")
+               == committed, what="the old leader holds exactly the new leader's log",
+               ignoring=Exception)

@@ -28,8 +28,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.records import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess
-from tests.integration.cluster import admin, scrape, wait_until
+from tests.integration.cluster import admin, scrape
 from tests.integration.raw_client import RawClient, now_ms
+from tests.waiting import wait_until
 
 TXN_OVERRIDES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
@@ -151,7 +152,7 @@ def test_an_abandoned_transaction_is_aborted_at_its_timeout(txn_broker: BrokerPr
     assert stable_offset(bootstrap, topic, 0) == 0, "the open transaction holds the LSO"
     before = scrape(txn_broker.metrics_port)
     waited = wait_until(lambda: stable_offset(bootstrap, topic, 0) == 6, timeout=30,
-                        what="the coordinator to abort the transaction")
+                        what="the coordinator to abort the transaction", ignoring=Exception)
     print(f"\nabandoned transaction aborted {waited:.1f}s after the check started")
     after = scrape(txn_broker.metrics_port)
     name = "kafka_server_transaction_coordinator_metrics_timed_out_aborts_total"
@@ -250,7 +251,7 @@ def test_the_transactions_cli_lists_describes_and_aborts(txn_broker: BrokerProce
         row for row in listed_json if row["TransactionalId"] == transactional_id).items()
     cli("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
     wait_until(lambda: stable_offset(bootstrap, topic, 0) == 2, timeout=30,
-               what="the hanging transaction to be aborted")
+               what="the hanging transaction to be aborted", ignoring=Exception)
     assert read_all(bootstrap, topic, "read_committed", partitions=1, settle_s=1) == []
 
 
@@ -274,7 +275,7 @@ def test_kip_890_a_late_transactional_write_cannot_start_a_transaction(
                 transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1,
                 producer_epoch=-1), InitProducerIdResponse, 4)
 
-        wait_until(lambda: init().error_code == 0, what="InitProducerId")
+        wait_until(lambda: init().error_code == 0, what="InitProducerId", ignoring=Exception)
         started = init()
         pid, epoch = started.producer_id, started.producer_epoch
         unadded = client.produce_partition(topic, 0, _txn_batch(pid, epoch, 0), acks=-1,
@@ -299,7 +300,7 @@ def test_kip_890_a_late_transactional_write_cannot_start_a_transaction(
                                EndTxnResponse, 3)
         assert ended.error_code == 0
         wait_until(lambda: stable_offset(txn_broker.bootstrap, topic, 0) == 2,
-                   what="the commit marker")
+                   what="the commit marker", ignoring=Exception)
         late = client.produce_partition(topic, 0, _txn_batch(pid, epoch, 1), acks=-1,
                                         transactional_id=tid)
         assert late.error_code == ErrorCode.invalid_txn_state
