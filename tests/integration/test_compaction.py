@@ -12,6 +12,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from odradek.group.coordinator import partition_for
+from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import (
     TIMEOUT,
@@ -23,7 +24,6 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
-from tests.integration.test_metrics import sample, scrape
 from tests.waiting import wait_until
 
 FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
