@@ -18,6 +18,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeClusterRequest
 
 from odradek.rpc import controller_pb2, controller_pb2_grpc
+from tests.integration.clients import receive
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -94,11 +95,14 @@ def test_clients_produce_to_and_consume_from_every_leader(cluster: Cluster) -> N
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
     seen: set[bytes] = set()
-    deadline = time.monotonic() + TIMEOUT
-    while len(seen) < 60 and time.monotonic() < deadline:
+
+    def receive() -> None:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
             seen.add(message.value())
+
+    wait_until(lambda: len(seen) >= 60, TIMEOUT, lambda: f"{len(seen)} of 60 values",
+               between=receive)
     consumer.close()
     assert seen == {f"v{i}".encode() for i in range(60)}
 
@@ -124,15 +128,15 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
 
     started = time.monotonic()
     cluster.stop(victim, kill=True)
-    created = None
-    while created is None and time.monotonic() - started < TIMEOUT:
-        try:
-            created = create(client, 1, 3, timeout=5)
-        except KafkaException:
-            time.sleep(0.1)
-    failover = time.monotonic() - started
-    FIGURES["controller_failover_s"] = failover
-    assert created is not None, f"no topic could be created within {TIMEOUT}s of the kill"
+    created: list[str] = []
+
+    def create_a_topic() -> bool:
+        created.append(create(client, 1, 3, timeout=5))
+        return True
+
+    wait_until(create_a_topic, TIMEOUT - (time.monotonic() - started),
+               f"a topic created within {TIMEOUT}s of the kill", ignoring=KafkaException)
+    FIGURES["controller_failover_s"] = time.monotonic() - started
     successor = cluster.active_controller()
     assert successor != victim
 
@@ -144,7 +148,7 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
     restarted = quorum(cluster, victim)
     assert restarted.leader_id == quorum(cluster, successor).node_id
     assert not restarted.active
-    assert created in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
+    assert created[0] in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
 
 
 def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: Cluster) -> None:
@@ -226,11 +230,6 @@ def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"r-{topic}",
                          "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, 1, 0)])
-    message = None
-    deadline = time.monotonic() + TIMEOUT
-    while message is None and time.monotonic() < deadline:
-        polled = consumer.poll(0.5)
-        if polled is not None and polled.error() is None:
-            message = polled
+    (message,) = receive(consumer, 1, TIMEOUT)
     consumer.close()
-    assert message is not None and message.value() == b"kept"
+    assert message.value() == b"kept"

@@ -5,8 +5,10 @@ aiokafka; KIP-848's consumer protocol with confluent-kafka."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -184,8 +186,6 @@ def test_committed_offsets_survive_a_broker_restart(fresh_broker: BrokerProcess,
 
 def test_kill_9_during_a_burst_of_commits_loses_no_acknowledged_commit(
         fresh_broker: BrokerProcess) -> None:
-    import threading
-
     fresh_broker.start()
     bootstrap = fresh_broker.bootstrap
     topic = create_topic(bootstrap, unique("burst"), 1)
@@ -210,17 +210,19 @@ def test_kill_9_during_a_burst_of_commits_loses_no_acknowledged_commit(
             acked.append(offset)
         consumer.close()
 
-    worker = threading.Thread(target=commit_burst)
-    worker.start()
-    wait_until(lambda: len(acked) >= 200, TIMEOUT, "commits", interval=0.01)
-    fresh_broker.kill()
-    acked_before_the_kill = acked[-1]
-    stop.set()
-    fresh_broker.start()
-    committed = _committed(bootstrap, "burst", topic, 1)[0]
-    assert acked_before_the_kill <= committed <= attempted[-1]
-    worker.join(TIMEOUT)  # librdkafka retries its in-flight commit until the broker is back
-    assert not worker.is_alive()
+    with ThreadPoolExecutor(1) as pool:
+        bursting = pool.submit(commit_burst)
+        try:
+            wait_until(lambda: len(acked) >= 200, TIMEOUT, "commits", interval=0.01)
+            fresh_broker.kill()
+            acked_before_the_kill = acked[-1]
+        finally:
+            stop.set()
+        fresh_broker.start()
+        committed = _committed(bootstrap, "burst", topic, 1)[0]
+        assert acked_before_the_kill <= committed <= attempted[-1]
+        # librdkafka retries its in-flight commit until the broker is back
+        bursting.result(TIMEOUT)
 
 
 def test_group_join_time_with_the_default_initial_delay(tmp_path: Path) -> None:

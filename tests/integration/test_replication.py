@@ -37,6 +37,7 @@ from kio.schema.errors import ErrorCode
 from odradek.protocol.client import BrokerConnection
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import decode_records, iter_batches
+from tests.integration.clients import read_confluent, receive
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -45,6 +46,7 @@ from tests.integration.cluster import (
     running_cluster,
     scrape,
 )
+from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
 LAG_TIME_MS = 1000
@@ -120,18 +122,31 @@ def delivered(reports: list[Any]) -> list[Any]:
     return [message for _, message in reports]
 
 
-def read_all(bootstrap: str, topic: str, expected: int, timeout: float = TIMEOUT) -> list[Any]:
+def reader(bootstrap: str, topic: str) -> Consumer:
+    """A consumer of partition 0 from its start."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    messages: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(messages) < expected and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            messages.append(message)
-    consumer.close()
-    return messages
+    return consumer
+
+
+def read_all(bootstrap: str, topic: str, expected: int) -> list[Any]:
+    """The first `expected` records of partition 0."""
+    consumer = reader(bootstrap, topic)
+    try:
+        return receive(consumer, expected, TIMEOUT)
+    finally:
+        consumer.close()
+
+
+def read_for(bootstrap: str, topic: str, seconds: float, at_most: int) -> list[Any]:
+    """The records of partition 0 (up to `at_most`) a consumer receives in `seconds`: the
+    window in which a record it must never see would arrive."""
+    consumer = reader(bootstrap, topic)
+    try:
+        return [m for m in consumer.consume(at_most, seconds) if m.error() is None]
+    finally:
+        consumer.close()
 
 
 def isr(cluster: Cluster, topic: str, partition: int = 0) -> set[int]:
@@ -178,7 +193,7 @@ def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) 
     wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR",
                ignoring=Exception)
     assert len(delivered(produce(cluster.bootstrap, topic, [b"e"]))) == 1
-    values = [m.value() for m in read_all(cluster.bootstrap, topic, 100)]
+    values = [r.value for r in read_confluent(cluster.bootstrap, topic)]
     assert [v for v in values if v != b"moves the log end"] == [b"a", b"b", b"d", b"e"]
     after = metrics(cluster, owner)
     assert after["kafka_server_replicamanager_isrexpands_total"] >= 1
@@ -202,7 +217,7 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "hw"})
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)
         assert (low, high) == (0, 1), "the high watermark stays below the leader-only write"
-        assert [m.value() for m in read_all(cluster.bootstrap, topic, 2, timeout=1.0)] == [
+        assert [m.value() for m in read_for(cluster.bootstrap, topic, 1.0, 2)] == [
             b"committed"]
         assert isr(cluster, topic) == {1, 2, 3}, "the checks above ran before the ISR shrank"
         wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader",
@@ -255,11 +270,7 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    read = []
-    while len(read) < 6:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            read.append(message)
+    receive(consumer, 6, TIMEOUT)
     consumer.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
     client = admin(cluster.bootstrap)  # kept: a collected client never completes its futures
     coordinator = int(client.describe_consumer_groups([group])[group].result(TIMEOUT)
@@ -318,6 +329,17 @@ def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
                      | found.get_least_significant_bits() & mask)
 
 
+def follower_log_start(cluster: Cluster, broker_id: int, topic: str) -> int:
+    """The log start offset of a follower's replica of partition 0, as the follower itself
+    reports it to a consumer's Fetch (KIP-392)."""
+    client = RawClient(cluster.broker_bootstrap(f"broker-{broker_id}"))
+    try:
+        fetched = client.fetch_partition(topic, 0, 0)
+    finally:
+        client.close()
+    return int(fetched.log_start_offset)
+
+
 def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -> None:
     cluster = all_brokers
     client = admin(cluster.bootstrap)
@@ -326,7 +348,10 @@ def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -
     (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
     assert trimmed.result(TIMEOUT).low_watermark == 5
     owner = leader(cluster, topic)
-    time.sleep(1.5)  # followers learn the log start offset from their next fetches
+    wait_until(lambda: all(follower_log_start(cluster, f, topic) == 5
+                           for f in (1, 2, 3) if f != owner),
+               what="the followers learn the log start offset from their next fetches",
+               ignoring=Exception)
     cluster.stop(f"broker-{owner}")
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed"})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
@@ -376,7 +401,7 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
         incremental_operation=AlterConfigOpType.SET)])
     client.incremental_alter_configs([rate])[rate].result(TIMEOUT)
     reassignments(cluster, {TopicPartition("throttled", 0): [1, 2]})
-    time.sleep(4)
+    time.sleep(4)  # on purpose: unthrottled, the 2 MB would be copied well within this window
     (ongoing,) = reassignments(cluster, {}).values()
     assert ongoing["adding_replicas"] == [2], "the throttle holds the new replica back"
     assert metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] > 0
@@ -451,14 +476,9 @@ def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
                          "enable.auto.commit": False})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    values = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(values) < 5 and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            values.append((message.offset(), message.value()))
+    messages = receive(consumer, 5, TIMEOUT)
     consumer.close()
-    assert values == [(i, b"%d" % i) for i in range(5, 10)]
+    assert [(m.offset(), m.value()) for m in messages] == [(i, b"%d" % i) for i in range(5, 10)]
 
 
 def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Cluster) -> None:
@@ -479,7 +499,7 @@ def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Clu
     for i, key in enumerate(keys):
         producer.produce(topic, key=key, value=b"v%d" % i)
         producer.poll(0)
-    time.sleep(1.2)
+    time.sleep(1.2)  # segment.ms (1 s) is an age: it must pass before "roll" rolls the segment
     producer.produce(topic, key=b"roll", value=b"roll")
     assert producer.flush(TIMEOUT) == 0
     expected = {key: b"v%d" % i for i, key in enumerate(keys)} | {b"roll": b"roll"}

@@ -6,7 +6,6 @@ took alone (acks=1) and holds exactly the new leader's log."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.log.partition import PartitionLog
 from odradek.protocol.records import decode_records, iter_batches
+from tests.integration.clients import receive
 from tests.integration.cluster import TIMEOUT
 from tests.integration.netns import NetnsCluster
 from tests.unit.test_log_partition import make_config
@@ -64,14 +64,9 @@ def read(bootstrap: str) -> list[bytes]:
                          "enable.auto.commit": False})
     end = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=TIMEOUT)[1]
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(values) < end and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
+    messages = receive(consumer, end, TIMEOUT)
     consumer.close()
-    return values
+    return [message.value() for message in messages]
 
 
 def values_on_disk(directory: Path) -> list[bytes]:
