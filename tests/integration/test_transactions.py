@@ -71,15 +71,19 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
                          "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: list[tuple[int, int, bytes]] = []
-    quiet_since = time.monotonic()
-    deadline = quiet_since + 60
+    last_record = [time.monotonic()]
+
+    def consume() -> None:
+        for message in consumer.consume(1000, 0.3):
+            assert message.error() is None, message.error()
+            seen.append((message.partition(), message.offset(), message.value()))
+            last_record[0] = time.monotonic()
+
     try:
-        while (time.monotonic() - quiet_since < settle_s
-               or (len(seen) < at_least and time.monotonic() < deadline)):
-            for message in consumer.consume(1000, 0.3):
-                assert message.error() is None, message.error()
-                seen.append((message.partition(), message.offset(), message.value()))
-                quiet_since = time.monotonic()
+        wait_until(lambda: len(seen) >= at_least, 60,
+                   lambda: f"{len(seen)} of at least {at_least} records", between=consume)
+        while time.monotonic() - last_record[0] < settle_s:  # a quiet window, on purpose
+            consume()
     finally:
         consumer.close()
     return seen
@@ -188,7 +192,7 @@ while any(consumer.position([TopicPartition(source, p)])[0].offset < ends[p] for
     if crash_after and done >= crash_after:
         producer.flush(30)
         print("crashing mid-transaction", flush=True)
-        time.sleep(60)
+        time.sleep(60)  # hangs mid-transaction until the test kills it
     producer.commit_transaction(30)
 print("transformed", done, flush=True)
 consumer.close()
