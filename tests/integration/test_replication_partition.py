@@ -19,7 +19,7 @@ from odradek.protocol.records import decode_records, iter_batches
 from tests.integration.clients import receive
 from tests.integration.cluster import TIMEOUT
 from tests.integration.netns import NetnsCluster
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
 from tests.waiting import wait_until
 
 TOPIC = "cut"

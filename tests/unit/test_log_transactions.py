@@ -12,7 +12,7 @@ from odradek.log.producer_snapshots import snapshot_offsets
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import build_marker_batch
 from odradek.protocol.records import build_batch, validate_batches
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
 
 
 def open_log(directory: Path, **overrides: object) -> PartitionLog:
