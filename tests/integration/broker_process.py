@@ -7,10 +7,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from odradek.cluster_cli.layout import free_port
+from tests.waiting import wait_until
 
 ODRADEK = [sys.executable, "-m", "odradek.cli"]
 __all__ = ["ODRADEK", "BrokerProcess", "free_port"]
@@ -45,16 +45,16 @@ class BrokerProcess:
             self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.logs()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"broker did not start within {timeout}s:\n{self.logs()}")
+        wait_until(self._serving, timeout, lambda: f"the broker serving\n{self.logs()}",
+                   interval=0.05, ignoring=OSError)
+
+    def _serving(self) -> bool:
+        """Accepts connections; a broker that exited fails the start at once."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.logs()}")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            return True
 
     def stop(self, timeout: float = 20.0) -> int:
         """Graceful stop (SIGTERM); returns the exit code."""

@@ -30,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
+from tests.waiting import wait_until
+
 TIMEOUT = 20.0
 PARTITION_UA = -1
 """librdkafka's 'unassigned': its partitioner chooses."""
@@ -186,6 +188,21 @@ def confluent_consumer(bootstrap: str, **config: Any) -> Consumer:
                      "enable.auto.commit": False, **config})
 
 
+def receive(consumer: Consumer, count: int, timeout: float = TIMEOUT) -> list[Message]:
+    """The next `count` records `consumer` delivers, skipping its error events; fails when
+    fewer arrive within `timeout`."""
+    messages: list[Message] = []
+
+    def poll() -> None:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            messages.append(message)
+
+    wait_until(lambda: len(messages) >= count, timeout,
+               lambda: f"{len(messages)} of {count} records", between=poll)
+    return messages
+
+
 def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
                    start: int = OFFSET_BEGINNING) -> list[Rec]:
     """Every record of `partitions` from `start` (an offset or a logical one) to the end,
@@ -197,15 +214,17 @@ def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
         consumer.assign([CTopicPartition(topic, p, start) for p in partitions])
         records: list[Rec] = []
         positions = {p: -1 for p in partitions}
-        deadline = time.monotonic() + TIMEOUT
-        while any(positions[p] + 1 < ends[p] for p in partitions):
-            assert time.monotonic() < deadline, f"read {positions}, ends {ends}"
+
+        def consume() -> None:
             for message in consumer.consume(1000, 0.2):
                 if message.error():
                     raise KafkaException(message.error())
                 record = confluent_rec(message)
                 records.append(record)
                 positions[record.partition] = record.offset
+
+        wait_until(lambda: all(positions[p] + 1 >= ends[p] for p in partitions), TIMEOUT,
+                   lambda: f"read {positions}, ends {ends}", between=consume)
         return in_order(records)
     finally:
         consumer.close()
@@ -220,12 +239,14 @@ def read_kafka_python(bootstrap: str, topic: str, partitions: Sequence[int] = (0
         ends = consumer.end_offsets(tps)
         consumer.seek_to_beginning(*tps)
         records: list[Rec] = []
-        deadline = time.monotonic() + TIMEOUT
-        while any(consumer.position(tp) < ends[tp] for tp in tps):
-            assert time.monotonic() < deadline, f"ends {ends}"
+
+        def poll() -> None:
             for batch in consumer.poll(200).values():
                 records.extend(Rec(r.partition, r.offset, r.key, r.value, r.timestamp,
                                    _headers(r.headers)) for r in batch)
+
+        wait_until(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), TIMEOUT,
+                   f"ends {ends}", between=poll)
         return in_order(records)
     finally:
         consumer.close()
@@ -242,12 +263,15 @@ def read_aiokafka(bootstrap: str, topic: str, partitions: Sequence[int] = (0,)) 
             ends = await consumer.end_offsets(tps)
             await consumer.seek_to_beginning(*tps)
             records: list[Rec] = []
-            deadline = time.monotonic() + TIMEOUT
-            while any([await consumer.position(tp) < ends[tp] for tp in tps]):
-                assert time.monotonic() < deadline, f"ends {ends}"
-                for batch in (await consumer.getmany(timeout_ms=200)).values():
-                    records.extend(Rec(r.partition, r.offset, r.key, r.value, r.timestamp,
-                                       _headers(r.headers)) for r in batch)
+            try:
+                async with asyncio.timeout(TIMEOUT):
+                    while any([await consumer.position(tp) < ends[tp] for tp in tps]):
+                        for batch in (await consumer.getmany(timeout_ms=200)).values():
+                            records.extend(Rec(r.partition, r.offset, r.key, r.value,
+                                               r.timestamp, _headers(r.headers))
+                                           for r in batch)
+            except TimeoutError:
+                raise AssertionError(f"not within {TIMEOUT}s: ends {ends}") from None
             return in_order(records)
         finally:
             await consumer.stop()

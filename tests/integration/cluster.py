@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK
+from tests.waiting import wait_until
 
 TIMEOUT = 30.0
 
@@ -75,13 +75,14 @@ class Cluster:
         return nodes
 
     def active_controller(self, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            leaders = [n["name"] for n in self.status() if n.get("leader")]
-            if len(leaders) == 1:
-                return leaders[0]
-            time.sleep(0.1)
-        raise AssertionError(f"no single active controller within {timeout}s: {self.status()}")
+        leaders: list[str] = []
+
+        def one_leader() -> bool:
+            leaders[:] = [n["name"] for n in self.status() if n.get("leader")]
+            return len(leaders) == 1
+
+        wait_until(one_leader, timeout, lambda: f"a single active controller: {self.status()}")
+        return leaders[0]
 
     def stop(self, name: str, kill: bool = False) -> None:
         self.cli("stop", name, *(["--kill"] if kill else []))
@@ -145,16 +146,3 @@ def scrape(port: int) -> dict[str, float]:
             for family in text_string_to_metric_families(text)
             for sample in family.samples if not sample.labels}
 
-
-def wait_until(condition: Any, timeout: float = TIMEOUT, what: str = "") -> float:
-    """Seconds until `condition()` held; fails after `timeout`."""
-    started = time.monotonic()
-    last: Exception | None = None
-    while time.monotonic() - started < timeout:
-        try:
-            if condition():
-                return time.monotonic() - started
-        except Exception as error:  # noqa: BLE001 - retried until the deadline
-            last = error
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout}s: {what} (last error: {last!r})")

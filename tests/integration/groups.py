@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,17 +40,6 @@ def fill(bootstrap: str, topic: str, partitions: int, per_partition: int,
     outs = [Out(None, f"{p}:{start + i}".encode(), int(time.time() * 1000), partition=p)
             for p in range(partitions) for i in range(per_partition)]
     produce_confluent(bootstrap, topic, outs)
-
-
-def wait_until(condition: Callable[[], bool], poll: Callable[[], None],
-               timeout: float = TIMEOUT, what: str = "condition") -> float:
-    """Poll until `condition` holds; returns the seconds it took."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        poll()
-    return time.monotonic() - started
 
 
 def split_evenly(members: Sequence[Member], partitions: int) -> bool:
@@ -156,6 +145,7 @@ class KafkaPythonGroup(GroupDriver):
     def __init__(self, bootstrap: str, group: str, topic: str, **config: Any) -> None:
         super().__init__(bootstrap, group, topic, **config)
         self._pollers: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._poller_errors: list[Exception] = []
 
     def add(self, name: str) -> Member:
         consumer = KafkaConsumer(
@@ -171,13 +161,15 @@ class KafkaPythonGroup(GroupDriver):
         poller.start()
         return member
 
-    @staticmethod
-    def _poll_until(member: Member, stop: threading.Event) -> None:
-        while not stop.is_set():
-            batches = member.client.poll(timeout_ms=100)
-            member.owned = {tp.partition for tp in member.client.assignment()}
-            for records in batches.values():
-                member.reads += [(r.partition, r.offset) for r in records]
+    def _poll_until(self, member: Member, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                batches = member.client.poll(timeout_ms=100)
+                member.owned = {tp.partition for tp in member.client.assignment()}
+                for records in batches.values():
+                    member.reads += [(r.partition, r.offset) for r in records]
+        except Exception as error:  # noqa: BLE001 - raised in the test's thread by poll()
+            self._poller_errors.append(error)
 
     def _stop(self, member: Member) -> None:
         """Hand the consumer back to the calling thread (kafka-python is not thread-safe)."""
@@ -186,6 +178,10 @@ class KafkaPythonGroup(GroupDriver):
         poller.join(TIMEOUT)
 
     def poll(self) -> None:
+        """The pollers read; the test's thread only paces its checks, and fails with a
+        poller that failed."""
+        if self._poller_errors:
+            raise self._poller_errors[0]
         time.sleep(0.05)
 
     def commit(self, member: Member) -> None:

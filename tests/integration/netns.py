@@ -15,11 +15,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
+
+from tests.waiting import wait_until
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -159,17 +160,13 @@ class NetnsCluster:
                 self.start(name)
         for node in self.brokers():
             self.start(node.name)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(
-                    timeout=2)
-                if len(metadata.brokers) == len(self.brokers()):
-                    return
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"the netns cluster did not come up in {timeout}s\n{self.logs()}")
+        wait_until(self._every_broker_registered, timeout,
+                   lambda: f"the netns cluster up\n{self.logs()}", interval=0.2,
+                   ignoring=Exception)
+
+    def _every_broker_registered(self) -> bool:
+        metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=2)
+        return len(metadata.brokers) == len(self.brokers())
 
     def down(self) -> None:
         for name in self.nodes:

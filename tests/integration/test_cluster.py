@@ -18,6 +18,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeClusterRequest
 
 from odradek.rpc import controller_pb2, controller_pb2_grpc
+from tests.integration.clients import receive
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -27,8 +28,8 @@ from tests.integration.cluster import (
     partitions,
     running_cluster,
     scrape,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 SESSION_TIMEOUT_MS = 3000
 FIGURES: dict[str, float] = {}
@@ -94,11 +95,14 @@ def test_clients_produce_to_and_consume_from_every_leader(cluster: Cluster) -> N
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
     seen: set[bytes] = set()
-    deadline = time.monotonic() + TIMEOUT
-    while len(seen) < 60 and time.monotonic() < deadline:
+
+    def receive() -> None:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
             seen.add(message.value())
+
+    wait_until(lambda: len(seen) >= 60, TIMEOUT, lambda: f"{len(seen)} of 60 values",
+               between=receive)
     consumer.close()
     assert seen == {f"v{i}".encode() for i in range(60)}
 
@@ -124,27 +128,27 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
 
     started = time.monotonic()
     cluster.stop(victim, kill=True)
-    created = None
-    while created is None and time.monotonic() - started < TIMEOUT:
-        try:
-            created = create(client, 1, 3, timeout=5)
-        except KafkaException:
-            time.sleep(0.1)
-    failover = time.monotonic() - started
-    FIGURES["controller_failover_s"] = failover
-    assert created is not None, f"no topic could be created within {TIMEOUT}s of the kill"
+    created: list[str] = []
+
+    def create_a_topic() -> bool:
+        created.append(create(client, 1, 3, timeout=5))
+        return True
+
+    wait_until(create_a_topic, TIMEOUT - (time.monotonic() - started),
+               f"a topic created within {TIMEOUT}s of the kill", ignoring=KafkaException)
+    FIGURES["controller_failover_s"] = time.monotonic() - started
     successor = cluster.active_controller()
     assert successor != victim
 
     cluster.start(victim)
     target = quorum(cluster, successor).commit_index
     catch_up = wait_until(lambda: quorum(cluster, victim).applied_offset >= target,
-                          what=f"{victim} applies the log up to {target}")
+                          what=f"{victim} applies the log up to {target}", ignoring=Exception)
     FIGURES["restarted_controller_catch_up_s"] = catch_up
     restarted = quorum(cluster, victim)
     assert restarted.leader_id == quorum(cluster, successor).node_id
     assert not restarted.active
-    assert created in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
+    assert created[0] in admin(cluster.bootstrap).list_topics(timeout=TIMEOUT).topics
 
 
 def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: Cluster) -> None:
@@ -158,7 +162,7 @@ def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: C
     assert f"resigned: controller {cluster.node(successor)['id']} now leads" in log
     cluster.start(victim)
     wait_until(lambda: not quorum(cluster, victim).active and quorum(cluster, victim).leader_id
-               == cluster.node(successor)["id"], what=f"{victim} follows again")
+               == cluster.node(successor)["id"], what=f"{victim} follows again", ignoring=Exception)
 
 
 def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
@@ -178,7 +182,7 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
     cluster.pause("broker-3")
     try:
         FIGURES["broker_fenced_after_s"] = wait_until(lambda: fenced(3),
-                                                      what="broker 3 is fenced")
+                                                      what="broker 3 is fenced", ignoring=Exception)
         assert broker_ids(observer) == {1, 2}
         after = partitions(observer, topic)
         assert all(after[i].leader == -1 for i in led_by_3)  # its only in-sync replica is gone
@@ -189,9 +193,9 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
         assert metrics[prefix + "offlinepartitionscount"] >= len(led_by_3)
     finally:
         cluster.resume("broker-3")
-    wait_until(lambda: not fenced(3), what="broker 3 is unfenced again")
+    wait_until(lambda: not fenced(3), what="broker 3 is unfenced again", ignoring=Exception)
     wait_until(lambda: all(partitions(observer, topic)[i].leader == 3 for i in led_by_3),
-               what="broker 3 leads its partitions again")
+               what="broker 3 leads its partitions again", ignoring=Exception)
 
 
 def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
@@ -210,7 +214,8 @@ def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
     assert not any(node["alive"] for node in cluster.status())
     for node in sorted(cluster.layout["nodes"], key=lambda n: n["role"] != "controller"):
         cluster.start(node["name"])
-    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2, 3}, what="all brokers back")
+    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2, 3}, what="all brokers back",
+               ignoring=Exception)
 
     client = admin(cluster.bootstrap)
     assert set(client.list_topics(timeout=TIMEOUT).topics) == topics_before
@@ -225,11 +230,6 @@ def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"r-{topic}",
                          "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, 1, 0)])
-    message = None
-    deadline = time.monotonic() + TIMEOUT
-    while message is None and time.monotonic() < deadline:
-        polled = consumer.poll(0.5)
-        if polled is not None and polled.error() is None:
-            message = polled
+    (message,) = receive(consumer, 1, TIMEOUT)
     consumer.close()
-    assert message is not None and message.value() == b"kept"
+    assert message.value() == b"kept"

@@ -12,6 +12,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from odradek.group.coordinator import partition_for
+from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import (
     TIMEOUT,
@@ -23,7 +24,7 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
-from tests.integration.test_metrics import sample, scrape
+from tests.waiting import wait_until
 
 FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
 COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "16384",
@@ -52,7 +53,7 @@ def latest_per_key(records: list[Rec]) -> dict[bytes | None, Rec]:
 def roll_active_segment(bootstrap: str, topic: str, segment_ms: float) -> Rec:
     """Records in the active segment are never cleaned: once segment.ms has passed, one more
     record rolls it, so everything before it becomes cleanable."""
-    time.sleep(segment_ms / 1000 + 0.2)
+    time.sleep(segment_ms / 1000 + 0.2)  # segment.ms is an age: time must pass
     (sentinel,) = produce_confluent(bootstrap, topic, [Out(b"sentinel", b"roll", now_ms())])
     return sentinel
 
@@ -74,16 +75,6 @@ def set_cleanup_policy(bootstrap: str, topic: str, policy: str) -> None:
     admin.incremental_alter_configs([resource])[resource].result(TIMEOUT)
 
 
-def wait_for(predicate: object, timeout: float, what: str) -> float:
-    started = time.monotonic()
-    deadline = started + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return time.monotonic() - started
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_compaction_keeps_the_latest_value_of_each_key_at_its_offset(
         fresh_broker: BrokerProcess, compression: str) -> None:
@@ -95,8 +86,8 @@ def test_compaction_keeps_the_latest_value_of_each_key_at_its_offset(
     acked = produce_confluent(bootstrap, topic, history("v"), {
         "compression.type": compression, **SMALL_BATCHES})
     acked.append(roll_active_segment(bootstrap, topic, 1000))
-    took = wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
-                    "the log compacted down to the latest value per live key")
+    took = wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+                      "the log compacted down to the latest value per live key", interval=0.5)
     print(f"\n{compression}: compacted and tombstones gone {took:.1f} s after the roll")
     segments = sorted((fresh_broker.data_dir / f"{topic}-0").glob("*.log"))
     assert sum(path.stat().st_size for path in segments) < UPDATES * 20
@@ -126,11 +117,11 @@ def test_switching_to_compact_takes_effect_without_a_restart(
         "segment.bytes": "16384", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})
     acked = produce_confluent(bootstrap, topic, history("s")[:UPDATES], SMALL_BATCHES)
     acked.append(roll_active_segment(bootstrap, topic, 1000))
-    time.sleep(1)
+    time.sleep(1)  # ten cleaner backoffs: the window in which a wrong cleaning would show
     assert len(read_confluent(bootstrap, topic)) == len(acked), "delete policy: nothing cleaned"
     set_cleanup_policy(bootstrap, topic, "compact")
-    wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
-             "compaction after the policy change")
+    wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+               "compaction after the policy change", interval=0.5)
     samples = scrape(fresh_broker)
     assert sample(samples, "kafka_log_logcleaner_cleanings_total") >= 1
     read = sample(samples, "kafka_log_logcleaner_bytes_read_total")
@@ -161,7 +152,7 @@ def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
     acked.append(roll_active_segment(bootstrap, topic, 1000))
     set_cleanup_policy(bootstrap, topic, "compact")
     marker = fresh_broker.data_dir / f"{topic}-0" / f"cleaner-paused-{point}"
-    wait_for(marker.exists, 60, f"the cleaner to pause at {point}")
+    wait_until(marker.exists, 60, f"the cleaner to pause at {point}", interval=0.5)
     fresh_broker.kill()
     partition_dir = marker.parent
     assert (partition_dir / "cleaner-staging").is_dir()
@@ -175,8 +166,8 @@ def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
     expected = {key: (r.offset, r.value) for key, r in latest_per_key(acked).items()}
     after_restart = latest_per_key(read_confluent(bootstrap, topic))
     assert {key: (r.offset, r.value) for key, r in after_restart.items()} == expected
-    wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60,
-             "the cleaner to finish after the restart")
+    wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 60,
+               "the cleaner to finish after the restart", interval=0.5)
 
 
 def test_consumer_offsets_stay_small_under_100000_commits(fresh_broker: BrokerProcess) -> None:
@@ -197,7 +188,7 @@ def test_consumer_offsets_stay_small_under_100000_commits(fresh_broker: BrokerPr
         return True
 
     try:
-        wait_for(commit_now, 30, "the group coordinator")
+        wait_until(commit_now, 30, "the group coordinator", interval=0.5)
         for i in range(commits):
             consumer.commit(offsets=[CTopicPartition(topic, i % 4, i)], asynchronous=True)
             if i % 100 == 99:
@@ -215,7 +206,8 @@ def test_consumer_offsets_stay_small_under_100000_commits(fresh_broker: BrokerPr
         return sum(f.stat().st_size for f in shard_dir.glob("*.log"))
 
     written = commits * 100
-    wait_for(lambda: offsets_bytes() < written // 10, 120, "__consumer_offsets compacted")
+    wait_until(lambda: offsets_bytes() < written // 10, 120, "__consumer_offsets compacted",
+               interval=0.5)
     size = offsets_bytes()
     fresh_broker.stop()
     started = time.monotonic()

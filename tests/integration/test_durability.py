@@ -8,9 +8,9 @@ Acknowledged but unflushed writes sit in the page cache, which a killed process 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -31,6 +31,7 @@ from tests.integration.clients import (
     read_kafka_python,
     unique,
 )
+from tests.waiting import wait_until
 
 SMALL_BATCHES = {"linger.ms": 0, "batch.num.messages": 10}
 BATCH_HEADER = 61
@@ -94,7 +95,8 @@ def test_graceful_restart_keeps_every_acknowledged_record(fresh_broker: BrokerPr
 
 
 class ProducerThread(threading.Thread):
-    """Produces acks=1 records without pause; delivery reports say which were acknowledged."""
+    """Produces acks=1 records without pause; delivery reports say which were acknowledged.
+    An error that stops it is raised again in the test's thread (`wait_for_acks`, `check`)."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(daemon=True)
@@ -107,6 +109,7 @@ class ProducerThread(threading.Thread):
         self.failed: list[KafkaError] = []
         self.sent = 0
         self.stopping = threading.Event()
+        self.error: Exception | None = None
 
     def on_delivery(self, error: KafkaError | None, message: object) -> None:
         if error is None:
@@ -115,6 +118,12 @@ class ProducerThread(threading.Thread):
             self.failed.append(error)
 
     def run(self) -> None:
+        try:
+            self._produce()
+        except Exception as error:  # noqa: BLE001 - raised in the test's thread by check()
+            self.error = error
+
+    def _produce(self) -> None:
         while not self.stopping.is_set():
             for _ in range(50):
                 value = f"live-{self.sent:07d}-".encode() + b"x" * (self.sent % 200)
@@ -127,11 +136,16 @@ class ProducerThread(threading.Thread):
             self.producer.poll(0.005)
         self.producer.flush(TIMEOUT)
 
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
     def wait_for_acks(self, count: int) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while len(self.acked) < count:
-            assert time.monotonic() < deadline, f"only {len(self.acked)} acks"
-            time.sleep(0.01)
+        def acknowledged() -> bool:
+            self.check()
+            return len(self.acked) >= count
+
+        wait_until(acknowledged, TIMEOUT, lambda: f"only {len(self.acked)} acks", interval=0.01)
 
 
 def test_kill_9_mid_stream_loses_no_acknowledged_record(fresh_broker: BrokerProcess) -> None:
@@ -149,6 +163,7 @@ def test_kill_9_mid_stream_loses_no_acknowledged_record(fresh_broker: BrokerProc
         producer.stopping.set()
         producer.join(TIMEOUT + 5)
     assert not producer.is_alive()
+    producer.check()
 
     acked = dict(producer.acked)
     assert len(acked) == len(producer.acked), "two acknowledgements for one offset"
@@ -215,20 +230,21 @@ def read_at_offsets(broker: BrokerProcess, topic: str, offsets: list[int]) -> li
                              enable_auto_commit=False)
     try:
         consumer.assign([tp])
-        found = []
-        for offset in offsets:
-            consumer.seek(tp, offset)
-            records: list = []
-            deadline = time.monotonic() + TIMEOUT
-            while not records:
-                assert time.monotonic() < deadline, f"nothing at offset {offset}"
-                records = consumer.poll(500, max_records=1).get(tp, [])
-            (r,) = records
-            found.append(Rec(r.partition, r.offset, r.key, r.value, r.timestamp,
-                             tuple(r.headers)))
-        return found
+        return [record_at(consumer, tp, offset) for offset in offsets]
     finally:
         consumer.close()
+
+
+def record_at(consumer: KafkaConsumer, tp: KTopicPartition, offset: int) -> Rec:
+    consumer.seek(tp, offset)
+    records: list[Any] = []
+
+    def poll() -> None:
+        records.extend(consumer.poll(500, max_records=1).get(tp, []))
+
+    wait_until(lambda: records, TIMEOUT, f"a record at offset {offset}", between=poll)
+    (r,) = records
+    return Rec(r.partition, r.offset, r.key, r.value, r.timestamp, tuple(r.headers))
 
 
 def offsets_for_times(broker: BrokerProcess, topic: str, timestamps: list[int]) -> list[int]:

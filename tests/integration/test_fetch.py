@@ -3,15 +3,17 @@ the high watermark bound, and the sessionless KIP-227 path."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.protocol.record_codec import decode_records
+from tests.integration.broker_metrics import scrape
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.raw_client import RawClient, batch_of
+from tests.integration.raw_client import FETCH_VERSION, RawClient, batch_of
+from tests.waiting import wait_until
 
 FETCH_SESSION_ID_NOT_FOUND = 70
 OFFSET_OUT_OF_RANGE = 1
@@ -24,22 +26,29 @@ def new_topic(broker: BrokerProcess) -> str:
     return topic
 
 
+def fetches_taken(broker: BrokerProcess) -> float:
+    """Fetch requests the broker has taken in. It counts a request and runs its handler in
+    one turn of its event loop: once a long poll on an empty log is counted, it waits."""
+    key = ("kafka_network_requestmetrics_requests_total",
+           frozenset({"request": "Fetch", "version": str(FETCH_VERSION)}.items()))
+    return scrape(broker).get(key, 0.0)
+
+
 def test_long_poll_returns_as_soon_as_data_arrives(broker: BrokerProcess) -> None:
     topic = new_topic(broker)
     waiting, producing = RawClient(broker.bootstrap), RawClient(broker.bootstrap)
-
-    def produce_later() -> None:
-        time.sleep(0.5)
+    taken = fetches_taken(broker)
+    with ThreadPoolExecutor(1) as pool:
+        fetch = pool.submit(waiting.fetch_partition, topic, 0, 0, max_wait_ms=20_000,
+                            min_bytes=1)
+        wait_until(lambda: fetches_taken(broker) > taken, 10, "the broker took the fetch")
+        assert not fetch.done(), "a fetch of an empty log waits for data"
+        started = time.monotonic()
         assert producing.produce_partition(topic, 0, batch_of([(b"k", b"wake")])).error_code == 0
-
-    thread = threading.Thread(target=produce_later)
-    started = time.monotonic()
-    thread.start()
-    response = waiting.fetch_partition(topic, 0, 0, max_wait_ms=20_000, min_bytes=1)
-    elapsed = time.monotonic() - started
-    thread.join()
+        response = fetch.result(timeout=30)
+        elapsed = time.monotonic() - started
     assert [r.value for r in decode_records(response.records)] == [b"wake"]
-    # the wait ends with the produce, far before max_wait (a poller would sit out 20 s)
+    # the produce ends the wait, far before max_wait (a poller would sit out 20 s)
     assert elapsed < 10
 
 

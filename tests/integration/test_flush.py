@@ -3,17 +3,20 @@ points the broker checkpoints (a recovery point only moves when data is fsynced)
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import Out, create_topic, now_ms, produce_confluent, unique
+from tests.waiting import wait_until
 
 CHECKPOINT_EVERY_200_MS = {"log.flush.offset.checkpoint.interval.ms": "200"}
+FLUSH_SCHEDULER_EVERY_100_MS = {"log.flush.scheduler.interval.ms": "100"}
+SETTLE_TIMEOUT = 10.0
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 
 
 def recovery_point(data_dir: Path, topic: str) -> int | None:
-    path = data_dir / "recovery-point-offset-checkpoint"
+    path = data_dir / RECOVERY_POINT_CHECKPOINT
     if not path.exists():
         return None
     for line in path.read_text().splitlines()[2:]:
@@ -23,13 +26,28 @@ def recovery_point(data_dir: Path, topic: str) -> int | None:
     return None
 
 
-def settle(data_dir: Path, topic: str, expected: int, timeout: float = 10.0) -> int | None:
-    deadline = time.monotonic() + timeout
-    point = recovery_point(data_dir, topic)
-    while point != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-        point = recovery_point(data_dir, topic)
-    return point
+def checkpoint_rounds_after(data_dir: Path, rounds: int) -> None:
+    """Returns once the broker has rewritten its recovery-point checkpoint `rounds` times
+    from now: each rewrite renames a new file over the old one. The second rewrite comes
+    from a checkpoint round that started after this call."""
+    path = data_dir / RECOVERY_POINT_CHECKPOINT
+
+    def identity() -> tuple[int, int] | None:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
+
+    seen = [identity()]
+
+    def rewritten() -> bool:
+        current = identity()
+        if current != seen[-1]:
+            seen.append(current)
+        return len(seen) > rounds
+
+    wait_until(rewritten, SETTLE_TIMEOUT, f"{rounds} rewrites of {path.name}", interval=0.02)
 
 
 def ten_records(bootstrap: str, topic: str) -> None:
@@ -38,12 +56,15 @@ def ten_records(bootstrap: str, topic: str) -> None:
 
 
 def test_default_policy_leaves_fsync_to_the_page_cache(fresh_broker: BrokerProcess) -> None:
-    fresh_broker.overrides.update(CHECKPOINT_EVERY_200_MS)
+    """The records are acknowledged, but no flush policy fsyncs them: the checkpoints
+    written after they landed (while the flush scheduler runs every 100 ms) keep the
+    recovery point of the fresh log, 0."""
+    fresh_broker.overrides.update({**CHECKPOINT_EVERY_200_MS, **FLUSH_SCHEDULER_EVERY_100_MS})
     fresh_broker.start()
     topic = create_topic(fresh_broker.bootstrap, unique("no-flush"))
     ten_records(fresh_broker.bootstrap, topic)
-    time.sleep(1.5)  # several checkpoint and flush-scheduler rounds
-    assert recovery_point(fresh_broker.data_dir, topic) in (None, 0)
+    checkpoint_rounds_after(fresh_broker.data_dir, rounds=4)
+    assert recovery_point(fresh_broker.data_dir, topic) == 0
 
 
 def test_flush_messages_fsyncs_every_message(fresh_broker: BrokerProcess) -> None:
@@ -51,13 +72,14 @@ def test_flush_messages_fsyncs_every_message(fresh_broker: BrokerProcess) -> Non
     fresh_broker.start()
     topic = create_topic(fresh_broker.bootstrap, unique("flush-each"))
     ten_records(fresh_broker.bootstrap, topic)
-    assert settle(fresh_broker.data_dir, topic, 10) == 10
+    wait_until(lambda: recovery_point(fresh_broker.data_dir, topic) == 10, SETTLE_TIMEOUT,
+               "a recovery point of 10 checkpointed")
 
 
 def test_topic_flush_ms_fsyncs_on_a_timer(fresh_broker: BrokerProcess) -> None:
-    fresh_broker.overrides.update({**CHECKPOINT_EVERY_200_MS,
-                                   "log.flush.scheduler.interval.ms": "100"})
+    fresh_broker.overrides.update({**CHECKPOINT_EVERY_200_MS, **FLUSH_SCHEDULER_EVERY_100_MS})
     fresh_broker.start()
     topic = create_topic(fresh_broker.bootstrap, unique("flush-ms"), config={"flush.ms": "200"})
     ten_records(fresh_broker.bootstrap, topic)
-    assert settle(fresh_broker.data_dir, topic, 10) == 10
+    wait_until(lambda: recovery_point(fresh_broker.data_dir, topic) == 10, SETTLE_TIMEOUT,
+               "a recovery point of 10 checkpointed")

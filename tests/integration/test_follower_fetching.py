@@ -28,9 +28,9 @@ from tests.integration.cluster import (
     partitions,
     running_cluster,
     scrape,
-    wait_until,
 )
 from tests.integration.kafkajs_client import NODE, run_kafkajs
+from tests.waiting import wait_until
 
 RACKS = ["rack-a", "rack-b", "rack-c"]
 
@@ -77,7 +77,7 @@ def consume(consumer: Consumer, count: int) -> list[bytes]:
                 values.append(message.value())
         return len(values) >= count
 
-    wait_until(more, what=f"{count} records")
+    wait_until(more, what=f"{count} records", ignoring=Exception)
     return values
 
 
@@ -176,7 +176,7 @@ def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Clus
         consumer.close()
         cluster.start(f"broker-{follower}")
         wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
-                   what="the killed follower back")
+                   what="the killed follower back", ignoring=Exception)
     assert consumer_bytes_out(cluster, leader, topic) > sum(map(len, after))
 
 

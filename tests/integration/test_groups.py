@@ -5,8 +5,10 @@ aiokafka; KIP-848's consumer protocol with confluent-kafka."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,8 @@ from tests.integration.groups import (
     KafkaPythonGroup,
     fill,
     split_evenly,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 PARTITIONS = 6
 PER_PARTITION = 50
@@ -70,14 +72,14 @@ def test_three_consumers_split_commit_and_a_newcomer_resumes(
     group_id = unique("g")
     group = drivers(bootstrap, group_id, topic)[client]
     members = [group.add(f"c{i}") for i in range(3)]
-    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
-               what="three consumers to split the topic")
+    wait_until(lambda: split_evenly(members, PARTITIONS),
+               TIMEOUT, "three consumers to split the topic", between=group.poll)
     assert [len(m.owned) for m in members] == [2, 2, 2]
 
     fill(bootstrap, topic, PARTITIONS, PER_PARTITION)
     total = PARTITIONS * PER_PARTITION
-    wait_until(lambda: sum(len(m.reads) for m in members) >= total, group.poll,
-               what="every record to arrive")
+    wait_until(lambda: sum(len(m.reads) for m in members) >= total,
+               TIMEOUT, "every record to arrive", between=group.poll)
     for _ in range(5):
         group.poll()
     reads = [r for m in members for r in m.reads]
@@ -93,8 +95,8 @@ def test_three_consumers_split_commit_and_a_newcomer_resumes(
     fill(bootstrap, topic, PARTITIONS, 10, start=PER_PARTITION)
     newcomer_group = drivers(bootstrap, group_id, topic)[client]
     newcomer = newcomer_group.add("newcomer")
-    wait_until(lambda: len(newcomer.reads) >= PARTITIONS * 10, newcomer_group.poll,
-               what="the newcomer to read the new records")
+    wait_until(lambda: len(newcomer.reads) >= PARTITIONS * 10,
+               TIMEOUT, "the newcomer to read the new records", between=newcomer_group.poll)
     for _ in range(5):
         newcomer_group.poll()
     offsets = Counter(p for p, _ in newcomer.reads)
@@ -109,12 +111,12 @@ def test_consumer_protocol_moves_a_leaving_members_partitions_within_seconds(
     topic = create_topic(bootstrap, unique("kip848"), PARTITIONS)
     group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": "consumer"})
     members = [group.add(f"c{i}") for i in range(3)]
-    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
-               what="three KIP-848 consumers to split the topic")
+    wait_until(lambda: split_evenly(members, PARTITIONS),
+               TIMEOUT, "three KIP-848 consumers to split the topic", between=group.poll)
     leaving = members.pop()
     group.close(leaving)
-    seconds = wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
-                         what="the leaver's partitions to move")
+    seconds = wait_until(lambda: split_evenly(members, PARTITIONS),
+                         TIMEOUT, "the leaver's partitions to move", between=group.poll)
     assert seconds < 15, f"partitions moved after {seconds:.1f}s: a session timeout, not a leave"
     assert [len(m.owned) for m in members] == [3, 3]
     group.close_all()
@@ -128,15 +130,15 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(
         "group.protocol": "classic", "session.timeout.ms": 30000,
         "heartbeat.interval.ms": 500})
     members = [group.add(f"c{i}", **{"group.instance.id": f"pod-{i}"}) for i in range(3)]
-    wait_until(lambda: split_evenly(members, PARTITIONS), group.poll,
-               what="three static members to split the topic")
+    wait_until(lambda: split_evenly(members, PARTITIONS),
+               TIMEOUT, "three static members to split the topic", between=group.poll)
     before = {m.name: set(m.owned) for m in members}
     revocations = {m.name: m.revocations for m in members}
     restarting = members[1]
     group.close(restarting)
     back = group.add("c1", **{"group.instance.id": "pod-1"})
-    wait_until(lambda: back.owned == before["c1"], group.poll,
-               what="the static member to get its partitions back")
+    wait_until(lambda: back.owned == before["c1"],
+               TIMEOUT, "the static member to get its partitions back", between=group.poll)
     for _ in range(20):
         group.poll()
     for member in (members[0], members[2]):
@@ -174,7 +176,7 @@ def test_committed_offsets_survive_a_broker_restart(fresh_broker: BrokerProcess,
     fill(bootstrap, topic, 3, 20)
     group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": "classic"})
     member = group.add("c0")
-    wait_until(lambda: len(member.reads) >= 60, group.poll, what="records")
+    wait_until(lambda: len(member.reads) >= 60, TIMEOUT, "records", between=group.poll)
     group.commit(member)
     group.close_all()
     _simple_commit(bootstrap, "standalone", topic, {0: 7, 2: 11})
@@ -185,8 +187,6 @@ def test_committed_offsets_survive_a_broker_restart(fresh_broker: BrokerProcess,
 
 def test_kill_9_during_a_burst_of_commits_loses_no_acknowledged_commit(
         fresh_broker: BrokerProcess) -> None:
-    import threading
-
     fresh_broker.start()
     bootstrap = fresh_broker.bootstrap
     topic = create_topic(bootstrap, unique("burst"), 1)
@@ -211,17 +211,19 @@ def test_kill_9_during_a_burst_of_commits_loses_no_acknowledged_commit(
             acked.append(offset)
         consumer.close()
 
-    worker = threading.Thread(target=commit_burst)
-    worker.start()
-    wait_until(lambda: len(acked) >= 200, lambda: stop.wait(0.01), what="commits")
-    fresh_broker.kill()
-    acked_before_the_kill = acked[-1]
-    stop.set()
-    fresh_broker.start()
-    committed = _committed(bootstrap, "burst", topic, 1)[0]
-    assert acked_before_the_kill <= committed <= attempted[-1]
-    worker.join(TIMEOUT)  # librdkafka retries its in-flight commit until the broker is back
-    assert not worker.is_alive()
+    with ThreadPoolExecutor(1) as pool:
+        bursting = pool.submit(commit_burst)
+        try:
+            wait_until(lambda: len(acked) >= 200, TIMEOUT, "commits", interval=0.01)
+            fresh_broker.kill()
+            acked_before_the_kill = acked[-1]
+        finally:
+            stop.set()
+        fresh_broker.start()
+        committed = _committed(bootstrap, "burst", topic, 1)[0]
+        assert acked_before_the_kill <= committed <= attempted[-1]
+        # librdkafka retries its in-flight commit until the broker is back
+        bursting.result(TIMEOUT)
 
 
 def test_group_join_time_with_the_default_initial_delay(tmp_path: Path) -> None:
@@ -237,8 +239,9 @@ def test_group_join_time_with_the_default_initial_delay(tmp_path: Path) -> None:
         for protocol in ("classic", "consumer"):
             group = ConfluentGroup(bootstrap, unique("g"), topic, **{"group.protocol": protocol})
             member = group.add("c0")
-            figures[protocol] = wait_until(lambda m=member: bool(m.reads), group.poll,
-                                           what=f"the first record ({protocol})")
+            figures[protocol] = wait_until(lambda m=member: bool(m.reads),
+                                           TIMEOUT, f"the first record ({protocol})",
+                                           between=group.poll)
             group.close_all()
         print(f"\njoin time, subscribe to first record: {figures}")
         assert figures["classic"] >= 3.0 * 0.9, "the initial delay was honoured"
@@ -258,7 +261,8 @@ def test_consumer_protocol_regex_subscription(group_broker: BrokerProcess) -> No
     group = ConfluentGroup(bootstrap, unique("g"), f"^{prefix}-.*",
                            **{"group.protocol": "consumer"})
     member = group.add("c0")
-    wait_until(lambda: len(member.reads) >= 4, group.poll, what="records of matching topics")
+    wait_until(lambda: len(member.reads) >= 4,
+               TIMEOUT, "records of matching topics", between=group.poll)
     for _ in range(10):
         group.poll()
     assert len(member.reads) == 4 and member.owned == {0, 1}
@@ -304,12 +308,12 @@ def test_a_live_consumer_carries_on_across_a_broker_restart(fresh_broker: Broker
     group = ConfluentGroup(bootstrap, unique("g"), topic, **{
         "group.protocol": protocol, "log_level": 0})
     member = group.add("c0")
-    wait_until(lambda: len(member.reads) >= 20, group.poll, what="the first records")
+    wait_until(lambda: len(member.reads) >= 20, TIMEOUT, "the first records", between=group.poll)
     group.commit(member)
     fresh_broker.restart()
     fill(bootstrap, topic, 2, 10, start=10)
-    wait_until(lambda: len(member.reads) >= 40, group.poll, timeout=60,
-               what="the records produced after the restart")
+    wait_until(lambda: len(member.reads) >= 40, 60, "the records produced after the restart",
+               between=group.poll)
     for _ in range(10):
         group.poll()
     assert sorted(member.reads) == [(p, o) for p in (0, 1) for o in range(20)]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -17,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import Out, create_topic, now_ms, produce_confluent, unique
+from tests.waiting import wait_until
 
 TIMEOUT = 30.0
 PROTOCOLS = ("classic", "consumer")
@@ -41,18 +41,6 @@ def committed(broker: BrokerProcess, group: str) -> dict[tuple[str, int], int]:
             if tp.offset >= 0}
 
 
-def wait_until(check: Callable[[], bool], consumer: Consumer | None = None,
-               what: str = "condition") -> None:
-    """Polls `check`, serving the consumer's callbacks in between."""
-    deadline = time.monotonic() + TIMEOUT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        if consumer is not None:
-            consumer.poll(0.2)
-        else:
-            time.sleep(0.2)
-
-
 def new_consumer(broker: BrokerProcess, group: str, protocol: str) -> Consumer:
     return Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
                      "group.protocol": protocol, "enable.auto.commit": False,
@@ -62,15 +50,18 @@ def new_consumer(broker: BrokerProcess, group: str, protocol: str) -> Consumer:
 def consume_and_commit(consumer: Consumer, topic: str, count: int) -> None:
     consumer.subscribe([topic])
     received = 0
-    deadline = time.monotonic() + TIMEOUT
-    while received < count:
-        assert time.monotonic() < deadline, f"received {received} of {count}"
+
+    def receive() -> None:
+        nonlocal received
         message = consumer.poll(0.2)
         if message is None:
-            continue
+            return
         if message.error():
             raise KafkaException(message.error())
         received += 1
+
+    wait_until(lambda: received >= count, TIMEOUT, lambda: f"received {received} of {count}",
+               between=receive)
     consumer.commit(asynchronous=False)
 
 
@@ -88,7 +79,8 @@ def active_group(broker: BrokerProcess, topic: str, protocol: str,
     consumer = new_consumer(broker, group, protocol)
     try:
         consume_and_commit(consumer, topic, count)
-        wait_until(lambda: state_of(broker, group) == "Stable", consumer, f"{group} Stable")
+        wait_until(lambda: state_of(broker, group) == "Stable", TIMEOUT, f"{group} Stable",
+                   between=lambda: consumer.poll(0.2))
         yield group, consumer
     finally:
         consumer.close()
@@ -98,7 +90,8 @@ def empty_group(broker: BrokerProcess, topic: str, protocol: str, count: int) ->
     """A group whose only member committed `count` records, then left."""
     with active_group(broker, topic, protocol, count) as (group, _):
         pass
-    wait_until(lambda: state_of(broker, group) == "Empty", what=f"{group} Empty")
+    wait_until(lambda: state_of(broker, group) == "Empty", TIMEOUT, f"{group} Empty",
+               interval=0.2)
     return group
 
 
@@ -176,7 +169,7 @@ def test_describe_shows_committed_offsets_and_lag(broker: BrokerProcess, protoco
         assert [group, member_id] == rows(members.stdout, group)[-1][:2]
         assert f"{topic}(0,1)" in members.stdout
 
-    wait_until(lambda: state_of(broker, group) == "Empty", what="Empty")
+    wait_until(lambda: state_of(broker, group) == "Empty", TIMEOUT, "Empty", interval=0.2)
     described = groups(broker, "describe", "--group", group)
     assert described.returncode == 0, described.stderr
     offsets = [r for r in rows(described.stdout, group) if r[1] == topic]

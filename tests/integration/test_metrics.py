@@ -3,19 +3,20 @@ counts and latency histograms, and log sizes, under the names Kafka's JMX export
 
 from __future__ import annotations
 
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.integration.broker_metrics import increase, sample, scrape
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import TIMEOUT as CLIENT_TIMEOUT
 from tests.integration.clients import unique
-from tests.integration.groups import ConfluentGroup, fill, wait_until
+from tests.integration.groups import ConfluentGroup, fill
 from tests.integration.raw_client import FETCH_VERSION, PRODUCE_VERSION, RawClient, batch_of
+from tests.waiting import wait_until
 
 TIMEOUT = 15.0
 BATCHES = 5
@@ -23,30 +24,6 @@ RECORDS_PER_BATCH = 10
 VALUE_SIZE = 200
 CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(broker: BrokerProcess) -> Samples:
-    url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-        assert response.status == 200
-        text = response.read().decode()
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def sample(samples: Samples, name: str, **labels: str) -> float:
-    key = (name, frozenset(labels.items()))
-    assert key in samples, f"no sample {name}{labels}"
-    return samples[key]
-
-
-def increase(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    return sample(after, name, **labels) - before.get((name, frozenset(labels.items())), 0.0)
 
 
 def create_topic(broker: BrokerProcess) -> str:
@@ -146,7 +123,8 @@ def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
         group = ConfluentGroup(broker.bootstrap, unique(protocol), topic,
                                **{"group.protocol": protocol})
         member = group.add("c0")
-        wait_until(lambda m=member: len(m.reads) >= 30, group.poll, what="records")
+        wait_until(lambda m=member: len(m.reads) >= 30, CLIENT_TIMEOUT, "records",
+                   between=group.poll)
         member.client.commit(offsets=[TopicPartition(topic, 0, 10)], asynchronous=False)
         groups[protocol] = group
     fill(broker.bootstrap, topic, 1, 5)

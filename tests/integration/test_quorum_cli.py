@@ -16,8 +16,9 @@ from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
-from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster, wait_until
+from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster
 from tests.integration.raw_client import RawClient
+from tests.waiting import wait_until
 
 CONTROLLERS = [1001, 1002, 1003]
 BROKERS = [1, 2, 3]
@@ -84,7 +85,7 @@ def test_status_names_the_active_controller_the_voters_and_the_brokers(cluster: 
                                                                        ) -> None:
     leader = active_id(cluster)
     wait_until(lambda: status(cluster.bootstrap)["CurrentObservers"] == BROKERS,
-               what="every broker observes the metadata log")
+               what="every broker observes the metadata log", ignoring=Exception)
     fields = status(cluster.bootstrap)
     assert fields["LeaderId"] == leader
     assert fields["CurrentVoters"] == CONTROLLERS
@@ -103,14 +104,14 @@ def test_the_high_watermark_advances_with_a_metadata_change(cluster: Cluster) ->
     before = status(cluster.bootstrap)["HighWatermark"]
     create(admin(cluster.bootstrap), 1, 3)
     wait_until(lambda: status(cluster.bootstrap)["HighWatermark"] > before,
-               what=f"the high watermark passes {before}")
+               what=f"the high watermark passes {before}", ignoring=Exception)
 
 
 def test_every_voter_and_observer_has_a_row_and_catches_up(cluster: Cluster) -> None:
     leader = active_id(cluster)
     create(admin(cluster.bootstrap), 2, 3)
     wait_until(lambda: all_caught_up(cluster.bootstrap, leader),
-               what="all six replicas of the metadata log catch up")
+               what="all six replicas of the metadata log catch up", ignoring=Exception)
     rows = replication(cluster.broker_bootstrap("broker-3"))
     assert sorted(rows) == sorted(
         [("Leader", leader)] + [("Follower", c) for c in CONTROLLERS if c != leader]
@@ -159,7 +160,8 @@ def test_the_brokers_describe_quorum_answer_is_valid_kafka(cluster: Cluster) -> 
 
 def test_a_stopped_broker_stops_advancing_and_falls_behind(cluster: Cluster) -> None:
     via = cluster.broker_bootstrap("broker-1")
-    wait_until(lambda: all_caught_up(via, active_id(cluster)), what="everyone caught up")
+    wait_until(lambda: all_caught_up(via, active_id(cluster)), what="everyone caught up",
+               ignoring=Exception)
     cluster.stop("broker-3")
     try:
         frozen = replication(via)[("Observer", 3)]["LogEndOffset"]
@@ -171,14 +173,14 @@ def test_a_stopped_broker_stops_advancing_and_falls_behind(cluster: Cluster) -> 
             return (rows[("Observer", 3)]["Lag"] > 0
                     and rows[("Observer", 1)]["Lag"] == rows[("Observer", 2)]["Lag"] == 0)
 
-        wait_until(behind, what="broker 3 falls behind brokers 1 and 2")
+        wait_until(behind, what="broker 3 falls behind brokers 1 and 2", ignoring=Exception)
         rows = replication(via)
         assert rows[("Observer", 3)]["LogEndOffset"] == frozen
         assert rows[("Observer", 1)]["LogEndOffset"] > frozen
     finally:
         cluster.start("broker-3")
     wait_until(lambda: replication(via)[("Observer", 3)]["Lag"] == 0,
-               what="the restarted broker 3 catches up")
+               what="the restarted broker 3 catches up", ignoring=Exception)
 
 
 def test_without_a_quorum_the_tool_asks_again_until_its_timeout(cluster: Cluster) -> None:
@@ -190,7 +192,7 @@ def test_without_a_quorum_the_tool_asks_again_until_its_timeout(cluster: Cluster
         cluster.stop(name, kill=True)
     try:
         wait_until(lambda: not any(n.get("leader") for n in cluster.status()),
-                   what="the last controller steps down (check-quorum)")
+                   what="the last controller steps down (check-quorum)", ignoring=Exception)
         failed = quorum(cluster.bootstrap, "--status", check=False, timeout=3)
         assert failed.returncode == 1 and failed.stdout == ""
         assert failed.stderr == "odradek quorum: DescribeQuorum: REQUEST_TIMED_OUT\n"
@@ -200,7 +202,7 @@ def test_without_a_quorum_the_tool_asks_again_until_its_timeout(cluster: Cluster
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: timed_out_answers(cluster, "broker-1") > refusals,
-                       what="the waiting tool was refused at least once")
+                       what="the waiting tool was refused at least once", ignoring=Exception)
             cluster.start(down[0])
             out, err = waiting.communicate(timeout=90)
         finally:
@@ -230,7 +232,7 @@ def test_a_new_leader_is_reported_after_the_active_controller_is_killed(cluster:
     finally:
         cluster.start(victim)
     wait_until(lambda: replication(cluster.bootstrap)[("Follower", victim_id)]["Lag"] == 0,
-               what=f"the restarted {victim} catches up as a follower")
+               what=f"the restarted {victim} catches up as a follower", ignoring=Exception)
 
 
 def test_an_unreachable_bootstrap_server_is_one_line(cluster: Cluster) -> None:
@@ -253,13 +255,13 @@ def test_bad_arguments_are_one_line(cluster: Cluster) -> None:
 def test_dev_has_one_voter_and_one_observer_which_follows_changes(broker: BrokerProcess
                                                                   ) -> None:
     wait_until(lambda: status(broker.bootstrap)["CurrentObservers"] == [1],
-               what="the broker observes the metadata log")
+               what="the broker observes the metadata log", ignoring=Exception)
     fields = status(broker.bootstrap)
     assert (fields["LeaderId"], fields["CurrentVoters"]) == (1, [1])
     before = replication(broker.bootstrap)[("Observer", 1)]["LogEndOffset"]
     create(admin(broker.bootstrap), 1, 1)
     wait_until(lambda: status(broker.bootstrap)["HighWatermark"] > before,
-               what="the high watermark advances")
+               what="the high watermark advances", ignoring=Exception)
 
     def caught_up() -> bool:
         rows = replication(broker.bootstrap)
@@ -267,4 +269,5 @@ def test_dev_has_one_voter_and_one_observer_which_follows_changes(broker: Broker
                 and rows[("Observer", 1)]["LogEndOffset"] > before
                 and rows[("Observer", 1)]["Lag"] == 0)
 
-    wait_until(caught_up, what="the broker catches up with the topic's creation")
+    wait_until(caught_up, what="the broker catches up with the topic's creation",
+               ignoring=Exception)

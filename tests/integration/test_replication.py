@@ -38,6 +38,7 @@ from odradek.kafka_client import BrokerConnection
 from odradek.protocol.codec import build_request
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches
+from tests.integration.clients import read_confluent, receive
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -45,8 +46,9 @@ from tests.integration.cluster import (
     partitions,
     running_cluster,
     scrape,
-    wait_until,
 )
+from tests.integration.raw_client import RawClient
+from tests.waiting import wait_until
 
 LAG_TIME_MS = 1000
 OVERRIDES = {
@@ -91,7 +93,7 @@ def all_brokers(cluster: Cluster) -> Iterator[Cluster]:
             cluster.start(name)
         cluster.resume(name)
     wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
-               what="all brokers registered again")
+               what="all brokers registered again", ignoring=Exception)
 
 
 def create_topic(client: AdminClient, name: str, partitions_: int = 1,
@@ -121,18 +123,31 @@ def delivered(reports: list[Any]) -> list[Any]:
     return [message for _, message in reports]
 
 
-def read_all(bootstrap: str, topic: str, expected: int, timeout: float = TIMEOUT) -> list[Any]:
+def reader(bootstrap: str, topic: str) -> Consumer:
+    """A consumer of partition 0 from its start."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    messages: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(messages) < expected and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            messages.append(message)
-    consumer.close()
-    return messages
+    return consumer
+
+
+def read_all(bootstrap: str, topic: str, expected: int) -> list[Any]:
+    """The first `expected` records of partition 0."""
+    consumer = reader(bootstrap, topic)
+    try:
+        return receive(consumer, expected, TIMEOUT)
+    finally:
+        consumer.close()
+
+
+def read_for(bootstrap: str, topic: str, seconds: float, at_most: int) -> list[Any]:
+    """The records of partition 0 (up to `at_most`) a consumer receives in `seconds`: the
+    window in which a record it must never see would arrive."""
+    consumer = reader(bootstrap, topic)
+    try:
+        return [m for m in consumer.consume(at_most, seconds) if m.error() is None]
+    finally:
+        consumer.close()
 
 
 def isr(cluster: Cluster, topic: str, partition: int = 0) -> set[int]:
@@ -164,7 +179,8 @@ def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) 
         lagging.flush(TIMEOUT)
         return follower not in isr(cluster, topic)
 
-    wait_until(shrunk, what="the leader drops the follower that stopped fetching")
+    wait_until(shrunk, what="the leader drops the follower that stopped fetching",
+               ignoring=Exception)
     assert metrics(cluster, owner)["kafka_server_replicamanager_isrshrinks_total"] > \
         shrinks_before
     refused = produce(cluster.bootstrap, topic, [b"c"], retries=0)
@@ -175,9 +191,10 @@ def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) 
     assert seen["kafka_server_replicamanager_underminisrpartitioncount"] >= 1
 
     cluster.start(f"broker-{follower}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower rejoins the ISR",
+               ignoring=Exception)
     assert len(delivered(produce(cluster.bootstrap, topic, [b"e"]))) == 1
-    values = [m.value() for m in read_all(cluster.bootstrap, topic, 100)]
+    values = [r.value for r in read_confluent(cluster.bootstrap, topic)]
     assert [v for v in values if v != b"moves the log end"] == [b"a", b"b", b"d", b"e"]
     after = metrics(cluster, owner)
     assert after["kafka_server_replicamanager_isrexpands_total"] >= 1
@@ -201,10 +218,11 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "hw"})
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)
         assert (low, high) == (0, 1), "the high watermark stays below the leader-only write"
-        assert [m.value() for m in read_all(cluster.bootstrap, topic, 2, timeout=1.0)] == [
+        assert [m.value() for m in read_for(cluster.bootstrap, topic, 1.0, 2)] == [
             b"committed"]
         assert isr(cluster, topic) == {1, 2, 3}, "the checks above ran before the ISR shrank"
-        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader")
+        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader",
+                   ignoring=Exception)
         assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)[1] == 2
         consumer.close()
     finally:
@@ -224,7 +242,8 @@ def test_a_killed_leader_loses_no_acknowledged_write_and_rejoins(all_brokers: Cl
     assert leader(cluster, topic) != owner
     assert second[0].offset() == 500
     cluster.start(f"broker-{owner}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR",
+               ignoring=Exception)
     values = [m.value() for m in read_all(cluster.bootstrap, topic, 501)]
     assert values == [m.value() for m in first] + [b"after"]
 
@@ -252,11 +271,7 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    read = []
-    while len(read) < 6:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            read.append(message)
+    receive(consumer, 6, TIMEOUT)
     consumer.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
     client = admin(cluster.bootstrap)  # kept: a collected client never completes its futures
     coordinator = int(client.describe_consumer_groups([group])[group].result(TIMEOUT)
@@ -268,7 +283,7 @@ def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cl
                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     committed = wait_until(
         lambda: resumed.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == 6,
-        what="the new coordinator serves the committed offset")
+        what="the new coordinator serves the committed offset", ignoring=Exception)
     FIGURES["coordinator_kill_to_committed_offset_s"] = committed
     resumed.close()
 
@@ -315,6 +330,17 @@ def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
                      | found.get_least_significant_bits() & mask)
 
 
+def follower_log_start(cluster: Cluster, broker_id: int, topic: str) -> int:
+    """The log start offset of a follower's replica of partition 0, as the follower itself
+    reports it to a consumer's Fetch (KIP-392)."""
+    client = RawClient(cluster.broker_bootstrap(f"broker-{broker_id}"))
+    try:
+        fetched = client.fetch_partition(topic, 0, 0)
+    finally:
+        client.close()
+    return int(fetched.log_start_offset)
+
+
 def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -> None:
     cluster = all_brokers
     client = admin(cluster.bootstrap)
@@ -323,7 +349,10 @@ def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -
     (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
     assert trimmed.result(TIMEOUT).low_watermark == 5
     owner = leader(cluster, topic)
-    time.sleep(1.5)  # followers learn the log start offset from their next fetches
+    wait_until(lambda: all(follower_log_start(cluster, f, topic) == 5
+                           for f in (1, 2, 3) if f != owner),
+               what="the followers learn the log start offset from their next fetches",
+               ignoring=Exception)
     cluster.stop(f"broker-{owner}")
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed"})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
@@ -351,13 +380,14 @@ def test_a_reassignment_moves_a_partition_and_its_data(all_brokers: Cluster) -> 
     delivered(produce(cluster.bootstrap, "moved", values))
     assert reassignments(cluster, {TopicPartition("moved", 0): [2, 3]}) == {
         KafkaTopicPartition("moved", 0): None}
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     after = partitions(cluster.bootstrap, "moved")[0]
     assert (sorted(after.replicas), sorted(after.isrs)) == ([2, 3], [2, 3])
     assert after.leader in (2, 3)
     assert [m.value() for m in read_all(cluster.bootstrap, "moved", 200)] == values
     wait_until(lambda: not list(Path(cluster.node("broker-1")["config"]).parent.glob("moved-0")),
-               what="broker 1 deleted its replica")
+               what="broker 1 deleted its replica", ignoring=Exception)
 
 
 def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> None:
@@ -372,7 +402,7 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
         incremental_operation=AlterConfigOpType.SET)])
     client.incremental_alter_configs([rate])[rate].result(TIMEOUT)
     reassignments(cluster, {TopicPartition("throttled", 0): [1, 2]})
-    time.sleep(4)
+    time.sleep(4)  # on purpose: unthrottled, the 2 MB would be copied well within this window
     (ongoing,) = reassignments(cluster, {}).values()
     assert ongoing["adding_replicas"] == [2], "the throttle holds the new replica back"
     assert metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] > 0
@@ -380,10 +410,11 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
         "follower.replication.throttled.rate", None,
         incremental_operation=AlterConfigOpType.DELETE)])
     client.incremental_alter_configs([lifted])[lifted].result(TIMEOUT)
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     assert sorted(partitions(cluster.bootstrap, "throttled")[0].isrs) == [1, 2]
     wait_until(lambda: metrics(cluster, 2)["kafka_server_replicafetchermanager_maxlag"] == 0,
-               what="the new replica caught up")
+               what="the new replica caught up", ignoring=Exception)
 
 
 def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
@@ -392,7 +423,8 @@ def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
     preferred = partitions(cluster.bootstrap, topic)[0].replicas[0]
     cluster.stop(f"broker-{preferred}")
     cluster.start(f"broker-{preferred}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the preferred replica in sync")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the preferred replica in sync",
+               ignoring=Exception)
     return int(preferred)
 
 
@@ -415,7 +447,8 @@ def test_leadership_goes_back_to_preferred_replicas_by_itself(all_brokers: Clust
     cluster = all_brokers
     preferred = bounce_the_preferred_leader(cluster, "rebalanced")
     wait_until(lambda: leader(cluster, "rebalanced") == preferred,
-               what="the controller's rebalance gives the preferred replica its leadership")
+               what="the controller's rebalance gives the preferred replica its leadership",
+               ignoring=Exception)
 
 
 def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
@@ -438,19 +471,15 @@ def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
     (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
     assert trimmed.result(TIMEOUT).low_watermark == 5
     reassignments(cluster, {TopicPartition(topic, 0): [2, 3]})
-    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes")
+    wait_until(lambda: not reassignments(cluster, {}), what="the reassignment completes",
+               ignoring=Exception)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": topic,
                          "enable.auto.commit": False})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (5, 10)
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    values = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(values) < 5 and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            values.append((message.offset(), message.value()))
+    messages = receive(consumer, 5, TIMEOUT)
     consumer.close()
-    assert values == [(i, b"%d" % i) for i in range(5, 10)]
+    assert [(m.offset(), m.value()) for m in messages] == [(i, b"%d" % i) for i in range(5, 10)]
 
 
 def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Cluster) -> None:
@@ -471,15 +500,16 @@ def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Clu
     for i, key in enumerate(keys):
         producer.produce(topic, key=key, value=b"v%d" % i)
         producer.poll(0)
-    time.sleep(1.2)
+    time.sleep(1.2)  # segment.ms (1 s) is an age: it must pass before "roll" rolls the segment
     producer.produce(topic, key=b"roll", value=b"roll")
     assert producer.flush(TIMEOUT) == 0
     expected = {key: b"v%d" % i for i, key in enumerate(keys)} | {b"roll": b"roll"}
 
     wait_until(lambda: len(replica_records(cluster, owner, topic)) < len(keys) // 2,
-               what="the leader's log compacted")
+               what="the leader's log compacted", ignoring=Exception)
     cluster.start(f"broker-{follower}")
-    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower back in the ISR")
+    wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the follower back in the ISR",
+               ignoring=Exception)
     records = replica_records(cluster, follower, topic)
     assert {key: value for _, key, value in records} == expected
     offsets = [offset for offset, _, _ in records]

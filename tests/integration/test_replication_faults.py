@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +30,8 @@ from tests.integration.cluster import (
     admin,
     partitions,
     running_cluster,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 SESSION_TIMEOUT_MS = 3000
 PARTITIONS = 3
@@ -85,7 +86,7 @@ def produce_until(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None
         ledger.sent = sequence
         producer.poll(0)
         if sequence % 100 == 0:
-            time.sleep(0.01)
+            time.sleep(0.01)  # paces the load
     producer.flush(30)
 
 
@@ -110,7 +111,7 @@ class Nemesis:
             fault = ("kill-leader", "kill-controller", "pause-leader")[step % 3]
             getattr(self, fault.replace("-", "_"))(partition)
             step += 1
-            time.sleep(2)
+            time.sleep(2)  # the faults' pace: the cluster recovers under load in between
 
     def kill_leader(self, partition: int) -> None:
         victim = self.leader_of(partition)
@@ -118,14 +119,14 @@ class Nemesis:
         self.kills.append((time.monotonic(), partition))
         self.failovers += 1
         self.log.append(f"kill -9 broker-{victim} (leader of {partition})")
-        time.sleep(4)
+        time.sleep(4)  # the fault: the broker stays down this long
         self.cluster.start(f"broker-{victim}")
 
     def kill_controller(self, _: int) -> None:
         victim = self.cluster.active_controller()
         self.cluster.stop(victim, kill=True)
         self.log.append(f"kill -9 {victim} (active controller)")
-        time.sleep(2)
+        time.sleep(2)  # the fault: the controller stays down this long
         self.cluster.start(victim)
 
     def pause_leader(self, partition: int) -> None:
@@ -133,7 +134,7 @@ class Nemesis:
         self.cluster.pause(f"broker-{victim}")
         self.failovers += 1
         self.log.append(f"SIGSTOP broker-{victim} (leader of {partition})")
-        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
+        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)  # the fault: frozen past its session
         self.cluster.resume(f"broker-{victim}")
 
 
@@ -171,18 +172,18 @@ def test_acknowledged_writes_survive_kills_pauses_and_controller_failover(
                          )[TOPIC].result(TIMEOUT)
     ledger = Ledger()
     stop = threading.Event()
-    producer = threading.Thread(target=produce_until, args=(cluster.bootstrap, ledger, stop))
-    started = time.monotonic()
-    producer.start()
     nemesis = Nemesis(cluster)
-    try:
-        nemesis.run(started + DURATION_S)
-        time.sleep(max(started + DURATION_S - time.monotonic(), 0))
-    finally:
-        stop.set()
-        producer.join(60)
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        producing = pool.submit(produce_until, cluster.bootstrap, ledger, stop)
+        try:
+            nemesis.run(started + DURATION_S)
+            time.sleep(max(started + DURATION_S - time.monotonic(), 0))  # the run's length
+        finally:
+            stop.set()
+        producing.result(60)  # a producer that failed fails the test
     wait_until(lambda: len(admin(cluster.bootstrap).list_topics(timeout=5).brokers) == 3,
-               what="every broker back")
+               what="every broker back", ignoring=Exception)
 
     records = read_back(cluster.bootstrap)
     where = {}

@@ -6,7 +6,6 @@ took alone (acks=1) and holds exactly the new leader's log."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.log.partition import PartitionLog
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches
-from tests.integration.cluster import TIMEOUT, wait_until
+from tests.integration.clients import receive
+from tests.integration.cluster import TIMEOUT
 from tests.integration.netns import NetnsCluster
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
+from tests.waiting import wait_until
 
 TOPIC = "cut"
 
@@ -64,14 +65,9 @@ def read(bootstrap: str) -> list[bytes]:
                          "enable.auto.commit": False})
     end = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=TIMEOUT)[1]
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(values) < end and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
+    messages = receive(consumer, end, TIMEOUT)
     consumer.close()
-    return values
+    return [message.value() for message in messages]
 
 
 def values_on_disk(directory: Path) -> list[bytes]:
@@ -103,16 +99,18 @@ def test_an_isolated_leader_acknowledges_nothing_and_loses_its_lone_writes(
     assert all(error is not None for error, _ in refused), \
         f"an isolated leader acknowledged acks=all writes: {refused}"
 
-    wait_until(lambda: leader(majority)[0] not in (old, -1), what="a new leader")
+    wait_until(lambda: leader(majority)[0] not in (old, -1), what="a new leader",
+               ignoring=Exception)
     after = [b"after-%d" % i for i in range(50)]
     assert all(error is None for error, _ in send(majority, after, "all"))
 
     cluster.heal(isolated.name)
     wait_until(lambda: leader(majority)[1] == [1, 2, 3], timeout=60,
-               what="the old leader back in the ISR")
+               what="the old leader back in the ISR", ignoring=Exception)
     committed = read(majority)
     assert [v for v in committed if not v.startswith(b"refused")] == before + after
     log_text = Path(cluster.data_dir / f"{isolated.name}.log").read_text()
     assert "truncated the log" in log_text
     wait_until(lambda: values_on_disk(cluster.data_dir / isolated.name / f"{TOPIC}-0")
-               == committed, what="the old leader holds exactly the new leader's log")
+               == committed, what="the old leader holds exactly the new leader's log",
+               ignoring=Exception)

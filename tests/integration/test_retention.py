@@ -3,7 +3,6 @@ start offset, by time and by size, while the newest data stays readable."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING
@@ -19,11 +18,13 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.waiting import wait_until
 
 FAST_RETENTION = {
     "log.retention.check.interval.ms": "200",
     "log.segment.delete.delay.ms": "0",
 }
+RETENTION_TIMEOUT = 15.0
 
 
 def start_offsets(bootstrap: str, topic: str) -> int:
@@ -42,15 +43,6 @@ def segment_files(data_dir: Path, topic: str) -> list[Path]:
     return sorted((data_dir / f"{topic}-0").glob("*.log"))
 
 
-def wait_until(predicate: object, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_retention_by_time_and_by_size(fresh_broker: BrokerProcess) -> None:
     fresh_broker.overrides.update(FAST_RETENTION)
     fresh_broker.start()
@@ -67,7 +59,8 @@ def test_retention_by_time_and_by_size(fresh_broker: BrokerProcess) -> None:
         assert len(segment_files(fresh_broker.data_dir, topic)) > 4
 
     # by size: everything but the newest ~8 KB of closed segments (plus the active one) goes
-    assert wait_until(lambda: start_offsets(bootstrap, by_size) > 0)
+    wait_until(lambda: start_offsets(bootstrap, by_size) > 0, RETENTION_TIMEOUT,
+               "retention by size moves the log start")
     size_kept = read_confluent(bootstrap, by_size, start=OFFSET_BEGINNING)
     assert 0 < len(size_kept) < 60
     assert [r.offset for r in size_kept] == list(range(60 - len(size_kept), 60))
@@ -76,8 +69,10 @@ def test_retention_by_time_and_by_size(fresh_broker: BrokerProcess) -> None:
 
     # by time: the records are a minute old, so every closed segment expires; Kafka rolls
     # an expired active segment too, leaving an empty log that starts at the end
-    assert wait_until(lambda: start_offsets(bootstrap, by_time) == 60)
-    assert wait_until(lambda: len(segment_files(fresh_broker.data_dir, by_time)) == 1)
+    wait_until(lambda: start_offsets(bootstrap, by_time) == 60, RETENTION_TIMEOUT,
+               "retention by time empties the log")
+    wait_until(lambda: len(segment_files(fresh_broker.data_dir, by_time)) == 1,
+               RETENTION_TIMEOUT, "one segment left of the log retained by time")
     assert segment_files(fresh_broker.data_dir, by_time)[0].name == f"{60:020d}.log"
     fresh = [Out(None, b"new", now_ms(), partition=0)]
     assert [r.offset for r in produce_confluent(bootstrap, by_time, fresh)] == [60]

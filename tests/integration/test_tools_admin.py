@@ -17,8 +17,9 @@ from confluent_kafka import Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from tests.integration.broker_process import ODRADEK
-from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster, wait_until
+from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.tool_runs import one_line_failure
+from tests.waiting import wait_until
 
 OVERRIDES = {
     "broker.session.timeout.ms": "4000",
@@ -82,10 +83,10 @@ def test_a_preferred_election_gives_leadership_back_to_the_preferred_replica(
     name = new_topic(cluster, 1, 3)
     preferred = partitions(cluster, name)[0].replicas[0].id
     cluster.stop(f"broker-{preferred}")
-    wait_until(lambda: leader(cluster, name) != preferred, what="a failover")
+    wait_until(lambda: leader(cluster, name) != preferred, what="a failover", ignoring=Exception)
     cluster.start(f"broker-{preferred}")
     wait_until(lambda: len(partitions(cluster, name)[0].isr) == 3,
-               what="the preferred replica back in the ISR")
+               what="the preferred replica back in the ISR", ignoring=Exception)
     assert leader(cluster, name) != preferred
 
     elected = tool(cluster, "leader-election", "--election-type", "preferred",
@@ -210,7 +211,7 @@ def test_log_dirs_describes_each_brokers_replicas_and_their_sizes(cluster: Clust
     produce(cluster, name, 1, 20)
     placement = {p: [r.id for r in info.replicas] for p, info in partitions(cluster, name).items()}
     wait_until(lambda: all(len(info.isr) == 2 for info in partitions(cluster, name).values()),
-               what="every replica in sync")
+               what="every replica in sync", ignoring=Exception)
 
     result = tool(cluster, "log-dirs", "describe", "--topic-list", name)
     assert result.returncode == 0, result.stderr

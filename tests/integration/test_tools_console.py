@@ -7,7 +7,6 @@ import base64
 import contextlib
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.integration.clients import (
     unique,
 )
 from tests.integration.tool_runs import one_line_failure
+from tests.waiting import wait_until
 
 UNREACHABLE = "127.0.0.1:1"
 
@@ -79,13 +79,15 @@ def consume_while_producing(broker: BrokerProcess, args: list[str],
     command = [*ODRADEK, "consume", "--bootstrap-server", broker.bootstrap,
                "--timeout-ms", "20000", *args]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+
+    def produce_and_wait() -> None:
+        produce_one()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.2)
+
     try:
-        while process.poll() is None:
-            assert time.monotonic() < deadline, "the consumer never saw a new record"
-            produce_one()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=0.2)
+        wait_until(lambda: process.poll() is not None, 60,
+                   "the consumer to see a new record and exit", between=produce_and_wait)
         stdout, stderr = process.communicate()
     finally:
         if process.poll() is None:

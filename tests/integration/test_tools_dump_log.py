@@ -34,8 +34,8 @@ from tests.integration.test_compaction import (
     SMALL_BATCHES,
     compacted_exactly,
     roll_active_segment,
-    wait_for,
 )
+from tests.waiting import wait_until
 
 FIRST = "00000000000000000000"
 DENSE_INDEX = {"index.interval.bytes": "100"}
@@ -302,7 +302,8 @@ def test_a_compacted_log_shows_its_offset_gaps(fresh_broker: BrokerProcess) -> N
     outs += [Out(f"key-{k}".encode(), f"last-{k}".encode(), stamp) for k in (0, 1, 0, 2, 0)]
     acked = produce_confluent(bootstrap, topic, outs, SMALL_BATCHES)
     acked.append(roll_active_segment(bootstrap, topic, 1000))
-    wait_for(lambda: compacted_exactly(bootstrap, topic, acked), 60, "compaction")
+    wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 60, "compaction",
+               interval=0.5)
     consumed = read_confluent(bootstrap, topic)
     fresh_broker.stop()
 

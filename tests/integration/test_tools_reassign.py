@@ -19,8 +19,9 @@ from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
 from kafka.admin import KafkaAdminClient
 
 from tests.integration.broker_process import ODRADEK
-from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster, wait_until
+from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.tool_runs import one_line_failure, succeeded
+from tests.waiting import wait_until
 
 CHUNK = 200_000
 OVERRIDES = {
@@ -184,7 +185,8 @@ def test_a_reassignment_in_progress_is_listed_kept_apart_and_cancelled(
     finally:
         cancelled = succeeded(reassign(cluster, "cancel", "--reassignment-json-file", target))
     assert f"Successfully cancelled partition reassignment for: {name}-0" in cancelled
-    wait_until(lambda: not ongoing(cluster), what="the cancelled reassignment is gone")
+    wait_until(lambda: not ongoing(cluster), what="the cancelled reassignment is gone",
+               ignoring=Exception)
     assert replicas(cluster, name) == {0: [1], 1: [2]}
     assert configs(cluster, ResourceType.TOPIC, name)[REPLICAS[1]].value == ""
     assert configs(cluster, ResourceType.BROKER, "3")[RATES[1]].value != "1000"

@@ -16,8 +16,9 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from tests.integration.broker_process import ODRADEK
-from tests.integration.cluster import TIMEOUT, Cluster, running_cluster, wait_until
+from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
 from tests.integration.tool_runs import one_line_failure
+from tests.waiting import wait_until
 
 OVERRIDES = {
     "broker.session.timeout.ms": "4000",
@@ -120,7 +121,8 @@ def test_create_list_describe_and_delete(cluster: Cluster) -> None:
                                                   p, (leader, replicas, isr) in placed.items()}
 
     assert ok(bootstrap, "delete", "--topic", name) == ""
-    wait_until(lambda: name not in topic_names(bootstrap), what=f"{name} deleted")
+    wait_until(lambda: name not in topic_names(bootstrap), what=f"{name} deleted",
+               ignoring=Exception)
 
 
 def test_replica_assignment_places_each_partition(cluster: Cluster) -> None:
@@ -160,7 +162,8 @@ def test_regex_selects_topics_for_list_describe_and_delete(cluster: Cluster) -> 
     assert {t for t, _ in printed_partitions(ok(bootstrap, "describe", "--topic",
                                                 f"{prefix}.*"))} == set(names)
     ok(bootstrap, "delete", "--topic", rf"{escaped}\..*")
-    wait_until(lambda: not set(names[:2]) & topic_names(bootstrap), what="two topics deleted")
+    wait_until(lambda: not set(names[:2]) & topic_names(bootstrap), what="two topics deleted",
+               ignoring=Exception)
     assert names[2] in topic_names(bootstrap)
 
 
@@ -287,10 +290,12 @@ def test_report_filters_with_a_broker_down(cluster: Cluster, fault: str) -> None
         ok(bootstrap, "create", "--topic", f"{prefix}-{suffix}", "--replica-assignment",
            assignment, "--config", f"min.insync.replicas={min_isr}")
     wait_until(lambda: all(len(isr) == len(replicas) for s in ASSIGNMENTS for _, replicas, isr
-                           in layout(bootstrap, f"{prefix}-{s}").values()), what="full ISRs")
+                           in layout(bootstrap, f"{prefix}-{s}").values()), what="full ISRs",
+               ignoring=Exception)
     getattr(cluster, fault)("broker-3")
     try:
-        wait_until(lambda: broker_down(bootstrap, prefix), what="broker 3 fenced and left")
+        wait_until(lambda: broker_down(bootstrap, prefix), what="broker 3 fenced and left",
+                   ignoring=Exception)
         selection = ["--topic", f"{prefix}-.*"]
         for flag, expected in EXPECTED.items():
             want = {(f"{prefix}-{s}", p) for s, p in expected}
@@ -310,4 +315,5 @@ def test_report_filters_with_a_broker_down(cluster: Cluster, fault: str) -> None
                "Offline: 3" in leaderless.splitlines()
     finally:
         (cluster.start if fault == "stop" else cluster.resume)("broker-3")
-        wait_until(lambda: DOWN in live_brokers(bootstrap), what="broker 3 back")
+        wait_until(lambda: DOWN in live_brokers(bootstrap), what="broker 3 back",
+                   ignoring=Exception)

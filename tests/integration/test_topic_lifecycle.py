@@ -3,7 +3,6 @@ directories or checkpointed log start offset, even across a kill -9."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from confluent_kafka import TopicPartition as CTopicPartition
@@ -18,18 +17,15 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.waiting import wait_until
 
 PARTITIONS = 40
 
 
-def wait_for_checkpointed_start(data_dir: Path, topic: str) -> bool:
+def wait_for_checkpointed_start(data_dir: Path, topic: str) -> None:
     path = data_dir / "log-start-offset-checkpoint"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if path.exists() and f"{topic} 0 2" in path.read_text():
-            return True
-        time.sleep(0.05)
-    return False
+    wait_until(lambda: path.exists() and f"{topic} 0 2" in path.read_text(), 10,
+               f"log start offset 2 of {topic}-0 checkpointed", interval=0.05)
 
 
 def test_delete_then_recreate_then_kill_keeps_only_the_new_data(
@@ -48,7 +44,7 @@ def test_delete_then_recreate_then_kill_keeps_only_the_new_data(
         # a log start offset past 0 gets checkpointed for the old generation
         deleted = admin.delete_records([CTopicPartition(topic, 0, 2)])
         deleted[CTopicPartition(topic, 0, 2)].result(TIMEOUT)
-        assert wait_for_checkpointed_start(fresh_broker.data_dir, topic)
+        wait_for_checkpointed_start(fresh_broker.data_dir, topic)
         admin.delete_topics([topic])[topic].result(TIMEOUT)
 
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(TIMEOUT)

@@ -28,8 +28,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess
-from tests.integration.cluster import admin, scrape, wait_until
+from tests.integration.cluster import admin, scrape
 from tests.integration.raw_client import RawClient, now_ms
+from tests.waiting import wait_until
 
 TXN_OVERRIDES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
@@ -70,15 +71,19 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
                          "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: list[tuple[int, int, bytes]] = []
-    quiet_since = time.monotonic()
-    deadline = quiet_since + 60
+    last_record = [time.monotonic()]
+
+    def consume() -> None:
+        for message in consumer.consume(1000, 0.3):
+            assert message.error() is None, message.error()
+            seen.append((message.partition(), message.offset(), message.value()))
+            last_record[0] = time.monotonic()
+
     try:
-        while (time.monotonic() - quiet_since < settle_s
-               or (len(seen) < at_least and time.monotonic() < deadline)):
-            for message in consumer.consume(1000, 0.3):
-                assert message.error() is None, message.error()
-                seen.append((message.partition(), message.offset(), message.value()))
-                quiet_since = time.monotonic()
+        wait_until(lambda: len(seen) >= at_least, 60,
+                   lambda: f"{len(seen)} of at least {at_least} records", between=consume)
+        while time.monotonic() - last_record[0] < settle_s:  # a quiet window, on purpose
+            consume()
     finally:
         consumer.close()
     return seen
@@ -151,7 +156,7 @@ def test_an_abandoned_transaction_is_aborted_at_its_timeout(txn_broker: BrokerPr
     assert stable_offset(bootstrap, topic, 0) == 0, "the open transaction holds the LSO"
     before = scrape(txn_broker.metrics_port)
     waited = wait_until(lambda: stable_offset(bootstrap, topic, 0) == 6, timeout=30,
-                        what="the coordinator to abort the transaction")
+                        what="the coordinator to abort the transaction", ignoring=Exception)
     print(f"\nabandoned transaction aborted {waited:.1f}s after the check started")
     after = scrape(txn_broker.metrics_port)
     name = "kafka_server_transaction_coordinator_metrics_timed_out_aborts_total"
@@ -187,7 +192,7 @@ while any(consumer.position([TopicPartition(source, p)])[0].offset < ends[p] for
     if crash_after and done >= crash_after:
         producer.flush(30)
         print("crashing mid-transaction", flush=True)
-        time.sleep(60)
+        time.sleep(60)  # hangs mid-transaction until the test kills it
     producer.commit_transaction(30)
 print("transformed", done, flush=True)
 consumer.close()
@@ -250,7 +255,7 @@ def test_the_transactions_cli_lists_describes_and_aborts(txn_broker: BrokerProce
         row for row in listed_json if row["TransactionalId"] == transactional_id).items()
     cli("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
     wait_until(lambda: stable_offset(bootstrap, topic, 0) == 2, timeout=30,
-               what="the hanging transaction to be aborted")
+               what="the hanging transaction to be aborted", ignoring=Exception)
     assert read_all(bootstrap, topic, "read_committed", partitions=1, settle_s=1) == []
 
 
@@ -274,7 +279,7 @@ def test_kip_890_a_late_transactional_write_cannot_start_a_transaction(
                 transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1,
                 producer_epoch=-1), InitProducerIdResponse, 4)
 
-        wait_until(lambda: init().error_code == 0, what="InitProducerId")
+        wait_until(lambda: init().error_code == 0, what="InitProducerId", ignoring=Exception)
         started = init()
         pid, epoch = started.producer_id, started.producer_epoch
         unadded = client.produce_partition(topic, 0, _txn_batch(pid, epoch, 0), acks=-1,
@@ -299,7 +304,7 @@ def test_kip_890_a_late_transactional_write_cannot_start_a_transaction(
                                EndTxnResponse, 3)
         assert ended.error_code == 0
         wait_until(lambda: stable_offset(txn_broker.bootstrap, topic, 0) == 2,
-                   what="the commit marker")
+                   what="the commit marker", ignoring=Exception)
         late = client.produce_partition(topic, 0, _txn_batch(pid, epoch, 1), acks=-1,
                                         transactional_id=tid)
         assert late.error_code == ErrorCode.invalid_txn_state

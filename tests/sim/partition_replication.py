@@ -28,7 +28,7 @@ from odradek.metadata.errors import MetadataError
 from odradek.metadata.records import NO_LEADER, PartitionRecord
 from odradek.replication.follower import truncation
 from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
-from tests.unit.test_metadata_controller import Cluster as ControllerHarness
+from tests.unit.controller_harness import Cluster as ControllerHarness
 
 CONTROLLER = 0
 LAG_TIME_MS = 400

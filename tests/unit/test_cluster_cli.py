@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from odradek.cli import build_parser, node_config
 from odradek.cluster_cli.layout import plan, properties, read_layout, voters, write_layout
 from odradek.cluster_cli.processes import alive, start_time
 from odradek.config import BrokerConfig, load_properties
+from tests.waiting import wait_until
 
 
 def test_brokers_then_controllers_then_metrics_take_consecutive_ports(tmp_path: Path) -> None:
@@ -79,10 +79,7 @@ def test_alive_follows_the_process_through_stop_zombie_and_reuse(tmp_path: Path)
         assert not alive(node)  # a recycled pid is not our node
         node.start_time -= 1
         process.send_signal(signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while alive(node) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert not alive(node)  # a zombie (not yet reaped) is dead
+        wait_until(lambda: not alive(node), 5, "a zombie (not yet reaped) is dead", interval=0.01)
     finally:
         process.kill()
         process.wait()

@@ -13,7 +13,7 @@ from odradek.log.leader_epochs import (
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
 
 CONFIG = make_config()
 

@@ -19,7 +19,7 @@ from odradek.log.segment_swap import (
 )
 from odradek.protocol.record_codec import Record, build_batch, decode_records
 from odradek.protocol.records import validate_batches
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
 
 SETTINGS = CleanerSettings(map_bytes=1 << 20, load_factor=0.9, io_buffer_bytes=4096,
                            max_io_bytes_per_second=float("inf"))

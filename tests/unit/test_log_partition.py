@@ -11,21 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log import AppendResult, LogConfig, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.partition import RecordBatchTooLargeError
 from odradek.protocol.record_codec import Record, build_batch, decode_records
 from odradek.protocol.records import iter_batches, validate_batches
-
-DEFAULTS: dict[str, object] = dict(effective_topic_config(BrokerConfig({}), {}))
-
-
-def make_config(**overrides: object) -> LogConfig:
-    """Kafka's defaults; overrides use Kafka's names with '_' for '.'."""
-    values = dict(DEFAULTS)
-    values.update({name.replace("_", "."): value for name, value in overrides.items()})
-    return LogConfig.from_topic_config(values)
+from tests.log_config import make_config
 
 
 def open_log(directory: Path, **overrides: object) -> PartitionLog:

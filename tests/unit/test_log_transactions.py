@@ -13,7 +13,7 @@ from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import build_marker_batch
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches
-from tests.unit.test_log_partition import make_config
+from tests.log_config import make_config
 
 
 def open_log(directory: Path, **overrides: object) -> PartitionLog:

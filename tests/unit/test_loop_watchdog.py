@@ -14,18 +14,19 @@ from odradek.loop_watchdog import LoopWatchdog
 
 
 def stuck_in_a_callback(seconds: float, spin: bool) -> None:
+    """Blocks the event loop for `seconds` on purpose: asleep, or spinning on the GIL."""
     if not spin:
         time.sleep(seconds)
         return
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    spin_until = time.monotonic() + seconds
+    while time.monotonic() < spin_until:
         pass
 
 
 async def run(watchdog: LoopWatchdog, block_s: float, idle_s: float, spin: bool = False
               ) -> None:
     watchdog.start()
-    await asyncio.sleep(idle_s)
+    await asyncio.sleep(idle_s)  # the loop turns freely around the stall, on purpose
     stuck_in_a_callback(block_s, spin)
     await asyncio.sleep(idle_s)
     watchdog.stop()

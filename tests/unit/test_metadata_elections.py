@@ -2,7 +2,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.records import NO_LEADER
-from tests.unit.test_metadata_controller import Cluster
+from tests.unit.controller_harness import Cluster
 
 
 def elect(cluster: Cluster, election: ElectionType,

@@ -1,7 +1,7 @@
 from kio.schema.errors import ErrorCode
 
 from odradek.metadata.records import PartitionChangeRecord
-from tests.unit.test_metadata_controller import Cluster, alter
+from tests.unit.controller_harness import Cluster, alter
 
 
 def reassigned(targets: dict[tuple[str, int], tuple[int, ...] | None], cluster: Cluster

@@ -45,7 +45,7 @@ async def follow_a_partition_without_a_log(window_s: float) -> tuple[int, BaseEx
                                   replicas=SimpleNamespace())
     fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=port)
     fetcher.add(("orders", 0), leader_epoch=0)
-    await asyncio.sleep(window_s)
+    await asyncio.sleep(window_s)  # the window in which lookups are counted, on purpose
     error = fetcher._task.exception() if fetcher._task.done() else None
     fetcher.stop()
     await fetcher.stopped()
