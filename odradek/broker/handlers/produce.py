@@ -27,7 +27,7 @@ from odradek.protocol.records import (
     ZSTD,
     BatchInfo,
     InvalidRecordsError,
-    first_keyless_record,
+    keyless_records,
     validate_batches,
 )
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
@@ -110,25 +110,29 @@ async def _verify_then_finish(context: RequestContext, request: Any,
     return await finished if isinstance(finished, Awaitable) else finished
 
 
-def _keyless_problem(log_: PartitionLog, records: bytes, batches: list[BatchInfo]
-                     ) -> tuple[ErrorCode, str] | None:
-    """Compacted topics refuse records without a key (Kafka's LogValidator); only there are
-    records walked (not decoded) on the produce path."""
+def _keyless_refusal(topic: str, index: int, log_: PartitionLog, records: bytes,
+                     batch: BatchInfo) -> dict[str, Any] | None:
+    """Compacted topics refuse a batch with records without a key, naming each of them
+    (KIP-467), as Kafka's LogValidator does; only there are records walked (not decoded) on
+    the produce path."""
     if not log_.config.compact_enabled:
         return None
     with memoryview(records) as view:
-        for info in batches:
-            if info.is_control:
-                continue
-            try:
-                index = first_keyless_record(view[info.position:info.end])
-            except InvalidRecordsError as error:
-                return error.error_code, error.message
-            if index is not None:
-                return (ErrorCode.invalid_record, f"Compacted topic cannot accept message "
-                        f"without key in topic partition {log_.directory.name} (record "
-                        f"{index} of the batch at position {info.position})")
-    return None
+        try:
+            keyless = keyless_records(view[batch.position:batch.end])
+        except InvalidRecordsError as error:
+            return _error(index, error.error_code, error.message)
+    if not keyless:
+        return None
+    problem = ("Compacted topic cannot accept message without key in topic partition "
+               f"{topic}-{index}")
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{problem}')" for i in keyless[:3])
+    answer = _error(index, ErrorCode.invalid_record, (
+        f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"))
+    answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": problem}
+                               for i in keyless]
+    return answer
 
 
 def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
@@ -285,10 +289,14 @@ def produce_partition(
         _count_failure(broker, topic)
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
-    refused = _request_problem(batches, version) or _keyless_problem(log_, records, batches)
+    refused = _request_problem(batches, version)
     if refused:
         _count_failure(broker, topic)
         return _error(index, *refused)
+    refusal = _keyless_refusal(topic, index, log_, records, batches[0])
+    if refusal is not None:
+        _count_failure(broker, topic)
+        return refusal
     now = now_ms()
     problem = _timestamp_problem(broker, topic, batches, now)
     if problem:
