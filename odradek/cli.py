@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
@@ -58,6 +59,13 @@ def _add_node_parser(
     return parser
 
 
+def _add_test_hooks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test-pause-cleaner", choices=("staged", "committed"),
+                        help="for crash tests only: stop the broker for good at this point of "
+                        "the first log cleaner swap that reaches it (after touching "
+                        "cleaner-paused-POINT in the partition dir), to be killed there")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -66,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--data-dir", help="log directory (log.dir); default ./data")
     dev.add_argument("--port", type=int, help="Kafka listener port; default 9092")
     dev.add_argument("--host", default="127.0.0.1", help="listener address with --port")
-    _add_node_parser(commands, "broker", "run a broker of a multi-node cluster "
-                     "(needs controller.quorum.voters)", "broker")
+    _add_test_hooks(dev)
+    _add_test_hooks(_add_node_parser(commands, "broker", "run a broker of a multi-node "
+                                     "cluster (needs controller.quorum.voters)", "broker"))
     _add_node_parser(commands, "controller", "run a controller (a Raft voter of "
                      "controller.quorum.voters)", "controller")
     from odradek.cluster_cli.cli import add_cluster_parser
@@ -102,14 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runner(name: str) -> Runner:
-    if name == "controller":
+def _runner(args: argparse.Namespace) -> Runner:
+    if args.runner == "controller":
         from odradek.controller.app import run_controller
 
         return run_controller
     from odradek.broker.app import run_broker, run_combined
+    from odradek.broker.log_cleaner import pause_cleaning_at
 
-    return run_combined if name == "combined" else run_broker
+    pause = args.test_pause_cleaner
+    return partial(run_combined if args.runner == "combined" else run_broker,
+                   at_swap_point=pause_cleaning_at(pause) if pause else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        _runner(runner_name)(node_config(args), args.event_loop == "uvloop")
+        _runner(args)(node_config(args), args.event_loop == "uvloop")
     except (InvalidConfigError, OSError) as error:
         print(f"odradek: invalid configuration: {error}", file=sys.stderr)
         return 2

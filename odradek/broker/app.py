@@ -29,6 +29,7 @@ from odradek.broker.server import KafkaConnection
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
+from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.replication.leader import IsrChange
 from odradek.rpc import controller_pb2 as pb
@@ -39,7 +40,9 @@ UNFENCE_POLL_S = 0.01
 
 
 class BrokerApp:
-    def __init__(self, config: BrokerConfig, generate_cluster_id: bool = False) -> None:
+    def __init__(self, config: BrokerConfig, generate_cluster_id: bool = False,
+                 at_swap_point: SwapHook | None = None) -> None:
+        """`at_swap_point` is a crash test's hook into the log cleaner's swaps."""
         listeners = config["listeners"]
         assert isinstance(listeners, list) and listeners
         names = config["controller.listener.names"]
@@ -53,6 +56,7 @@ class BrokerApp:
         assert advertised is None or isinstance(advertised, list)
         _, host, port = parse_listener(advertised[0]) if advertised else kafka[0]
         self.config = config
+        self.at_swap_point = at_swap_point
         self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port,
                              generate_cluster_id)
         self.broker.groups = GroupCoordinatorRuntime(self.broker)
@@ -137,7 +141,7 @@ class BrokerApp:
             every(config.integer("producer.id.expiration.check.interval.ms"),
                   self.expire_producers),
         ]
-        cleaner = LogCleaner(broker) if LogCleaner.enabled(config) else None
+        cleaner = LogCleaner(broker, self.at_swap_point) if LogCleaner.enabled(config) else None
         if cleaner is not None:
             tasks += cleaner.start()
             broker.metrics.register_cleaner(cleaner.figures, cleaner.dirty_ratio_samples)
@@ -242,14 +246,15 @@ async def _allocate_producer_ids(client: ControllerClient, lifecycle: BrokerLife
     return ErrorCode(response.error.code), response.first_producer_id, response.count
 
 
-def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
+def run_broker(config: BrokerConfig, prefer_uvloop: bool = True,
+               at_swap_point: SwapHook | None = None) -> None:
     """`odradek broker`: a broker of a multi-node cluster."""
     voters_config = config["controller.quorum.voters"]
     if not voters_config:
         raise InvalidConfigError("a broker needs controller.quorum.voters")
     assert isinstance(voters_config, list)
     voters = parse_voters(voters_config)
-    app = BrokerApp(config)
+    app = BrokerApp(config, at_swap_point=at_swap_point)
 
     async def serve(stop: asyncio.Event) -> None:
         start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
@@ -258,11 +263,12 @@ def run_broker(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
     run_service(serve, prefer_uvloop)
 
 
-def run_combined(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
+def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
+                 at_swap_point: SwapHook | None = None) -> None:
     """`odradek dev`: one controller voter and one broker in one process."""
     from odradek.controller.app import ControllerApp
 
-    app = BrokerApp(config, generate_cluster_id=True)
+    app = BrokerApp(config, generate_cluster_id=True, at_swap_point=at_swap_point)
     controller = ControllerApp(config, app.registry)
 
     async def serve(stop: asyncio.Event) -> None:

@@ -21,13 +21,8 @@ from odradek.clock import now_ms
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
-from odradek.protocol.records import (
-    BatchInfo,
-    build_batch,
-    decode_records,
-    iter_batches,
-    validate_batches,
-)
+from odradek.protocol.record_codec import build_batch, decode_records
+from odradek.protocol.records import BatchInfo, iter_batches, validate_batches
 
 log = logging.getLogger("odradek.broker.coordinators")
 

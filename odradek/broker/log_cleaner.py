@@ -14,19 +14,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from odradek.broker.broker import Broker
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
-from odradek.log.compaction import LogToClean, SegmentSummary, filthiest, log_to_clean
+from odradek.log.cleaning_plan import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
 from odradek.log.segment import LogSegment
-from odradek.log.segment_swap import finish_swap
+from odradek.log.segment_swap import SwapHook, SwapPoint, finish_swap
 
 log = logging.getLogger("odradek.broker.log_cleaner")
 
@@ -67,9 +70,24 @@ class CleanerFigures:
         return max((c.buffer_utilization_percent for c in self.last.values()), default=0.0)
 
 
+def pause_cleaning_at(point: SwapPoint) -> SwapHook:
+    """For crash tests only (`odradek dev|broker --test-pause-cleaner POINT`): at `point` of
+    a swap, mark the partition dir with `cleaner-paused-<point>` and hold the event loop for
+    good, so that the test can kill -9 the broker there with nothing else moving."""
+
+    def pause(directory: Path, reached: SwapPoint) -> None:
+        if reached == point:
+            (directory / f"cleaner-paused-{point}").touch()
+            threading.Event().wait()
+
+    return pause
+
+
 class LogCleaner:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, at_swap_point: SwapHook | None = None) -> None:
+        """`at_swap_point` is a crash test's hook into the swaps (`pause_cleaning_at`)."""
         self.broker = broker
+        self.at_swap_point = at_swap_point
         config = broker.config
         self.threads = config.integer("log.cleaner.threads")
         self.backoff_s = config.integer("log.cleaner.backoff.ms") / 1000
@@ -123,7 +141,7 @@ class LogCleaner:
                 await loop.run_in_executor(None, finish_swap, partition_log.directory)
                 return True
             if result.groups and not partition_log.install_cleaned(
-                    expected, truncations, result.groups, now_ms()):
+                    expected, truncations, result.groups, now_ms(), self.at_swap_point):
                 log.info("%s-%d changed while it was cleaned; cleaning it again later", *key)
                 return True
             if truncations == partition_log.truncations:
@@ -144,7 +162,8 @@ class LogCleaner:
         pool, which is replaced."""
         assert self._pool is not None
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, clean_log, job)
+            return await asyncio.get_running_loop().run_in_executor(
+                self._pool, clean_log, job, time.monotonic, time.sleep)
         except BrokenProcessPool:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()

@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from odradek.group.classic_state import ClassicState
+
 if TYPE_CHECKING:
     from odradek.broker.log_cleaner import CleanerFigures
 
@@ -24,8 +26,6 @@ GroupOffsets = Callable[[], Iterable[tuple[str, str, int, int, int]]]
 
 DirtyRatios = Callable[[], Iterable[tuple[str, int, float]]]
 """(topic, partition, dirty ratio) of every compacted log."""
-
-CLASSIC_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
 
 
 class BrokerMetrics:
@@ -217,7 +217,7 @@ class _GroupCollector(Collector):
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
-        by_state = {state: 0 for state in CLASSIC_STATES}
+        by_state: dict[str, int] = {state: 0 for state in ClassicState}
         by_protocol = {"classic": 0, "consumer": 0}
         consumer_states: dict[str, int] = {}
         members = GaugeMetricFamily("kafka_consumergroup_members",
@@ -232,7 +232,7 @@ class _GroupCollector(Collector):
                 consumer_states[state.lower()] = consumer_states.get(state.lower(), 0) + 1
             members.add_metric([group_id], member_count)
         yield GaugeMetricFamily(prefix + "numgroups", "Groups on this coordinator.", total)
-        for state in CLASSIC_STATES:
+        for state in ClassicState:
             yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
                                     f"Classic groups in state {state}.", by_state[state])
         counts = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",

@@ -19,9 +19,9 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.file_deletion import delete_later
 from odradek.clock import now_ms
+from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
-from odradek.protocol.client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import InvalidRecordsError, validate_batches
 from odradek.replication.follower import restart_inside_first_batch, truncation

@@ -14,8 +14,8 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import Acknowledgement, acknowledged
 from odradek.clock import now_ms
+from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.metadata.image import OFFSETS_TOPIC
-from odradek.protocol.client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request
 from odradek.protocol.control import build_marker_batch
 from odradek.protocol.records import validate_batches

@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
-from odradek.protocol.client import BrokerConnection, BrokerConnectionError
+from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.broker.txn_verification")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TypeVar
 
@@ -18,7 +19,7 @@ from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
-from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch, new_topic_id
+from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch
 from odradek.raft.types import NotLeaderError
 from odradek.rpc import controller_pb2 as pb
 from odradek.rpc import controller_pb2_grpc
@@ -27,6 +28,10 @@ log = logging.getLogger("odradek.controller.service")
 
 T = TypeVar("T")
 
+
+def new_topic_id() -> str:
+    """A random topic id: the shell draws it, the metadata core only records it."""
+    return str(uuid.uuid4())
 
 
 class NotController(Exception):

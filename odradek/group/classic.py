@@ -18,6 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.group.classic_state import ClassicState, check_transition
 from odradek.group.model import GroupContext, GroupError
 from odradek.group.records import (
     GroupMetadataKey,
@@ -25,12 +26,6 @@ from odradek.group.records import (
     MemberMetadata,
     Record,
 )
-
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
 
 JOIN_TIMER = "classic-join"
 SYNC_TIMER = "classic-sync"
@@ -99,7 +94,7 @@ class ClassicMember:
 @dataclass(slots=True)
 class ClassicGroup:
     group_id: str
-    state: str = EMPTY
+    _state: ClassicState = field(default=ClassicState.EMPTY, init=False)
     protocol_type: str | None = None
     protocol_name: str | None = None
     generation: int = 0
@@ -116,13 +111,13 @@ class ClassicGroup:
     def from_record(cls, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         group = cls(
             group_id,
-            state=STABLE if value.members else EMPTY,
             protocol_type=value.protocol_type or None,
             protocol_name=value.protocol,
             generation=value.generation,
             leader_id=value.leader,
             current_state_timestamp=value.current_state_timestamp,
         )
+        group._state = ClassicState.STABLE if value.members else ClassicState.EMPTY
         for m in value.members:
             group.members[m.member_id] = ClassicMember(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -155,8 +150,15 @@ class ClassicGroup:
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
-    def transition(self, state: str, now_ms: int) -> None:
-        self.state = state
+    @property
+    def state(self) -> ClassicState:
+        """Changed only by `transition`, which checks the table."""
+        return self._state
+
+    def transition(self, state: ClassicState, now_ms: int) -> None:
+        """Move to `state` (IllegalTransitionError if the table does not allow it)."""
+        check_transition(self._state, state)
+        self._state = state
         self.current_state_timestamp = now_ms
 
     def subscribed_topics(self) -> set[str] | None:
@@ -187,9 +189,9 @@ class ClassicGroup:
     def validate_offset_commit(self, member_id: str, instance_id: str | None,
                                generation: int) -> None:
         """Kafka's ClassicGroup.validateOffsetCommit."""
-        if self.state == DEAD:
+        if self.state == ClassicState.DEAD:
             raise GroupError(ErrorCode.coordinator_not_available)
-        if generation < 0 and self.state == EMPTY:
+        if generation < 0 and self.state == ClassicState.EMPTY:
             return
         if generation >= 0 or member_id or instance_id is not None:
             self.validate_member(member_id, instance_id)
@@ -199,7 +201,7 @@ class ClassicGroup:
         elif not self.is_empty():
             raise GroupError(ErrorCode.unknown_member_id,
                              "A commit without a member id needs an empty group")
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == ClassicState.COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.rebalance_in_progress)
 
 
@@ -259,7 +261,7 @@ def validate_join(group: ClassicGroup | None, request: JoinRequest, ctx: GroupCo
             raise GroupError(ErrorCode.unknown_member_id,
                              f"Group {request.group_id} does not exist")
         return
-    if group.state == DEAD:
+    if group.state == ClassicState.DEAD:
         raise GroupError(ErrorCode.coordinator_not_available)
     if not group.is_empty():
         names = {name for name, _ in request.protocols}
@@ -318,8 +320,8 @@ def _join_known_member(group: ClassicGroup, token: Token, request: JoinRequest,
     # leader rejoining a stable group, starts a rebalance
     unchanged = member.protocols == request.protocols
     answer_again = unchanged and (
-        group.state == COMPLETING_REBALANCE
-        or (group.state == STABLE and member_id != group.leader_id)
+        group.state == ClassicState.COMPLETING_REBALANCE
+        or (group.state == ClassicState.STABLE and member_id != group.leader_id)
     )
     if answer_again:
         out.responses.append((token, _join_response(group, member, request.api_version)))
@@ -386,7 +388,7 @@ def _replace_static_member(group: ClassicGroup, token: Token, request: JoinReque
         group.leader_id = new_id
     protocol_kept = group.protocol_name is not None and (
         _select_protocol(group) == group.protocol_name)
-    if group.state == STABLE and protocol_kept:
+    if group.state == ClassicState.STABLE and protocol_kept:
         _schedule_session(group, member, ctx)
         out.records.append(group.record())
         response = _join_response(group, member, request.api_version)
@@ -405,9 +407,9 @@ def _replace_static_member(group: ClassicGroup, token: Token, request: JoinReque
 
 
 def _maybe_prepare_rebalance(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
-    if group.state in (EMPTY, STABLE, COMPLETING_REBALANCE):
+    if group.state in (ClassicState.EMPTY, ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
         prepare_rebalance(group, ctx, out)
-    elif group.state == PREPARING_REBALANCE:
+    elif group.state == ClassicState.PREPARING_REBALANCE:
         _maybe_complete_join(group, ctx, out)
 
 
@@ -415,7 +417,7 @@ def prepare_rebalance(group: ClassicGroup, ctx: GroupContext, out: Output) -> No
     """Start a rebalance. A new (Empty) group waits group.initial.rebalance.delay.ms, and
     again while members keep arriving, up to the rebalance timeout; others wait until every
     member rejoined or the rebalance timeout."""
-    if group.state == COMPLETING_REBALANCE:
+    if group.state == ClassicState.COMPLETING_REBALANCE:
         for member in group.members.values():
             member.assignment = b""
             if member.sync_token is not None:
@@ -423,7 +425,7 @@ def prepare_rebalance(group: ClassicGroup, ctx: GroupContext, out: Output) -> No
                                       sync_error(GroupError(ErrorCode.rebalance_in_progress))))
                 member.sync_token = None
         ctx.timers.cancel((SYNC_TIMER, group.group_id))
-    initial = group.state == EMPTY
+    initial = group.state == ClassicState.EMPTY
     rebalance_timeout = group.rebalance_timeout_ms()
     if initial:
         delay = min(ctx.config.initial_rebalance_delay_ms, rebalance_timeout)
@@ -433,7 +435,7 @@ def prepare_rebalance(group: ClassicGroup, ctx: GroupContext, out: Output) -> No
         delay = rebalance_timeout
         group.initial_delay_remaining_ms = -1
     group.rebalance_started_ms = ctx.now_ms
-    group.transition(PREPARING_REBALANCE, ctx.now_ms)
+    group.transition(ClassicState.PREPARING_REBALANCE, ctx.now_ms)
     ctx.timers.schedule((JOIN_TIMER, group.group_id), ctx.now_ms + delay)
     if not initial:
         _maybe_complete_join(group, ctx, out)
@@ -450,7 +452,7 @@ def _maybe_complete_join(group: ClassicGroup, ctx: GroupContext, out: Output) ->
 
 
 def on_join_timer(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
-    if group.state != PREPARING_REBALANCE:
+    if group.state != ClassicState.PREPARING_REBALANCE:
         return
     remaining = group.initial_delay_remaining_ms
     if remaining > 0 and group.new_member_added:
@@ -479,13 +481,13 @@ def complete_join(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
     if group.is_empty():
         group.protocol_name = None
         group.leader_id = None
-        group.transition(EMPTY, ctx.now_ms)
+        group.transition(ClassicState.EMPTY, ctx.now_ms)
         out.records.append(group.record())
         return
     group.protocol_name = _select_protocol(group)
     if group.leader_id not in {m.member_id for m in joined}:
         group.leader_id = joined[0].member_id
-    group.transition(COMPLETING_REBALANCE, ctx.now_ms)
+    group.transition(ClassicState.COMPLETING_REBALANCE, ctx.now_ms)
     for member in joined:
         assert member.join_token is not None
         out.responses.append((member.join_token,
@@ -557,15 +559,15 @@ def sync(group: ClassicGroup | None, token: Token, request: SyncRequest,
                 or (request.protocol_name is not None
                     and request.protocol_name != group.protocol_name):
             raise GroupError(ErrorCode.inconsistent_group_protocol)
-        if group.state == PREPARING_REBALANCE:
+        if group.state == ClassicState.PREPARING_REBALANCE:
             raise GroupError(ErrorCode.rebalance_in_progress)
-        if group.state == DEAD:
+        if group.state == ClassicState.DEAD:
             raise GroupError(ErrorCode.coordinator_not_available)
     except GroupError as error:
         out.responses.append((token, sync_error(error)))
         return out
     _schedule_session(group, member, ctx)
-    if group.state == STABLE:
+    if group.state == ClassicState.STABLE:
         out.responses.append((token, _sync_response(group, member)))
         return out
     if member.sync_token is not None:
@@ -577,7 +579,7 @@ def sync(group: ClassicGroup | None, token: Token, request: SyncRequest,
         for m in group.members.values():
             m.assignment = assignments.get(m.member_id, b"")
         ctx.timers.cancel((SYNC_TIMER, group.group_id))
-        group.transition(STABLE, ctx.now_ms)
+        group.transition(ClassicState.STABLE, ctx.now_ms)
         out.records.append(group.record())
         out.rebalances.append(("classic", ctx.now_ms - group.rebalance_started_ms))
         for m in group.members.values():
@@ -590,7 +592,7 @@ def sync(group: ClassicGroup | None, token: Token, request: SyncRequest,
 def on_sync_timer(group: ClassicGroup, ctx: GroupContext, out: Output) -> None:
     """The leader did not send its assignment in time: members that did not sync leave,
     and the group rebalances."""
-    if group.state != COMPLETING_REBALANCE:
+    if group.state != ClassicState.COMPLETING_REBALANCE:
         return
     for member in [m for m in group.members.values() if m.sync_token is None]:
         _remove_member(group, member.member_id, ctx)
@@ -614,18 +616,18 @@ def heartbeat(group: ClassicGroup | None, member_id: str, instance_id: str | Non
               generation: int, ctx: GroupContext) -> ErrorCode:
     if group is None:
         return ErrorCode.unknown_member_id
-    if group.state == DEAD:
+    if group.state == ClassicState.DEAD:
         return ErrorCode.coordinator_not_available
     try:
         member = group.validate_member(member_id, instance_id)
     except GroupError as error:
         return error.error_code
-    if group.state == EMPTY:
+    if group.state == ClassicState.EMPTY:
         return ErrorCode.unknown_member_id
     if generation != group.generation:
         return ErrorCode.illegal_generation
     _schedule_session(group, member, ctx)
-    if group.state == PREPARING_REBALANCE:
+    if group.state == ClassicState.PREPARING_REBALANCE:
         return ErrorCode.rebalance_in_progress
     return ErrorCode.none
 
@@ -652,7 +654,7 @@ def leave(group: ClassicGroup | None, members: list[tuple[str, str | None]],
             group.pending_members.discard(member_id)
             ctx.timers.cancel((PENDING_TIMER, group.group_id, member_id))
             errors.append(ErrorCode.none)
-            if group.state == PREPARING_REBALANCE:
+            if group.state == ClassicState.PREPARING_REBALANCE:
                 _maybe_complete_join(group, ctx, out)
             continue
         try:
@@ -679,7 +681,7 @@ def on_pending_timer(group: ClassicGroup, member_id: str, ctx: GroupContext,
                      out: Output) -> None:
     if member_id in group.pending_members:
         group.pending_members.discard(member_id)
-        if group.state == PREPARING_REBALANCE:
+        if group.state == ClassicState.PREPARING_REBALANCE:
             _maybe_complete_join(group, ctx, out)
 
 
@@ -693,9 +695,9 @@ def _remove_member_and_rebalance(group: ClassicGroup, member_id: str, ctx: Group
         out.responses.append((member.sync_token,
                               sync_error(GroupError(ErrorCode.unknown_member_id))))
     _remove_member(group, member_id, ctx)
-    if group.state in (STABLE, COMPLETING_REBALANCE):
+    if group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
         prepare_rebalance(group, ctx, out)
-    elif group.state == PREPARING_REBALANCE:
+    elif group.state == ClassicState.PREPARING_REBALANCE:
         _maybe_complete_join(group, ctx, out)
 
 
@@ -736,14 +738,14 @@ def describe(group: ClassicGroup) -> dict[str, Any]:
             "member_id": m.member_id, "group_instance_id": m.group_instance_id,
             "client_id": m.client_id, "client_host": m.client_host,
             "member_metadata": m.metadata(group.protocol_name)
-            if group.state == STABLE else b"",
-            "member_assignment": m.assignment if group.state == STABLE else b"",
+            if group.state == ClassicState.STABLE else b"",
+            "member_assignment": m.assignment if group.state == ClassicState.STABLE else b"",
         }
         for m in group.members.values()
     ]
     return {
         "error_code": ErrorCode.none, "group_id": group.group_id, "group_state": group.state,
         "protocol_type": group.protocol_type or "",
-        "protocol_data": (group.protocol_name or "") if group.state == STABLE else "",
+        "protocol_data": (group.protocol_name or "") if group.state == ClassicState.STABLE else "",
         "members": members, "authorized_operations": -2147483648,
     }

@@ -10,16 +10,17 @@ before it releases any response.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.group import classic, consumer_group
+from odradek.group import classic, consumer_group, consumer_handlers
 from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
-from odradek.group.consumer_group import ConsumerGroup, HeartbeatRequest, HeartbeatResponse
+from odradek.group.classic_state import ClassicState
+from odradek.group.consumer_group import ConsumerGroup
+from odradek.group.consumer_handlers import HeartbeatRequest, HeartbeatResponse
 from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
 from odradek.group.records import (
     ConsumerGroupMetadataKey,
@@ -32,6 +33,9 @@ from odradek.group.records import (
     RecordValue,
 )
 
+if TYPE_CHECKING:
+    import random
+
 Group = ClassicGroup | ConsumerGroup
 TopicPartition = tuple[str, int]
 
@@ -40,7 +44,7 @@ CONSUMER = "consumer"
 FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
 CLASSIC_TIMERS = frozenset({classic.JOIN_TIMER, classic.SYNC_TIMER, classic.SESSION_TIMER,
                             classic.PENDING_TIMER})
-CONSUMER_TIMERS = frozenset({consumer_group.SESSION_TIMER, consumer_group.REBALANCE_TIMER})
+CONSUMER_TIMERS = frozenset({consumer_handlers.SESSION_TIMER, consumer_handlers.REBALANCE_TIMER})
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +194,7 @@ class GroupCoordinatorShard:
             if isinstance(group, ClassicGroup):
                 classic.schedule_loaded_sessions(group, ctx)
             else:
-                consumer_group.schedule_loaded_timers(group, ctx)
+                consumer_handlers.schedule_loaded_timers(group, ctx)
 
     # Classic protocol.
 
@@ -258,7 +262,7 @@ class GroupCoordinatorShard:
                                         f"Group {request.group_id} is a classic group"), out
             converted, group = group, None
         epoch = group.group_epoch if group is not None else 0
-        records, response = consumer_group.heartbeat(group, request, self.context(now_ms))
+        records, response = consumer_handlers.heartbeat(group, request, self.context(now_ms))
         if converted is not None and records:
             classic.cancel_timers(converted, self.context(now_ms))
             self.groups.pop(request.group_id, None)
@@ -301,7 +305,7 @@ class GroupCoordinatorShard:
         for group in list(self.groups.values()):
             if isinstance(group, ConsumerGroup) and not group.is_empty():
                 epoch = group.group_epoch
-                records = consumer_group.refresh_metadata(group, ctx)
+                records = consumer_handlers.refresh_metadata(group, ctx)
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group.group_id, epoch, now_ms, out)
@@ -401,7 +405,7 @@ class GroupCoordinatorShard:
         """OffsetDelete: ((group error, partition errors), output)."""
         out = Output()
         group = self.groups.get(group_id)
-        if group is None or group.state == classic.DEAD:
+        if group is None or group.state == ClassicState.DEAD:
             return (ErrorCode.group_id_not_found, {}), out
         subscribed: set[str] | None
         if isinstance(group, ConsumerGroup):
@@ -454,11 +458,11 @@ class GroupCoordinatorShard:
             "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
             "error_message": f"Group {group_id} not found" if missing
             else f"Group {group_id} is not a classic group",
-            "group_id": group_id, "group_state": classic.DEAD, "protocol_type": "",
+            "group_id": group_id, "group_state": ClassicState.DEAD, "protocol_type": "",
             "protocol_data": "", "members": [], "authorized_operations": -2147483648,
         }
 
-    def delete_group(self, group_id: str) -> tuple[ErrorCode, Output]:
+    def delete_group(self, group_id: str, now_ms: int) -> tuple[ErrorCode, Output]:
         out = Output()
         group = self.groups.get(group_id)
         if group is None:
@@ -470,8 +474,8 @@ class GroupCoordinatorShard:
             out.records.extend(group.deletion_records())
         else:
             out.records.append((GroupMetadataKey(group_id), None))
-            group.state = classic.DEAD
-            classic.cancel_timers(group, self.context(0))
+            group.transition(ClassicState.DEAD, now_ms)
+            classic.cancel_timers(group, self.context(now_ms))
         self._apply(out.records)
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
@@ -499,7 +503,7 @@ class GroupCoordinatorShard:
                     classic.on_pending_timer(group, rest[0], ctx, out)
             elif isinstance(group, ConsumerGroup) and kind in CONSUMER_TIMERS:
                 epoch = group.group_epoch
-                records = consumer_group.on_timer(group, key, ctx)
+                records = consumer_handlers.on_timer(group, key, ctx)
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group_id, epoch, now_ms, out)
@@ -525,7 +529,7 @@ class GroupCoordinatorShard:
             if group_id in self.offsets or not group.is_empty():
                 continue
             if isinstance(group, ClassicGroup):
-                if group.pending_members or group.state != classic.EMPTY:
+                if group.pending_members or group.state != ClassicState.EMPTY:
                     continue
                 classic.cancel_timers(group, self.context(now_ms))
                 if group.generation > 0:

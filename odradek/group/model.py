@@ -4,15 +4,17 @@ timers and the errors its handlers answer with. Nothing here does IO or reads a 
 from __future__ import annotations
 
 import heapq
-import random
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from odradek.config import BrokerConfig
+
+if TYPE_CHECKING:
+    import random
 
 
 class GroupError(Exception):

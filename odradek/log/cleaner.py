@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from odradek.protocol.records import BATCH_OVERHEAD, parse_batch_header
 
-from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map, group_segments_by_size
+from .cleaning_plan import group_segments_by_size
+from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map
 from .segment import LOG_SUFFIX, IndexLimits, LogSegment, segment_path
 from .segment_swap import SWAP_MANIFEST, staging_dir
 from .txn_index import AbortedTxn
@@ -120,11 +120,11 @@ class CleanResult:
 
 
 class Throttler:
-    """Keeps a cleaner's IO at `log.cleaner.io.max.bytes.per.second` (Kafka's Throttler)."""
+    """Keeps a cleaner's IO at `log.cleaner.io.max.bytes.per.second` (Kafka's Throttler).
+    `clock` is monotonic seconds."""
 
-    def __init__(self, bytes_per_second: float,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, bytes_per_second: float, clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
         self.rate = bytes_per_second
         self._clock = clock
         self._sleep = sleep
@@ -139,11 +139,13 @@ class Throttler:
             self._sleep(ahead)
 
 
-def clean_log(job: CleanJob) -> CleanResult:
+def clean_log(job: CleanJob, clock: Callable[[], float],
+              sleep: Callable[[float], None]) -> CleanResult:
     """Build the offset map over the dirty section, then write cleaned copies of every
-    segment below the offset it reached into the staging dir."""
-    started = time.monotonic()
-    throttler = Throttler(job.max_io_bytes_per_second)
+    segment below the offset it reached into the staging dir. `clock` (monotonic seconds)
+    times the pass and, with `sleep`, throttles its IO."""
+    started = clock()
+    throttler = Throttler(job.max_io_bytes_per_second, clock, sleep)
     offset_map = OffsetMap(job.map_bytes, job.load_factor)
     dirty = [s for s in job.segments
              if s.next_offset > job.first_dirty_offset
@@ -169,7 +171,7 @@ def clean_log(job: CleanJob) -> CleanResult:
     for group in group_segments_by_size(to_clean, job.segment_bytes, job.max_index_bytes,
                                         job.first_uncleanable_offset):
         result.groups.append(_clean_group(job, group, cleaning, staging, limits, throttler))
-    result.elapsed_s = time.monotonic() - started
+    result.elapsed_s = clock() - started
     return result
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,33 +17,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odradek.protocol.control import ControlType, read_marker
-from odradek.protocol.records import BatchInfo, assign_offsets, decode_records
+from odradek.protocol.record_codec import decode_records
+from odradek.protocol.records import BatchInfo, assign_offsets
 from odradek.txn.producer_state import CompletedTxn, ProducerStateManager
 
 from .checkpoint import fsync_directory
 from .config import LogConfig
-from .leader_epochs import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from .leader_epochs import LeaderEpochCache
+from .loader import load_segments
 from .producer_snapshots import SNAPSHOT_SUFFIX, delete_snapshots, load_latest, write_snapshot
-from .segment import (
-    INDEX_SUFFIX,
-    INT32_MAX,
-    LOG_SUFFIX,
-    SUFFIXES,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
-    IndexLimits,
-    LogSegment,
-    segment_path,
-)
-from .segment_swap import commit_swap, finish_swap, pause_for_tests
+from .segment import INT32_MAX, IndexLimits, LogSegment, segment_path
+from .segment_swap import SwapHook, commit_swap, finish_swap
 from .txn_index import AbortedTxn, collect_aborted_transactions
 
 if TYPE_CHECKING:
     from .cleaner import StagedGroup
 
 logger = logging.getLogger("odradek.log")
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
-_BASE_DIGITS = 20
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -122,46 +111,14 @@ class PartitionLog:
         recovery_point: int = 0,
         log_start_offset: int = 0,
     ) -> PartitionLog:
-        """Load (or create) the log in `directory`, recovering what lies past `recovery_point`.
-
-        A segment holding data at or past the recovery point, or whose index files are
-        missing or corrupt, is rescanned with CRC checks: a torn or corrupt tail is truncated,
-        the indexes are rebuilt, and every later segment is deleted. Blocking: run it in a
-        worker thread.
+        """Load (or create) the log in `directory`, recovering what lies past `recovery_point`
+        (`loader.load_segments`), then align the leader epochs and rebuild the producer state.
+        Blocking: run it in a worker thread.
         """
-        directory.mkdir(parents=True, exist_ok=True)
-        if finish_swap(directory):
-            logger.info("%s: completed a cleaner swap interrupted by a crash", directory.name)
-        bases = _clean_directory(directory)
-        limits = IndexLimits(config.index_interval_bytes, config.segment_index_bytes)
-        segments: list[LogSegment] = []
-        truncated = False
-        for i, base in enumerate(bases):
-            if truncated:
-                for suffix in SUFFIXES:
-                    segment_path(directory, base, suffix).unlink(missing_ok=True)
-                continue
-            segment, intact = LogSegment.open(directory, base, now_ms)
-            is_last = i == len(bases) - 1
-            recover = not intact or (not is_last and bases[i + 1] > recovery_point)
-            if not recover:
-                recover = not segment.load_tail() or (
-                    is_last and segment.next_offset > recovery_point
-                )
-            removed = segment.recover(limits) if recover else 0
-            if removed:
-                logger.warning(
-                    "%s: truncated a torn or corrupt tail of %d bytes from segment %d; "
-                    "log end offset now %d", directory.name, removed, base, segment.next_offset,
-                )
-                truncated = True
-            if not is_last and not truncated:
-                segment.seal()
-            segments.append(segment)
-        if not segments:
-            segments.append(LogSegment.create(directory, log_start_offset, now_ms))
-        log = cls(directory, config, segments, log_start_offset, recovery_point,
-                  _load_leader_epochs(directory, segments))
+        loaded = load_segments(directory, config, now_ms, recovery_point=recovery_point,
+                               log_start_offset=log_start_offset)
+        log = cls(directory, config, loaded.segments, log_start_offset, recovery_point,
+                  loaded.leader_epochs)
         if log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(log_start_offset, now_ms)
             for path in log.take_deleted_files():
@@ -598,14 +555,15 @@ class PartitionLog:
     # -- cleaning ---------------------------------------------------------------------------
 
     def install_cleaned(self, expected: Sequence[LogSegment], truncations: int,
-                        groups: Sequence[StagedGroup], now_ms: int) -> bool:
+                        groups: Sequence[StagedGroup], now_ms: int,
+                        at_swap_point: SwapHook | None = None) -> bool:
         """Swap the cleaner's staged segments in for the sealed segments they replace.
 
         `expected` are the segments the cleaner read and `truncations` the log's count of
         them then; when the log has been truncated since, or any of those segments removed or
         made active, the staged files are dropped and False returned. Otherwise the swap is
         committed (`segment_swap`), carried out, and the new segments take the old ones'
-        place in memory.
+        place in memory. `at_swap_point` is a test's hook into the swap's points.
         """
         current = {segment.base_offset: segment for segment in self._segments[:-1]}
         old = [current.get(base) for group in groups for base in group.old_bases]
@@ -625,8 +583,9 @@ class PartitionLog:
                    if path.name not in incoming and path.exists()
                    and not (path.name.endswith(SNAPSHOT_SUFFIX)
                             and segment.base_offset in new_bases)]
-        pause_for_tests(self.directory, "staged")
-        commit_swap(self.directory, moves, deletes)
+        if at_swap_point is not None:
+            at_swap_point(self.directory, "staged")
+        commit_swap(self.directory, moves, deletes, at_swap_point)
         for segment in replaced:
             segment.close()
         finish_swap(self.directory)
@@ -681,40 +640,3 @@ class PartitionLog:
 def _aborted(completed: CompletedTxn) -> AbortedTxn:
     return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
                       completed.last_stable_offset)
-
-
-def _clean_directory(directory: Path) -> list[int]:
-    """Delete leftovers and orphan index files; return the segments' base offsets, sorted."""
-    bases: set[int] = set()
-    index_files: list[tuple[int, Path]] = []
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            name = entry.name
-            if name.endswith(LEFTOVER_SUFFIXES):
-                os.unlink(entry.path)
-                continue
-            stem, suffix = name[:_BASE_DIGITS], name[_BASE_DIGITS:]
-            if len(stem) != _BASE_DIGITS or not stem.isdigit():
-                continue
-            if suffix == LOG_SUFFIX:
-                bases.add(int(stem))
-            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-                index_files.append((int(stem), Path(entry.path)))
-    for base, path in index_files:
-        if base not in bases:
-            path.unlink()
-    return sorted(bases)
-
-
-def _load_leader_epochs(directory: Path, segments: list[LogSegment]) -> LeaderEpochCache:
-    """The checkpointed cache, or, for a log written without one, the cache rebuilt from the
-    batch headers (as Kafka does when the file is missing)."""
-    if (directory / LEADER_EPOCH_CHECKPOINT).exists():
-        return LeaderEpochCache.load(directory)
-    rebuilt = LeaderEpochCache(None)
-    for segment in segments:
-        for _, info in segment.batches_from(0):
-            rebuilt.assign(info.partition_leader_epoch, info.base_offset)
-    cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, list(rebuilt.entries))
-    cache.save()
-    return cache

@@ -17,19 +17,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Literal
 
 from .checkpoint import fsync_directory, write_lines_atomically
 
 STAGING_DIR = "cleaner-staging"
 SWAP_MANIFEST = "cleaner-swap"
 VERSION = "0"
-PAUSE_ENV = "ODRADEK_TEST_CLEANER_PAUSE"
-"""Test-only: `staged` or `committed` makes the cleaning of a log stop for good at that
-point (after writing `cleaner-paused-<point>` into the partition dir), so that a test can
-kill -9 the broker there."""
+
+SwapPoint = Literal["staged", "committed"]
+"""The points of a swap a crash test stops at: `staged` (the new segments written, no
+manifest yet) and `committed` (the manifest written, the swap not yet carried out)."""
+SwapHook = Callable[[Path, SwapPoint], None]
+"""Called with the partition dir at each swap point; injected by tests, None otherwise."""
 
 
 class CorruptSwapManifestError(ValueError):
@@ -40,13 +42,15 @@ def staging_dir(directory: Path) -> Path:
     return directory / STAGING_DIR
 
 
-def commit_swap(directory: Path, moves: Iterable[str], deletes: Iterable[str]) -> None:
+def commit_swap(directory: Path, moves: Iterable[str], deletes: Iterable[str],
+                at_swap_point: SwapHook | None = None) -> None:
     """The commit point: from here on the swap completes, now or at the next load."""
     fsync_directory(staging_dir(directory))
     lines = [VERSION, *(f"move {name}" for name in moves),
              *(f"delete {name}" for name in deletes)]
     write_lines_atomically(directory / SWAP_MANIFEST, lines)
-    pause_for_tests(directory, "committed")
+    if at_swap_point is not None:
+        at_swap_point(directory, "committed")
 
 
 def finish_swap(directory: Path) -> bool:
@@ -84,12 +88,3 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str]]:
             raise CorruptSwapManifestError(f"{path}: bad line {line!r}")
         (moves if action == "move" else deletes).append(name)
     return moves, deletes
-
-
-def pause_for_tests(directory: Path, point: str) -> None:
-    """The test-only pause point (see PAUSE_ENV); a no-op unless the variable names `point`."""
-    if os.environ.get(PAUSE_ENV) != point:
-        return
-    (directory / f"cleaner-paused-{point}").touch()
-    while True:
-        time.sleep(1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import enum
 import json
 import types
-import uuid
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -131,10 +130,6 @@ MetadataRecord = (
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(MetadataRecord)}
 _HINTS: dict[type, dict[str, Any]] = {cls: get_type_hints(cls) for cls in _TYPES.values()}
-
-
-def new_topic_id() -> str:
-    return str(uuid.uuid4())
 
 
 def _as_dict(record: MetadataRecord) -> dict[str, Any]:

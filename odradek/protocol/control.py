@@ -13,7 +13,8 @@ import struct
 
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.records import Buffer, InvalidRecordsError, build_batch, decode_records
+from odradek.protocol.record_codec import build_batch, decode_records
+from odradek.protocol.records import Buffer, InvalidRecordsError
 
 CONTROL_VERSION = 0
 _KEY = struct.Struct(">hh")

@@ -1,11 +1,11 @@
-"""Kafka record batches (magic v2): a zero-copy view for the hot paths, and a record codec.
+"""Kafka record batches (magic v2) as a zero-copy view of their headers, for the hot paths.
 
 The produce and fetch paths only touch batch headers: `validate_batches` checks a produce
 request's records blob (sizes, magic, CRC32C) without decoding a record, `assign_offsets`
 patches offsets (and timestamps for LogAppendTime) in place, `iter_batches` walks complete
 batches, and `scan_valid_prefix` finds where a log segment stops being trustworthy.
-`decode_records` and `build_batch` decode and encode the records themselves; they are for
-ListOffsets by timestamp, coordinators, tests and tools.
+`pack_batch` writes a header around records already encoded. Decoding and encoding the
+records themselves is `record_codec`'s; compression is `compression`'s.
 
 Batch layout (big-endian), from `DefaultRecordBatch.java`:
 
@@ -20,11 +20,10 @@ The CRC32C covers attributes..end of batch.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
-import cramjam
 import crc32c
 from kio.schema.errors import ErrorCode
 
@@ -63,9 +62,6 @@ _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 
-_XERIAL_HEADER = b"\x82SNAPPY\x00"
-_XERIAL_PREAMBLE = _XERIAL_HEADER + struct.pack(">ii", 1, 1)
-_XERIAL_BLOCK_SIZE = 32 * 1024
 
 
 class InvalidRecordsError(Exception):
@@ -75,6 +71,11 @@ class InvalidRecordsError(Exception):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+    @classmethod
+    def corrupt(cls, message: str) -> InvalidRecordsError:
+        """CORRUPT_MESSAGE: bytes that do not decode."""
+        return cls(ErrorCode.corrupt_message, message)
 
 
 @dataclass(slots=True, frozen=True)
@@ -382,316 +383,10 @@ def _scan(view: memoryview, start: int) -> tuple[list[BatchInfo], int]:
     return batches, position
 
 
-# ---------------------------------------------------------------------------------------
-# The record layer: not for the produce or fetch paths.
-
-
-@dataclass(slots=True, frozen=True)
-class Record:
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-def _corrupt(message: str) -> InvalidRecordsError:
-    return InvalidRecordsError(ErrorCode.corrupt_message, message)
-
-
-def _read_varint(data: bytes, position: int, max_bytes: int) -> tuple[int, int]:
-    """Decode a zigzag varint (max_bytes 5) or varlong (max_bytes 10) at `position`."""
-    result = 0
-    shift = 0
-    limit = min(len(data), position + max_bytes)
-    while position < limit:
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
-    if position >= len(data):
-        raise _corrupt("truncated varint")
-    raise _corrupt(f"varint longer than {max_bytes} bytes")
-
-
-def _read_bytes(data: bytes, position: int, what: str) -> tuple[bytes | None, int]:
-    length, position = _read_varint(data, position, 5)
-    if length < 0:  # Java's DefaultRecord reads any negative length as null
-        return None, position
-    end = position + length
-    if end > len(data):
-        raise _corrupt(f"{what} of {length} bytes runs past the end of the records")
-    return data[position:end], end
-
-
-def _decompress(codec: int, data: bytes) -> bytes:
-    try:
-        if codec == GZIP:
-            return bytes(cramjam.gzip.decompress(data))
-        if codec == SNAPPY:
-            if data.startswith(_XERIAL_HEADER):
-                return _xerial_decompress(data)
-            return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
-    except cramjam.DecompressionError as error:
-        raise _corrupt(f"cannot decompress records: {error}") from error
-    raise _corrupt(f"unknown compression codec {codec}")
-
-
-def _xerial_decompress(data: bytes) -> bytes:
-    """snappy-java's SnappyOutputStream framing: preamble, then (int32 length, block)*."""
-    chunks: list[bytes] = []
-    position = len(_XERIAL_PREAMBLE)
-    while position < len(data):
-        if len(data) - position < 4:
-            raise _corrupt("truncated xerial snappy block length")
-        (length,) = _INT32.unpack_from(data, position)
-        position += 4
-        if length < 0 or position + length > len(data):
-            raise _corrupt(f"xerial snappy block of {length} bytes runs past the end")
-        chunks.append(bytes(cramjam.snappy.decompress_raw(data[position : position + length])))
-        position += length
-    return b"".join(chunks)
-
-
-def _compress(codec: int, data: bytes) -> bytes:
-    if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == SNAPPY:
-        parts = [_XERIAL_PREAMBLE]
-        for start in range(0, len(data), _XERIAL_BLOCK_SIZE):
-            block = bytes(cramjam.snappy.compress_raw(data[start : start + _XERIAL_BLOCK_SIZE]))
-            parts += (_INT32.pack(len(block)), block)
-        return b"".join(parts)
-    if codec == LZ4:
-        # Independent blocks and no content checksum, as KafkaLZ4BlockOutputStream writes.
-        compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-        compressor.compress(data)
-        return bytes(compressor.finish())
-    if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def decode_records(batch: Buffer) -> list[Record]:
-    """Decode every record of the batch that starts `batch` (bytes after it are ignored).
-
-    The CRC is not checked: `validate_batches` and `scan_valid_prefix` do that.
-
-    Timestamps of a LogAppendTime batch are its maxTimestamp, as Kafka's readers report.
-    Header keys that are not UTF-8 decode with surrogate escapes (Java would substitute
-    U+FFFD); `build_batch` encodes them back to the same bytes.
-    """
-    info = parse_batch_header(batch)
-    if info.magic != MAGIC:
-        raise _corrupt(f"record batch magic {info.magic}, only magic 2 is supported")
-    data = _records_data(batch, info)
-    if info.record_count < 0:
-        raise _corrupt(f"negative record count {info.record_count}")
-    log_append_time = info.timestamp_type == LOG_APPEND_TIME
-    records: list[Record] = []
-    position = 0
-    for start, record_end in _record_spans(data, info.record_count):
-        position = start + 1  # record attributes: unused
-        timestamp_delta, position = _read_varint(data, position, 10)
-        offset_delta, position = _read_varint(data, position, 5)
-        key, position = _read_bytes(data, position, "key")
-        value, position = _read_bytes(data, position, "value")
-        header_count, position = _read_varint(data, position, 5)
-        if header_count < 0:
-            raise _corrupt(f"invalid header count {header_count}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(header_count):
-            header_key, position = _read_bytes(data, position, "header key")
-            if header_key is None:
-                raise _corrupt("invalid negative header key size")
-            header_value, position = _read_bytes(data, position, "header value")
-            headers.append((header_key.decode(errors="surrogateescape"), header_value))
-        if position != record_end:
-            raise _corrupt(f"record declares {record_end - start} bytes but its fields do not "
-                           "fill them")
-        timestamp = info.max_timestamp if log_append_time else info.base_timestamp + timestamp_delta
-        records.append(
-            Record(info.base_offset + offset_delta, timestamp, key, value, tuple(headers))
-        )
-    if position != len(data):
-        raise _corrupt(f"{len(data) - position} bytes left after {info.record_count} records")
-    return records
-
-
-def _records_data(batch: Buffer, info: BatchInfo) -> bytes:
-    """The batch's records section, decompressed."""
-    if info.size < BATCH_OVERHEAD or info.size > len(batch):
-        raise _corrupt(f"batch declares {info.size} bytes, {len(batch)} present")
-    data = bytes(batch[BATCH_OVERHEAD : info.size])
-    if info.compression != NO_COMPRESSION:
-        data = _decompress(info.compression, data)
-    return data
-
-
-def _record_spans(data: bytes, count: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of each of the `count` records in `data`, after its length prefix, which
-    must stay within `data`."""
-    position = 0
-    for _ in range(count):
-        length, position = _read_varint(data, position, 5)
-        end = position + length
-        if length < 0 or end > len(data):
-            raise _corrupt(f"record of {length} bytes runs past the end of the batch")
-        yield position, end
-        position = end
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    zigzag = (value << 1) ^ (value >> 63)
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-
-
-def _write_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        _write_varint(out, -1)
-    else:
-        _write_varint(out, len(data))
-        out += data
-
-
-def build_batch(
-    records: Sequence[tuple[bytes | None, bytes | None] | Record],
-    *,
-    base_offset: int = 0,
-    timestamp_ms: int = 0,
-    compression: int = NO_COMPRESSION,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    partition_leader_epoch: int = -1,
-    is_transactional: bool = False,
-    is_control: bool = False,
-    log_append_time_ms: int | None = None,
-    delete_horizon_ms: int | None = None,
-    last_offset_delta: int | None = None,
-) -> bytes:
-    """Encode a batch of magic v2.
-
-    A `(key, value)` pair gets the next offset delta, `timestamp_ms` and no headers. A
-    `Record` brings its own timestamp and headers, and its offset (which must be at least
-    `base_offset` and increasing), so decoded records re-encode to the same batch.
-
-    The keywords after `is_control` let the log cleaner rebuild a batch as Kafka's
-    MemoryRecordsBuilder does: `log_append_time_ms` makes a LogAppendTime batch with that
-    maxTimestamp; `delete_horizon_ms` sets the delete-horizon bit and becomes baseTimestamp
-    (timestamp deltas are taken from it, so record timestamps do not change); and
-    `last_offset_delta` keeps the original batch's last offset (so the producer's last
-    sequence survives) when its last records were removed.
-    """
-    if not records:
-        raise ValueError("a record batch needs at least one record")
-    timestamps: list[int] = []
-    offset_deltas: list[int] = []
-    for index, item in enumerate(records):
-        if isinstance(item, Record):
-            offset_delta = item.offset - base_offset
-            timestamps.append(item.timestamp)
-        else:
-            offset_delta = index if not offset_deltas else offset_deltas[-1] + 1
-            timestamps.append(timestamp_ms)
-        if offset_delta < 0 or (offset_deltas and offset_delta <= offset_deltas[-1]):
-            raise ValueError(f"offset delta {offset_delta} out of order at record {index}")
-        offset_deltas.append(offset_delta)
-    if last_offset_delta is None:
-        last_offset_delta = offset_deltas[-1]
-    elif last_offset_delta < offset_deltas[-1]:
-        raise ValueError(
-            f"last offset delta {last_offset_delta} is below the last record's {offset_deltas[-1]}"
-        )
-    base_timestamp = timestamps[0] if delete_horizon_ms is None else delete_horizon_ms
-    body = bytearray()
-    record_bytes = bytearray()
-    for item, offset_delta, timestamp in zip(records, offset_deltas, timestamps, strict=True):
-        if isinstance(item, Record):
-            key, value, headers = item.key, item.value, item.headers
-        else:
-            (key, value), headers = item, ()
-        record_bytes.clear()
-        record_bytes.append(0)
-        _write_varint(record_bytes, timestamp - base_timestamp)
-        _write_varint(record_bytes, offset_delta)
-        _write_bytes(record_bytes, key)
-        _write_bytes(record_bytes, value)
-        _write_varint(record_bytes, len(headers))
-        for header_key, header_value in headers:
-            _write_bytes(record_bytes, header_key.encode(errors="surrogateescape"))
-            _write_bytes(record_bytes, header_value)
-        _write_varint(body, len(record_bytes))
-        body += record_bytes
-    payload = bytes(body) if compression == NO_COMPRESSION else _compress(compression, bytes(body))
-    attributes = _attributes(
-        compression, log_append_time_ms is not None, is_transactional, is_control
-    )
-    if delete_horizon_ms is not None:
-        attributes |= DELETE_HORIZON_BIT
-    return _pack_batch(
-        payload,
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        attributes=attributes,
-        last_offset_delta=last_offset_delta,
-        base_timestamp=base_timestamp,
-        max_timestamp=max(timestamps) if log_append_time_ms is None else log_append_time_ms,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        record_count=len(records),
-    )
-
-
-def empty_batch(
-    *,
-    base_offset: int,
-    last_offset: int,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    partition_leader_epoch: int = -1,
-    timestamp_type: int = CREATE_TIME,
-    max_timestamp: int = -1,
-    is_transactional: bool = False,
-    is_control: bool = False,
-) -> bytes:
-    """A batch of no records covering [base_offset, last_offset] (Kafka's writeEmptyHeader).
-
-    The log cleaner writes one in place of a batch it emptied when the batch must stay, to
-    keep a producer's last sequence and epoch. As in Kafka: no compression, no delete
-    horizon, baseTimestamp -1.
-    """
-    return _pack_batch(
-        b"",
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        attributes=_attributes(
-            NO_COMPRESSION, timestamp_type == LOG_APPEND_TIME, is_transactional, is_control
-        ),
-        last_offset_delta=last_offset - base_offset,
-        base_timestamp=-1,
-        max_timestamp=max_timestamp,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        record_count=0,
-    )
-
-
-def _attributes(
+def batch_attributes(
     compression: int, log_append_time: bool, is_transactional: bool, is_control: bool
 ) -> int:
+    """The attributes field of a batch with these properties (no delete horizon)."""
     attributes = compression
     if log_append_time:
         attributes |= _TIMESTAMP_TYPE_BIT
@@ -702,7 +397,7 @@ def _attributes(
     return attributes
 
 
-def _pack_batch(
+def pack_batch(
     payload: bytes,
     *,
     base_offset: int,
@@ -716,6 +411,8 @@ def _pack_batch(
     base_sequence: int,
     record_count: int,
 ) -> bytes:
+    """A whole batch: a header with these fields and its CRC32C, then `payload` (the
+    records, encoded and compressed)."""
     out = bytearray(BATCH_OVERHEAD)
     _HEADER.pack_into(
         out,
@@ -737,21 +434,3 @@ def _pack_batch(
     out += payload
     _UINT32.pack_into(out, _CRC_OFFSET, crc32c.crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
     return bytes(out)
-
-
-def keyless_records(batch: Buffer) -> list[int]:
-    """Indexes of the records without a key in the batch at the start of `batch` (compacted
-    topics refuse them: INVALID_RECORD, each one named in the Produce response).
-
-    Decompresses, but only walks record lengths and key lengths.
-    """
-    info = parse_batch_header(batch)
-    data = _records_data(batch, info)
-    keyless = []
-    for index, (start, _) in enumerate(_record_spans(data, info.record_count)):
-        _, field = _read_varint(data, start + 1, 10)  # skip attributes, timestamp delta
-        _, field = _read_varint(data, field, 5)  # offset delta
-        key_length, _ = _read_varint(data, field, 5)
-        if key_length < 0:
-            keyless.append(index)
-    return keyless

@@ -11,9 +11,9 @@ persisted, so a quorum of acknowledgements always includes durable copies.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from odradek.raft.log import RaftLog
 from odradek.raft.progress import Progress, ProgressState
@@ -29,6 +29,9 @@ from odradek.raft.types import (
     Snapshot,
     SoftState,
 )
+
+if TYPE_CHECKING:
+    import random
 
 _VOTE_REQUESTS = frozenset({MessageType.PRE_VOTE, MessageType.VOTE})
 _FROM_LEADER = frozenset({MessageType.APPEND, MessageType.INSTALL_SNAPSHOT})
@@ -384,10 +387,10 @@ class RaftNode:
         self._log.entries.append(Entry(self._term, index, data))
         self._send_due.update(self._progress)
         if self._quorum == 1:
-            self._maybe_commit()
+            self._advance_commit_index()
         return index
 
-    def _maybe_commit(self) -> bool:
+    def _advance_commit_index(self) -> bool:
         """Advance the commit index to the highest index a quorum of voters holds, if the
         leader's entry there is of its own term (Raft §5.4.2)."""
         matches = [self._log.last_index]
@@ -395,12 +398,12 @@ class RaftNode:
                        if peer in self.config.voters)
         matches.sort(reverse=True)
         index = matches[self._quorum - 1]
-        if index > self._commit and self._may_commit(index):
+        if index > self._commit and self._committable_by_counting(index):
             self._commit = index
             return True
         return False
 
-    def _may_commit(self, index: int) -> bool:
+    def _committable_by_counting(self, index: int) -> bool:
         """Only entries of the current term are committed by counting replicas; earlier
         ones are committed with them (Raft Figure 8)."""
         return self._log.term_at(index) == self._term
@@ -635,7 +638,7 @@ class RaftNode:
                 pr.become_replicate()
         elif pr.state is ProgressState.SNAPSHOT and pr.match >= self._log.offset:
             pr.become_replicate()
-        if news and self._maybe_commit():
+        if news and self._advance_commit_index():
             self._send_due.update(self._progress)
         if message.source == self._transferee and pr.match == self._log.last_index:
             self._send(Message(MessageType.TIMEOUT_NOW, self.node_id, message.source,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from odradek.log.txn_index import VERSION as TXN_INDEX_VERSION
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import read_marker
+from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import (
     CREATE_TIME,
     GZIP,
@@ -28,7 +29,6 @@ from odradek.protocol.records import (
     BatchInfo,
     Buffer,
     InvalidRecordsError,
-    decode_records,
     iter_batches,
     validate_batches,
 )

@@ -130,10 +130,10 @@ class TransactionCoordinatorShard:
         else:
             self.transactions[transactional_id] = value
 
-    def _write(self, out: Output, transactional_id: str, value: TransactionLogValue | None,
-               last_epoch: int | None = None) -> None:
-        """Emit and apply a record; `last_epoch` replaces the volatile last epoch (None
-        keeps it)."""
+    def _emit_record(self, out: Output, transactional_id: str,
+                     value: TransactionLogValue | None, last_epoch: int | None = None) -> None:
+        """Add a record to `out` (the shell appends it) and apply it to this shard now;
+        `last_epoch` replaces the volatile last epoch (None keeps it)."""
         kept = self._last_epochs.get(transactional_id, NO_PRODUCER_EPOCH)
         out.records.append((transactional_id, value))
         self.replay(transactional_id, value)
@@ -154,7 +154,7 @@ class TransactionCoordinatorShard:
 
     def _prepare(self, out: Output, transactional_id: str, prepared: TransactionLogValue,
                  last_epoch: int | None, now_ms: int) -> None:
-        self._write(out, transactional_id, prepared, last_epoch)
+        self._emit_record(out, transactional_id, prepared, last_epoch)
         self._send_markers(out, transactional_id, prepared, now_ms)
 
     def _send_markers(self, out: Output, transactional_id: str, txn: TransactionLogValue,
@@ -177,7 +177,7 @@ class TransactionCoordinatorShard:
         if txn.client_transaction_version >= TV2 and txn.next_producer_id != NO_PRODUCER_ID:
             complete = replace(complete, producer_id=txn.next_producer_id, producer_epoch=0,
                                previous_producer_id=txn.producer_id)
-        self._write(out, transactional_id, complete)
+        self._emit_record(out, transactional_id, complete)
 
     # -- InitProducerId ---------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ class TransactionCoordinatorShard:
         if txn is None:
             fresh = TransactionLogValue(allocate_producer_id(), 0, timeout_ms, TxnState.EMPTY,
                                         (), now_ms)
-            self._write(out, transactional_id, fresh)
+            self._emit_record(out, transactional_id, fresh)
             return answer(ErrorCode.none, fresh.producer_id, 0)
         if expecting and not (
                 expected_producer_id == txn.producer_id
@@ -231,7 +231,7 @@ class TransactionCoordinatorShard:
             last_epoch = txn.producer_epoch if expecting else NO_PRODUCER_EPOCH
         elif expected_epoch != last_epoch:  # else a retry of a bump that succeeded
             return answer(ErrorCode.producer_fenced)
-        self._write(out, transactional_id, ready, last_epoch)
+        self._emit_record(out, transactional_id, ready, last_epoch)
         return answer(ErrorCode.none, ready.producer_id, ready.producer_epoch)
 
     def _abort_by_coordinator(self, out: Output, transactional_id: str,
@@ -287,7 +287,7 @@ class TransactionCoordinatorShard:
             start_ms = now_ms
         else:
             return answer(ErrorCode.invalid_txn_state)
-        self._write(out, transactional_id, replace(
+        self._emit_record(out, transactional_id, replace(
             txn, state=TxnState.ONGOING, partitions=tuple(sorted({*txn.partitions, *partitions})),
             start_ms=start_ms, last_update_ms=now_ms))
         return answer(ErrorCode.none)
@@ -423,7 +423,7 @@ class TransactionCoordinatorShard:
             for transactional_id, txn in sorted(self.transactions.items()):
                 if (txn.state in _EXPIRABLE and txn.last_update_ms
                         <= now_ms - config.transactional_id_expiration_ms):
-                    self._write(out, transactional_id, None)
+                    self._emit_record(out, transactional_id, None)
         return out
 
     # -- inspection -------------------------------------------------------------------------

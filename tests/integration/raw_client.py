@@ -24,7 +24,7 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from odradek.protocol.records import build_batch
+from odradek.protocol.record_codec import build_batch
 
 PRODUCE_VERSION = 9
 FETCH_VERSION = 12

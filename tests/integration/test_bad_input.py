@@ -26,7 +26,8 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest
 
-from odradek.protocol.records import ZSTD, build_batch, decode_records, iter_batches
+from odradek.protocol.record_codec import build_batch, decode_records
+from odradek.protocol.records import ZSTD, iter_batches
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.raw_client import RawClient, batch_of, frame, header_v1, now_ms
 

@@ -187,12 +187,13 @@ def test_switching_to_compact_takes_effect_without_a_restart(
 
 @pytest.mark.parametrize("point", ["staged", "committed"])
 def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
-        fresh_broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    """The cleaner stops for good at a test-only pause point (holding the event loop),
-    before or after its commit point, and the broker is killed there: the log reads back
-    with the same latest value per key, and once restarted the cleaner finishes the job."""
+        fresh_broker: BrokerProcess, point: str) -> None:
+    """The cleaner stops for good at a test-only pause point (`--test-pause-cleaner`, holding
+    the event loop), before or after its commit point, and the broker is killed there: the
+    log reads back with the same latest value per key, and once restarted the cleaner
+    finishes the job."""
     fresh_broker.overrides.update(FAST_CLEANER)
-    monkeypatch.setenv("ODRADEK_TEST_CLEANER_PAUSE", point)
+    fresh_broker.extra_args = ["--test-pause-cleaner", point]
     fresh_broker.start()
     bootstrap = fresh_broker.bootstrap
     topic = create_topic(bootstrap, unique("crash"), config={
@@ -206,7 +207,7 @@ def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
     partition_dir = marker.parent
     assert (partition_dir / "cleaner-staging").is_dir()
     assert (partition_dir / "cleaner-swap").exists() == (point == "committed")
-    monkeypatch.delenv("ODRADEK_TEST_CLEANER_PAUSE")
+    fresh_broker.extra_args = []
     marker.unlink()
     fresh_broker.start()
     assert not (partition_dir / "cleaner-staging").exists()

@@ -9,7 +9,7 @@ import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.protocol.records import decode_records
+from odradek.protocol.record_codec import decode_records
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.raw_client import RawClient, batch_of
 

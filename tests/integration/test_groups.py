@@ -15,7 +15,8 @@ from confluent_kafka import Consumer, TopicPartition
 from odradek.config import BrokerConfig, effective_topic_config
 from odradek.group.coordinator import partition_for
 from odradek.log import LogConfig, PartitionLog
-from odradek.protocol.records import build_batch, validate_batches
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import validate_batches
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import TIMEOUT, create_topic, unique
 from tests.integration.groups import (

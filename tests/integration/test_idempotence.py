@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.records import build_batch
+from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.cluster import admin, create
 from tests.integration.fault_proxy import dropping_produce_responses

@@ -34,9 +34,10 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.client import BrokerConnection
+from odradek.kafka_client import BrokerConnection
 from odradek.protocol.codec import build_request
-from odradek.protocol.records import decode_records, iter_batches
+from odradek.protocol.record_codec import decode_records
+from odradek.protocol.records import iter_batches
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,

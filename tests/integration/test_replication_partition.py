@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.log.partition import PartitionLog
-from odradek.protocol.records import decode_records, iter_batches
+from odradek.protocol.record_codec import decode_records
+from odradek.protocol.records import iter_batches
 from tests.integration.cluster import TIMEOUT, wait_until
 from tests.integration.netns import NetnsCluster
 from tests.unit.test_log_partition import make_config

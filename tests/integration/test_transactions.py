@@ -26,7 +26,7 @@ from kafka.protocol.producer import (
 )
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.records import build_batch
+from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.cluster import admin, scrape, wait_until
 from tests.integration.raw_client import RawClient, now_ms

@@ -18,7 +18,7 @@ SEARCH = 2000
 class CommitsEarlierTermsByCounting(RaftNode):
     """Commits any entry a quorum holds, even one from an earlier term (Raft Figure 8)."""
 
-    def _may_commit(self, index: int) -> bool:
+    def _committable_by_counting(self, index: int) -> bool:
         return True
 
 

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.group import classic
 from odradek.group.classic import JoinRequest, Output, SyncRequest
+from odradek.group.classic_state import ClassicState
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.group.model import GroupConfig, StaticTopics, TopicInfo
 from odradek.group.records import Record
@@ -118,5 +119,5 @@ def stable_group(h: Harness, members: int) -> list[str]:
     h.sync(leader, 1, tuple((m, m.encode()) for m in ids))
     for token in syncs:
         assert h.responses.pop(token)["error_code"] == ErrorCode.none
-    assert h.group().state == classic.STABLE
+    assert h.group().state == ClassicState.STABLE
     return [leader] + [m for m in ids if m != leader]

@@ -11,19 +11,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.log.compaction import (
-    Cleaning,
+from odradek.log.cleaning_plan import (
     LogToClean,
-    OffsetMap,
     SegmentSummary,
-    build_offset_map,
     dirty_ratio,
     filthiest,
     group_segments_by_size,
     log_to_clean,
 )
+from odradek.log.compaction import Cleaning, OffsetMap, build_offset_map
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import ControlType, read_marker
+from odradek.protocol.record_codec import (
+    Record,
+    build_batch,
+    decode_records,
+    empty_batch,
+    keyless_records,
+)
 from odradek.protocol.records import (
     BATCH_OVERHEAD,
     GZIP,
@@ -32,11 +37,6 @@ from odradek.protocol.records import (
     NO_COMPRESSION,
     SNAPPY,
     ZSTD,
-    Record,
-    build_batch,
-    decode_records,
-    empty_batch,
-    keyless_records,
     parse_batch_header,
     scan_valid_prefix,
     validate_batches,

@@ -8,7 +8,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.group import classic
-from odradek.group.consumer_group import HeartbeatRequest
+from odradek.group.classic_state import ClassicState
+from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
@@ -39,7 +40,7 @@ def test_first_join_requires_a_member_id_then_waits_for_the_initial_delay() -> N
     assert response["generation_id"] == 1
     assert response["leader"] == member_id
     assert [m["member_id"] for m in response["members"]] == [member_id]
-    assert h.group().state == classic.COMPLETING_REBALANCE
+    assert h.group().state == ClassicState.COMPLETING_REBALANCE
 
 
 def test_old_join_versions_get_a_member_id_at_once() -> None:
@@ -71,7 +72,7 @@ def test_followers_sync_waits_for_the_leaders_assignment() -> None:
     assert waiting not in h.responses
     h.sync(leader, 1, ((leader, b"L"), (follower, b"F")))
     assert h.responses[waiting]["assignment"] == b"F"
-    assert h.group().state == classic.STABLE
+    assert h.group().state == ClassicState.STABLE
     assert h.records and h.records[-1][1] is not None
     members = {m.member_id: m.assignment for m in h.records[-1][1].members}  # type: ignore[union-attr]
     assert members == {leader: b"L", follower: b"F"}
@@ -97,7 +98,7 @@ def test_heartbeat_generation_and_member_fencing() -> None:
     assert h.heartbeat("nobody", 1) == ErrorCode.unknown_member_id
     assert h.heartbeat(leader, 1, instance="no-such-pod") == ErrorCode.unknown_member_id
     newcomer = h.join(h.member())
-    assert h.group().state == classic.PREPARING_REBALANCE
+    assert h.group().state == ClassicState.PREPARING_REBALANCE
     assert h.heartbeat(follower, 1) == ErrorCode.rebalance_in_progress
     assert newcomer not in h.responses
 
@@ -132,7 +133,7 @@ def test_session_timeout_removes_a_silent_member_and_rebalances() -> None:
         h.advance(SESSION // 2)
         assert h.heartbeat(leader, 1) in (ErrorCode.none, ErrorCode.rebalance_in_progress)
     assert follower not in h.group().members
-    assert h.group().state == classic.PREPARING_REBALANCE
+    assert h.group().state == ClassicState.PREPARING_REBALANCE
     token = h.join(leader)
     assert h.responses[token]["generation_id"] == 2
 
@@ -151,7 +152,7 @@ def test_leave_group_in_a_batch_and_unknown_members() -> None:
     leader, follower = stable_group(h, 2)
     errors, out = h.shard.leave_group("g", [(follower, None), ("ghost", None)], h.now)
     assert errors == [ErrorCode.none, ErrorCode.unknown_member_id]
-    assert h.group().state == classic.PREPARING_REBALANCE
+    assert h.group().state == ClassicState.PREPARING_REBALANCE
     token = h.join(leader)
     assert h.responses[token]["generation_id"] == 2
     assert [m["member_id"] for m in h.responses[token]["members"]] == [leader]
@@ -161,7 +162,7 @@ def test_last_member_leaving_empties_the_group_and_persists_it() -> None:
     h = Harness()
     (leader,) = stable_group(h, 1)
     h.leave(leader)
-    assert h.group().state == classic.EMPTY
+    assert h.group().state == ClassicState.EMPTY
     value = h.records[-1][1]
     assert value is not None and value.members == ()  # type: ignore[union-attr]
 
@@ -180,14 +181,14 @@ def test_static_member_rejoining_keeps_its_assignment_without_a_rebalance() -> N
             h.sync(m, 1, instance="pod-1" if m == static_id else None)
     h.sync(leader, 1, tuple((m, m.encode()) for m in everyone),
            instance="pod-1" if leader == static_id else None)
-    assert h.group().state == classic.STABLE
+    assert h.group().state == ClassicState.STABLE
     rejoin = h.join("", instance="pod-1")
     response = h.responses[rejoin]
     new_id = response["member_id"]
     assert response["error_code"] == ErrorCode.none
     assert new_id != static_id
     assert response["generation_id"] == 1, "no new generation"
-    assert h.group().state == classic.STABLE
+    assert h.group().state == ClassicState.STABLE
     sync = h.sync(new_id, 1, instance="pod-1")
     assert h.responses[sync]["assignment"] == static_id.encode()
     assert h.heartbeat(static_id, 1, instance="pod-1") == ErrorCode.fenced_instance_id
@@ -260,16 +261,16 @@ def test_delete_group_refuses_active_groups_and_tombstones_offsets() -> None:
     h = Harness()
     (leader,) = stable_group(h, 1)
     h.commit(leader, 1, 7)
-    code, _ = h.shard.delete_group("g")
+    code, _ = h.shard.delete_group("g", h.now)
     assert code == ErrorCode.non_empty_group
     h.leave(leader)
-    code, out = h.shard.delete_group("g")
+    code, out = h.shard.delete_group("g", h.now)
     assert code == ErrorCode.none
     assert {type(k).__name__ for k, v in out.records if v is None} == {
         "OffsetCommitKey", "GroupMetadataKey"}
     assert "g" not in h.shard.groups
     assert h.shard.fetch_offsets("g", {"t": [0]})[0].offset == -1
-    assert h.shard.delete_group("g")[0] == ErrorCode.group_id_not_found
+    assert h.shard.delete_group("g", h.now)[0] == ErrorCode.group_id_not_found
 
 
 def test_offset_delete_refuses_subscribed_topics() -> None:
@@ -330,7 +331,7 @@ def test_replaying_the_records_rebuilds_the_durable_state() -> None:
     group = replayed.groups["g"]
     assert isinstance(group, classic.ClassicGroup)
     assert group.record() == h.group().record()
-    assert group.state == classic.STABLE
+    assert group.state == ClassicState.STABLE
     replayed.loaded(h.now)
     assert replayed.heartbeat("g", leader, None, 1, h.now) == ErrorCode.none
 
@@ -408,7 +409,7 @@ def test_offset_commit_checks_the_member_before_the_rebalance() -> None:
     member = h.member()
     h.join(member)
     settle(h)
-    assert h.group().state == classic.COMPLETING_REBALANCE
+    assert h.group().state == ClassicState.COMPLETING_REBALANCE
     assert h.commit("ghost", 1, 5) == ErrorCode.unknown_member_id
     assert h.commit(member, 0, 5) == ErrorCode.illegal_generation
     assert h.commit(member, 1, 5) == ErrorCode.rebalance_in_progress

@@ -16,20 +16,22 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from odradek.group.consumer_group import (
-    REBALANCE_TIMER,
-    SESSION_TIMER,
     STABLE,
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
+    from_topic_partitions,
+    to_topic_partitions,
+)
+from odradek.group.consumer_handlers import (
+    REBALANCE_TIMER,
+    SESSION_TIMER,
     HeartbeatRequest,
     HeartbeatResponse,
-    from_topic_partitions,
     heartbeat,
     on_timer,
     refresh_metadata,
     schedule_loaded_timers,
-    to_topic_partitions,
 )
 from odradek.group.model import (
     GroupConfig,

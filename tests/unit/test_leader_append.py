@@ -25,7 +25,8 @@ from odradek.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from odradek.protocol.records import build_batch, validate_batches
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import validate_batches
 
 NODE = 1
 TOPIC = "orders"

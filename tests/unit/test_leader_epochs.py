@@ -11,7 +11,8 @@ from odradek.log.leader_epochs import (
     LeaderEpochCache,
 )
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
-from odradek.protocol.records import build_batch, validate_batches
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import validate_batches
 from tests.unit.test_log_partition import make_config
 
 CONFIG = make_config()

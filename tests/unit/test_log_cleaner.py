@@ -17,7 +17,8 @@ from odradek.log.segment_swap import (
     commit_swap,
     finish_swap,
 )
-from odradek.protocol.records import Record, build_batch, decode_records, validate_batches
+from odradek.protocol.record_codec import Record, build_batch, decode_records
+from odradek.protocol.records import validate_batches
 from tests.unit.test_log_partition import make_config
 
 SETTINGS = CleanerSettings(map_bytes=1 << 20, load_factor=0.9, io_buffer_bytes=4096,
@@ -56,7 +57,11 @@ def clean(log: PartitionLog) -> tuple[CleanResult, list]:
     sealed = list(log.segments[:-1])
     job = job_for(log, sealed, log.log_start_offset, log.active_segment.base_offset, 2_000,
                   SETTINGS)
-    return clean_log(job), sealed
+    return clean_log(job, clock=lambda: 0.0, sleep=never_sleeps), sealed
+
+
+def never_sleeps(seconds: float) -> None:
+    raise AssertionError(f"an unthrottled cleaning slept {seconds} s")
 
 
 def test_a_pass_keeps_the_latest_value_of_each_key_at_its_offset(tmp_path: Path) -> None:

@@ -15,13 +15,8 @@ from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log import AppendResult, LogConfig, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.partition import RecordBatchTooLargeError
-from odradek.protocol.records import (
-    Record,
-    build_batch,
-    decode_records,
-    iter_batches,
-    validate_batches,
-)
+from odradek.protocol.record_codec import Record, build_batch, decode_records
+from odradek.protocol.records import iter_batches, validate_batches
 
 DEFAULTS: dict[str, object] = dict(effective_topic_config(BrokerConfig({}), {}))
 

@@ -13,7 +13,8 @@ from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log import LogConfig, LogManager, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.manager import CLEAN_SHUTDOWN_FILE, parse_log_dir_name
-from odradek.protocol.records import build_batch, decode_records, iter_batches, validate_batches
+from odradek.protocol.record_codec import build_batch, decode_records
+from odradek.protocol.records import iter_batches, validate_batches
 
 DEFAULTS: dict[str, object] = {
     **effective_topic_config(BrokerConfig({}), {}),

@@ -11,7 +11,8 @@ from odradek.log import PartitionLog
 from odradek.log.producer_snapshots import snapshot_offsets
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import build_marker_batch
-from odradek.protocol.records import build_batch, validate_batches
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import validate_batches
 from tests.unit.test_log_partition import make_config
 
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from odradek.controller.service import new_topic_id
 from odradek.metadata.image import (
     MAX_TOPIC_NAME_LENGTH,
     BrokerRegistration,
@@ -37,7 +38,6 @@ from odradek.metadata.records import (
     decode_batch,
     encode_batch,
     from_json,
-    new_topic_id,
     to_json,
 )
 

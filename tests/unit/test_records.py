@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
+from odradek.protocol.record_codec import Record, build_batch, decode_records
 from odradek.protocol.records import (
     BATCH_OVERHEAD,
     GZIP,
@@ -26,10 +27,7 @@ from odradek.protocol.records import (
     ZSTD,
     BatchInfo,
     InvalidRecordsError,
-    Record,
     assign_offsets,
-    build_batch,
-    decode_records,
     iter_batches,
     parse_batch_header,
     scan_valid_prefix,

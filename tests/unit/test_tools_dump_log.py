@@ -10,15 +10,8 @@ import pytest
 
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import build_marker_batch
-from odradek.protocol.records import (
-    GZIP,
-    LZ4,
-    SNAPPY,
-    ZSTD,
-    Record,
-    build_batch,
-    parse_batch_header,
-)
+from odradek.protocol.record_codec import Record, build_batch
+from odradek.protocol.records import GZIP, LZ4, SNAPPY, ZSTD, parse_batch_header
 from odradek.tools.dump_log_format import (
     Findings,
     Line,

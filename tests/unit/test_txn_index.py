@@ -16,7 +16,8 @@ from odradek.log.txn_index import (
     collect_aborted_transactions,
 )
 from odradek.protocol.control import ControlType, build_marker_batch, read_marker
-from odradek.protocol.records import InvalidRecordsError, build_batch, validate_batches
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import InvalidRecordsError, validate_batches
 
 
 def test_entries_are_kafkas_34_bytes_and_the_file_appears_on_the_first(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
-from odradek.group.consumer_group import HeartbeatRequest
+from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
@@ -181,7 +181,7 @@ async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
 
 def _delete_group(group_id: str, shard: GroupCoordinatorShard,
                   now_ms: int) -> tuple[ErrorCode, Output]:
-    return shard.delete_group(group_id)
+    return shard.delete_group(group_id, now_ms)
 
 
 async def handle_consumer_group_heartbeat(context: RequestContext, request: Any) -> Result:

@@ -23,13 +23,8 @@ from odradek.broker.txn_verification import verify
 from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
-from odradek.protocol.records import (
-    ZSTD,
-    BatchInfo,
-    InvalidRecordsError,
-    keyless_records,
-    validate_batches,
-)
+from odradek.protocol.record_codec import keyless_records
+from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")

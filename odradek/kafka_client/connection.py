@@ -1,5 +1,5 @@
-"""A Kafka protocol connection for inter-broker requests (the replica fetchers): kio entities
-in, kio entities out, one request in flight at a time."""
+"""One Kafka protocol connection to one broker: kio request entities in, response entities
+out, one request in flight at a time. A failure closes it; the caller opens a new one."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ from odradek.protocol.guard import skip_tagged_fields
 _HEADER = struct.Struct(">hhih")
 
 
-class BrokerConnectionError(ConnectionError):
+class KafkaClientError(Exception):
+    """A request this client could not deliver or whose answer it could not read; the message
+    says why."""
+
+
+class BrokerConnectionError(KafkaClientError, ConnectionError):
     """The connection failed or the response did not parse; the connection is closed."""
 
 
