@@ -161,6 +161,8 @@ def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
     response = {"responses": responses, "node_endpoints": [
         {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
         for n in node_endpoints(broker, leaders)]}
+    if not pending:
+        return response
     if any(not ack.settled() for _, ack in pending):
         return _acknowledge(broker, pending, request.timeout.total_seconds(), response)
     _apply_outcomes(broker, pending, [ack.outcome() for _, ack in pending])
@@ -247,10 +249,9 @@ def produce_partition(
     acks: int,
     unverified: list[_Unverified] | None,
 ) -> dict[str, Any]:
-    """Append one partition's batch; its answer goes to `pending` with what acknowledging it
-    waits for. The first
-    transactional batch of a producer's transaction here goes to `unverified` (None: it was
-    verified) and its answer comes later."""
+    """Append one partition's batch; its answer goes to `pending` when acknowledging it waits
+    for an fsync or the ISR. The first transactional batch of a producer's transaction here
+    goes to `unverified` (None: it was verified) and its answer comes later."""
     log_, code = broker.leader_log(topic, index)
     metrics = broker.metrics
     if log_ is None:
@@ -332,5 +333,6 @@ def produce_partition(
         else _EPOCH + datetime.timedelta(milliseconds=result.log_append_time_ms),
         "log_start_offset": result.log_start_offset,
     }
-    pending.append((answer, ack))
+    if ack.flushing is not None or ack.committed is not None:
+        pending.append((answer, ack))
     return answer
