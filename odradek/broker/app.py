@@ -15,9 +15,10 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
-from odradek.broker.broker import Broker, unlink_all
+from odradek.broker.broker import Broker
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
+from odradek.broker.file_deletion import delete_later
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.lifecycle import BrokerLifecycle
 from odradek.broker.log_cleaner import LogCleaner
@@ -182,7 +183,6 @@ class BrokerApp:
         await self.broker.caught_up_with_metadata()
 
     async def enforce_retention(self) -> None:
-        loop = asyncio.get_running_loop()
         now = now_ms()
         for (topic, partition), partition_log in list(self.broker.logs.logs()):
             expired = partition_log.retention_candidates(now)
@@ -191,8 +191,7 @@ class BrokerApp:
             paths = partition_log.remove_segments(expired)
             log.info("retention removed %d segment(s) of %s-%d; log start offset now %d",
                      len(expired), topic, partition, partition_log.log_start_offset)
-            delay = partition_log.config.file_delete_delay_ms / 1000
-            loop.call_later(delay, loop.run_in_executor, None, unlink_all, paths)
+            delete_later(partition_log, paths)
 
     async def flush_by_time(self) -> None:
         loop = asyncio.get_running_loop()

@@ -324,11 +324,6 @@ def _key(log_: PartitionLog) -> TopicPartition:
     return topic, int(partition)
 
 
-def unlink_all(paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)
-
-
 def _remove_trees(paths: list[Path]) -> None:
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)

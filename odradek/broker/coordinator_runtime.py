@@ -16,8 +16,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.handlers.topics import create_topic
+from odradek.broker.replica_manager import Acknowledgement, acknowledged
 from odradek.clock import now_ms
-from odradek.log.partition import PartitionLog
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
@@ -237,19 +237,19 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     def _after_load(self, partition: int) -> None:
         out = self.loaded(partition, self.shards[partition])
         if out is not None:
-            self._commit(partition, out)
+            self._write_output(partition, out)
         self._schedule(partition)
 
     # Serving.
 
     async def run(self, key: str, handler: Callable[[ShardT, int], tuple[T, OutputT]]) -> T:
-        """Run a handler on the key's shard and commit its output; returns its result once
+        """Run a handler on the key's shard and write its output; returns its result once
         its records are committed (and fsynced when the flush policy says so)."""
         partition, shard = self.shard_for(key)
         result, out = handler(shard, now_ms())
-        flushing = self._commit(partition, out)
-        if flushing is not None:
-            await flushing
+        durable = self._write_output(partition, out)
+        if durable is not None:
+            await durable
         return result
 
     async def run_deferred(self, key: str, handler: Callable[[ShardT, Token, int], OutputT]) -> Any:
@@ -259,32 +259,34 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         waiting = asyncio.get_running_loop().create_future()
         self._waiting[token] = (partition, waiting)
         try:
-            self._commit(partition, handler(shard, token, now_ms()))
+            self._write_output(partition, handler(shard, token, now_ms()))
             return await waiting
         finally:
             self._waiting.pop(token, None)
 
-    def commit(self, partition: int, out: OutputT) -> None:
-        """Commit an output produced outside a request (timers, marker completions)."""
+    def write_if_led(self, partition: int, out: OutputT) -> None:
+        """Write an output produced outside a request (timers, marker completions), unless
+        this broker has stopped leading the partition meanwhile."""
         if partition in self.shards:
-            self._commit(partition, out)
+            self._write_output(partition, out)
 
-    def _commit(self, partition: int, out: OutputT) -> asyncio.Future[None] | None:
-        """Append the output's records, then release its responses; returns the flush
-        the responses wait for, if the flush policy wants one."""
-        flushing = None
+    def _write_output(self, partition: int, out: OutputT) -> asyncio.Future[None] | None:
+        """Append the output's records, then release its responses once they are durable
+        (committed, and fsynced when the flush policy asks); returns what the release waits
+        for, None when it happened at once."""
+        durable = None
         if out.records:
             try:
-                flushing = self._append(partition, out)
+                durable = self._append(partition, out)
             except Exception as error:
                 self._reload(partition)
                 raise CoordinatorUnavailable() from error
-        if flushing is None:
+        if durable is None:
             self._release(partition, out)
         else:
-            flushing.add_done_callback(lambda done: self._settle(partition, out, done))
+            durable.add_done_callback(lambda done: self._settle(partition, out, done))
         self._schedule(partition)
-        return flushing
+        return durable
 
     def _settle(self, partition: int, out: OutputT, appended: asyncio.Future[None]) -> None:
         """Release the output's responses once its records are committed; if they never are,
@@ -314,7 +316,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         self._after_load(partition)
 
     def _append(self, partition: int, out: OutputT) -> asyncio.Future[None] | None:
-        """Append the records as the partition's leader; None when they are committed at
+        """Append the records as the partition's leader; None when they are durable at
         once, else a future that completes when they are (replicated to the ISR and, when
         the flush policy asks, fsynced) or fails when they cannot be."""
         key = (self.topic, partition)
@@ -328,22 +330,16 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             [self.encode(r) for r in out.records], timestamp_ms=now, producer_id=producer_id,
             producer_epoch=producer_epoch, is_transactional=producer_id >= 0))
         batches = validate_batches(batch, len(batch), from_client=False)
-        result = log_.append(batch, batches, now, leader_epoch=leader_epoch)
-        self.broker.replicas.advance(key)
-        self.broker.waiters.wake(key)
-        committed = self.broker.replicas.committed(key, result.last_offset + 1)
-        if not result.flush_due and committed.done() and committed.result() == ErrorCode.none:
+        _, ack = self.broker.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
+                                                       now, wait_for_isr=True)
+        if ack.settled() and ack.outcome() == ErrorCode.none:
             return None
-        return asyncio.ensure_future(self._committed(log_, result.flush_due, committed))
+        return asyncio.ensure_future(self._until_durable(ack))
 
-    async def _committed(self, log_: PartitionLog, flush: bool,
-                         committed: asyncio.Future[ErrorCode]) -> None:
-        if flush:
-            await self.broker.flush(log_)
-        try:
-            code = await asyncio.wait_for(committed, self.commit_timeout_s)
-        except TimeoutError:
-            code = ErrorCode.request_timed_out
+    async def _until_durable(self, ack: Acknowledgement) -> None:
+        """Wait for the records' fsync and commit; raises what the requests waiting on them
+        answer when they fail."""
+        [code] = await acknowledged([ack], self.commit_timeout_s)
         if code == ErrorCode.not_leader_or_follower:
             raise NotCoordinator()
         if code != ErrorCode.none:
@@ -366,7 +362,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     def _tick(self, partition: int) -> None:
         self._timers.pop(partition, None)
         try:
-            self._commit(partition, self.shards[partition].tick(now_ms()))
+            self._write_output(partition, self.shards[partition].tick(now_ms()))
         except Exception:
             log.exception("%s coordinator timers of %s-%d failed", self.name, self.topic,
                           partition)
@@ -382,7 +378,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             try:
                 out = self.topics_changed(partition, shard)
                 if out is not None:
-                    self._commit(partition, out)
+                    self._write_output(partition, out)
             except CoordinatorUnavailable:
                 log.exception("refreshing the %s state of %s-%d failed", self.name,
                               self.topic, partition)

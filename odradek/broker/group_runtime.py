@@ -102,7 +102,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
 
     async def expire_offsets(self) -> None:
         for partition, shard in list(self.shards.items()):
-            self.commit(partition, shard.expire_offsets(now_ms()))
+            self.write_if_led(partition, shard.expire_offsets(now_ms()))
 
     def _group_states(self) -> Iterator[tuple[str, str, str, int]]:
         for shard in list(self.shards.values()):

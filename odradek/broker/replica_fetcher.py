@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker, unlink_all
+from odradek.broker.broker import Broker
+from odradek.broker.file_deletion import delete_later
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
@@ -169,7 +169,7 @@ class ReplicaFetcher:
             return
         before = log_.log_end_offset
         log_.truncate_to(offset, now_ms())
-        _unlink_later(log_.take_deleted_files())
+        delete_later(log_, log_.take_deleted_files())
         log.warning("%s-%d: truncated the log from %d to %d (%s)", *key, before,
                     log_.log_end_offset, why)
 
@@ -226,7 +226,7 @@ class ReplicaFetcher:
         if code == ErrorCode.offset_out_of_range:
             if fetch_offset < answer.log_start_offset:
                 log_.truncate_fully_and_start_at(answer.log_start_offset, now_ms())
-                _unlink_later(log_.take_deleted_files())
+                delete_later(log_, log_.take_deleted_files())
                 log.warning("%s-%d: behind the leader's log start: restarted at %d", *key,
                             answer.log_start_offset)
             else:
@@ -249,7 +249,7 @@ class ReplicaFetcher:
                     batches[0].last_offset)
                 if restart is not None:
                     log_.truncate_fully_and_start_at(restart, now_ms())
-                    _unlink_later(log_.take_deleted_files())
+                    delete_later(log_, log_.take_deleted_files())
                 result = log_.append_as_follower(records, batches, now_ms())
             except (InvalidRecordsError, OffsetOutOfRangeError) as error:
                 log.error("%s-%d: refused a fetched chunk from %d: %s", *key, self.leader_id,
@@ -266,10 +266,4 @@ class ReplicaFetcher:
         following.lag = max(answer.high_watermark - log_.log_end_offset, 0)
         if answer.log_start_offset > log_.log_start_offset:  # DeleteRecords on the leader
             log_.delete_records_before(min(answer.log_start_offset, log_.high_watermark))
-            _unlink_later(log_.take_deleted_files())
-
-
-
-def _unlink_later(paths: list[Path]) -> None:
-    if paths:
-        asyncio.get_running_loop().run_in_executor(None, unlink_all, paths)
+            delete_later(log_, log_.take_deleted_files())

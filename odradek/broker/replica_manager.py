@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -23,7 +24,8 @@ from odradek.replication.throttle import ByteRate, throttled
 
 if TYPE_CHECKING:
     from odradek.broker.broker import Broker
-    from odradek.log.partition import PartitionLog
+    from odradek.log.partition import AppendResult, PartitionLog
+    from odradek.protocol.records import BatchInfo
 
 log = logging.getLogger("odradek.broker.replicas")
 
@@ -31,6 +33,41 @@ TopicPartition = tuple[str, int]
 AlterPartition = Callable[[str, int, IsrChange], Awaitable[tuple[ErrorCode, int]]]
 """Sends an ISR change to the controller: (topic id, partition, change) -> (error code,
 the partition epoch after it)."""
+
+
+@dataclass(slots=True)
+class Acknowledgement:
+    """What acknowledging records a leader holds waits for."""
+
+    flushing: asyncio.Future[None] | None
+    """The fsync the flush policy asked for (flush.messages), if it did."""
+    committed: asyncio.Future[ErrorCode] | None
+    """Resolves once the high watermark passes the records, when the caller waits for the
+    ISR (acks=all, the coordinators, transaction markers)."""
+
+    def settled(self) -> bool:
+        """Whether the records may be acknowledged now, with `outcome()`."""
+        return self.flushing is None and (self.committed is None or self.committed.done())
+
+    def outcome(self) -> ErrorCode:
+        """The error to acknowledge with once flushed and (as far as the wait allowed)
+        committed: REQUEST_TIMED_OUT when the ISR did not commit the records in time."""
+        committed = self.committed
+        if committed is None:
+            return ErrorCode.none
+        code = committed.result() if committed.done() else ErrorCode.request_timed_out
+        committed.cancel()
+        return code
+
+
+async def acknowledged(acks: Sequence[Acknowledgement], timeout_s: float) -> list[ErrorCode]:
+    """Wait for the fsyncs, then up to `timeout_s` for the ISR commits; each outcome, in
+    order."""
+    await asyncio.gather(*(a.flushing for a in acks if a.flushing is not None))
+    waiting = [a.committed for a in acks if a.committed is not None and not a.committed.done()]
+    if waiting:
+        await asyncio.wait(waiting, timeout=timeout_s)
+    return [a.outcome() for a in acks]
 
 
 class ReplicaManager:
@@ -189,6 +226,21 @@ class ReplicaManager:
                 if not future.done():
                     future.set_result(code)
         self.broker.waiters.wake(key)
+
+    def append_as_leader(self, key: TopicPartition, log_: PartitionLog, leader_epoch: int,
+                         records: bytearray, batches: list[BatchInfo], now_ms: int,
+                         wait_for_isr: bool) -> tuple[AppendResult, Acknowledgement]:
+        """Append as the partition's leader in `leader_epoch` (checked by the caller, with
+        `leader_epoch(key)`, before its own checks of the records): stamp the epoch, move the
+        high watermark, wake waiting fetches, start the fsync the flush policy asks for, and,
+        when `wait_for_isr`, await the ISR's commit. Kafka's Partition.appendRecordsToLeader
+        followed by its DelayedProduce."""
+        result = log_.append(records, batches, now_ms, leader_epoch=leader_epoch)
+        self.advance(key)
+        self.broker.waiters.wake(key)
+        flushing = asyncio.ensure_future(self.broker.flush(log_)) if result.flush_due else None
+        committed = self.committed(key, result.last_offset + 1) if wait_for_isr else None
+        return result, Acknowledgement(flushing, committed)
 
     def committed(self, key: TopicPartition, end_offset: int) -> asyncio.Future[ErrorCode]:
         """Resolves once the high watermark reaches `end_offset` (NONE, or

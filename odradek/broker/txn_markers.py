@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
+from odradek.broker.replica_manager import Acknowledgement, acknowledged
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.metadata.image import OFFSETS_TOPIC
@@ -30,50 +31,40 @@ TopicPartition = tuple[str, int]
 
 
 def append_marker(broker: Broker, key: TopicPartition, producer_id: int, producer_epoch: int,
-                  commit: bool, coordinator_epoch: int) -> asyncio.Future[ErrorCode]:
-    """Append a marker as the partition's leader; the future completes when it is
-    committed (every ISR member has it), with the error that stopped it otherwise."""
-    loop = asyncio.get_running_loop()
+                  commit: bool, coordinator_epoch: int) -> Acknowledgement | ErrorCode:
+    """Append a marker as the partition's leader; what acknowledging it waits for (its
+    fsync, when the flush policy asks, and its commit by the ISR), or why it was refused."""
     log_, code = broker.leader_log(*key)
     leader_epoch = broker.replicas.leader_epoch(key)
     if log_ is None or leader_epoch is None:
-        return _done(loop, code if log_ is None else ErrorCode.not_leader_or_follower)
+        return code if log_ is None else ErrorCode.not_leader_or_follower
     try:
         log_.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
     except ProducerStateError as error:
         log.info("refused a marker for producer %d on %s-%d: %s", producer_id, *key,
                  error.message)
-        return _done(loop, error.error_code)
+        return error.error_code
     now = now_ms()
     batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
-    result = log_.append(batch, validate_batches(batch, len(batch), from_client=False), now,
-                         leader_epoch=leader_epoch)
-    broker.replicas.advance(key)
-    broker.waiters.wake(key)
+    _, ack = broker.replicas.append_as_leader(
+        key, log_, leader_epoch, batch, validate_batches(batch, len(batch), from_client=False),
+        now, wait_for_isr=True)
     if key[0] == OFFSETS_TOPIC:
         broker.groups.complete_transaction(key[1], producer_id, commit)
-    return broker.replicas.committed(key, result.last_offset + 1)
-
-
-def _done(loop: asyncio.AbstractEventLoop, code: ErrorCode) -> asyncio.Future[ErrorCode]:
-    future: asyncio.Future[ErrorCode] = loop.create_future()
-    future.set_result(code)
-    return future
+    return ack
 
 
 async def write_markers(broker: Broker, producer_id: int, producer_epoch: int, commit: bool,
                         coordinator_epoch: int, partitions: Iterable[TopicPartition],
                         timeout_s: float) -> dict[TopicPartition, ErrorCode]:
-    """Append a marker to each partition this broker leads; waits for them to commit."""
-    pending = {key: append_marker(broker, key, producer_id, producer_epoch, commit,
-                                  coordinator_epoch) for key in partitions}
-    if pending:
-        await asyncio.wait(pending.values(), timeout=timeout_s)
-    results = {}
-    for key, future in pending.items():
-        results[key] = future.result() if future.done() else ErrorCode.request_timed_out
-        future.cancel()
-    return results
+    """Append a marker to each partition this broker leads; answers once they are fsynced
+    (as the flush policy asks) and committed."""
+    appended = {key: append_marker(broker, key, producer_id, producer_epoch, commit,
+                                   coordinator_epoch) for key in partitions}
+    acks = {key: a for key, a in appended.items() if isinstance(a, Acknowledgement)}
+    outcomes = dict(zip(acks, await acknowledged(list(acks.values()), timeout_s), strict=True))
+    return {key: outcomes[key] if isinstance(a, Acknowledgement) else a
+            for key, a in appended.items()}
 
 
 class MarkerSender:

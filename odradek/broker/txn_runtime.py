@@ -73,7 +73,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
         shard = None if partition is None else self.shards.get(partition)
         if partition is None or shard is None:
             return  # another broker coordinates it now and resends the markers
-        self.commit(partition, shard.markers_written(
+        self.write_if_led(partition, shard.markers_written(
             job.transactional_id, job.producer_id, job.producer_epoch, now_ms()))
 
     def _ongoing(self) -> int:

@@ -281,18 +281,19 @@ def empty_batch(
     )
 
 
-def first_keyless_record(batch: Buffer) -> int | None:
-    """Index of the first record without a key in the batch at the start of `batch`, None
-    if every record has one (compacted topics reject keyless records: INVALID_RECORD).
+def keyless_records(batch: Buffer) -> list[int]:
+    """Indexes of the records without a key in the batch at the start of `batch` (compacted
+    topics refuse them: INVALID_RECORD, each one named in the Produce response).
 
     Decompresses, but only walks record lengths and key lengths.
     """
     info = parse_batch_header(batch)
     data = _records_data(batch, info)
+    keyless = []
     for index, (start, _) in enumerate(_record_spans(data, info.record_count)):
         _, field = _read_varint(data, start + 1, 10)  # skip attributes, timestamp delta
         _, field = _read_varint(data, field, 5)  # offset delta
         key_length, _ = _read_varint(data, field, 5)
         if key_length < 0:
-            return index
-    return None
+            keyless.append(index)
+    return keyless

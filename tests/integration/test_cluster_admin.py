@@ -24,8 +24,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, wait_until
 from tests.integration.raw_client import RawClient, batch_of
 
 TIMEOUT = 30.0
@@ -226,6 +227,58 @@ def test_describe_topic_partitions_and_describe_topics(via: str) -> None:
     describer = admin(via)
     topics = describer.describe_topics(TopicCollection([topic]))
     assert len(topics[topic].result(TIMEOUT).partitions) == 3
+
+
+PARTITION_FIELDS = ("error_code", "partition_index", "leader_id", "leader_epoch",
+                    "replica_nodes", "isr_nodes", "offline_replicas")
+LEADER_NOT_AVAILABLE = 5
+
+
+def described_partitions(bootstrap: str, topics: list[str]) -> tuple[Any, Any]:
+    """{topic: [partition fields]} as Metadata and as DescribeTopicPartitions describe them,
+    from one broker."""
+    client = RawClient(bootstrap)
+    try:
+        metadata = client.metadata(topics)
+        request = DescribeTopicPartitionsRequest[0](
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=t) for t in topics],
+            response_partition_limit=2000, cursor=None)
+        described = client.request(request, DescribeTopicPartitionsResponse, 0)
+    finally:
+        client.close()
+
+    def fields(response: Any) -> dict[str, list[tuple[Any, ...]]]:
+        return {t.name: [tuple(getattr(p, f) for f in PARTITION_FIELDS) for p in t.partitions]
+                for t in response.topics}
+
+    return fields(metadata), fields(described)
+
+
+def test_metadata_and_describe_topic_partitions_agree_on_a_broker_that_is_down(
+        cluster: Cluster) -> None:
+    """With broker 3 down, both APIs list its replicas as offline, and the partition it alone
+    held as LEADER_NOT_AVAILABLE without a leader."""
+    bootstrap = cluster.broker_bootstrap("broker-1")
+    alone, shared = f"adm-{uuid.uuid4().hex[:10]}", f"adm-{uuid.uuid4().hex[:10]}"
+    client = admin(bootstrap)
+    for future in client.create_topics([NewTopic(alone, 1, replica_assignment=[[3]]),
+                                        NewTopic(shared, 1, replica_assignment=[[3, 1, 2]])]
+                                       ).values():
+        future.result(TIMEOUT)
+    cluster.stop("broker-3")
+    try:
+        wait_until(lambda: [p[2] for p in described_partitions(bootstrap, [shared])[0][shared]]
+                   != [3], what="leadership of the shared partition moved off broker 3")
+        metadata, described = described_partitions(bootstrap, [alone, shared])
+    finally:
+        cluster.start("broker-3")
+        wait_until(lambda: 3 in {b.id for b in admin(bootstrap).list_topics(
+            timeout=TIMEOUT).brokers.values()}, what="broker 3 registered again")
+    assert described == metadata
+    [(code, _, leader, _, _, _, offline)] = metadata[alone]
+    assert (code, leader, offline) == (LEADER_NOT_AVAILABLE, -1, [3])
+    [(code, _, leader, _, replicas, _, offline)] = metadata[shared]
+    assert (code, leader, replicas, offline) == (0, 1, [3, 1, 2], [3])
 
 
 def test_produce_to_a_partition_led_elsewhere_is_not_leader(cluster: Cluster) -> None:

@@ -5,9 +5,10 @@ a kill -9 in the middle of cleaning loses nothing, and `__consumer_offsets` stay
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
@@ -24,6 +25,7 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.integration.raw_client import RawClient, batch_of
 from tests.waiting import wait_until
 
 FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
@@ -106,6 +108,45 @@ def test_keyless_records_are_refused_on_a_compacted_topic(fresh_broker: BrokerPr
     assert errors == [INVALID_RECORD]
     produce_confluent(bootstrap, topic, [Out(b"k", b"keyed", now_ms())])
     assert [r.value for r in read_confluent(bootstrap, topic)] == [b"keyed"]
+
+
+def test_only_the_keyless_records_of_a_refused_batch_are_blamed(
+        fresh_broker: BrokerProcess) -> None:
+    """KIP-467: a batch refused for its keyless records names them in the Produce response,
+    so librdkafka fails just those with INVALID_RECORD and the rest of the batch with its own
+    _INVALID_DIFFERENT_RECORD. Raw, the response names each keyless record and says why."""
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("blame"), config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": bootstrap, "retries": 0, "linger.ms": 60_000})
+    keyless = set(range(3, 100, 10))
+    errors: dict[int, int] = {}
+
+    def report(index: int) -> Any:
+        def on_delivery(error: KafkaError | None, _: Any) -> None:
+            errors[index] = error.code() if error else 0
+        return on_delivery
+
+    for i in range(100):
+        producer.produce(topic, key=None if i in keyless else b"k%d" % i, value=b"v%d" % i,
+                         partition=0, on_delivery=report(i))
+    assert producer.flush(TIMEOUT) == 0  # flush sends the one lingering batch at once
+    assert {i for i, code in errors.items() if code == INVALID_RECORD} == keyless
+    assert {i for i, code in errors.items()
+            if code == KafkaError._INVALID_DIFFERENT_RECORD} == set(range(100)) - keyless
+    assert read_confluent(bootstrap, topic) == []
+    client = RawClient(bootstrap)
+    try:
+        refused = client.produce_partition(topic, 0, batch_of(
+            [(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")]))
+    finally:
+        client.close()
+    without_key = f"Compacted topic cannot accept message without key in topic partition {topic}-0"
+    assert refused.error_code == INVALID_RECORD
+    assert [(e.batch_index, e.batch_index_error_message) for e in refused.record_errors] == [
+        (1, without_key), (3, without_key)]
+    assert refused.error_message.startswith(
+        "One or more records have been rejected due to 2 record errors in total")
 
 
 def test_switching_to_compact_takes_effect_without_a_restart(

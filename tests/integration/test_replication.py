@@ -359,6 +359,36 @@ def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -
     consumer.close()
 
 
+FIRST_SEGMENT = "00000000000000000000.log"
+
+
+def test_followers_keep_dropped_segments_for_file_delete_delay_ms(all_brokers: Cluster) -> None:
+    """A follower drops the segments below the leader's new log start (DeleteRecords) as the
+    leader does: renamed `*.deleted` at once, unlinked only after file.delete.delay.ms, so that
+    a read already holding them finishes first."""
+    cluster = all_brokers
+    client = admin(cluster.bootstrap)
+    topic = f"delayed-{uuid.uuid4().hex[:8]}"
+    client.create_topics([NewTopic(topic, 1, 3, config={
+        "min.insync.replicas": "3", "segment.bytes": "1024",
+        "file.delete.delay.ms": "3600000"})])[topic].result(TIMEOUT)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                         "batch.size": 1, "linger.ms": 0})
+    for i in range(40):
+        producer.produce(topic, b"%0100d" % i, partition=0)
+    assert producer.flush(TIMEOUT) == 0
+    (trimmed,) = client.delete_records([TopicPartition(topic, 0, 30)]).values()
+    assert trimmed.result(TIMEOUT).low_watermark == 30
+    owner = leader(cluster, topic)
+    for broker in (1, 2, 3):
+        directory = cluster.data_dir / f"broker-{broker}" / f"{topic}-0"
+        wait_until(lambda: not (directory / FIRST_SEGMENT).exists(),  # noqa: B023
+                   what=f"broker {broker} dropped its first segment")
+        role = "leader" if broker == owner else "follower"
+        assert (directory / f"{FIRST_SEGMENT}.deleted").exists(), \
+            f"the {role} unlinked its first segment before file.delete.delay.ms"
+
+
 def reassignments(cluster: Cluster, targets: dict[TopicPartition, list[int] | None]
                   ) -> dict[Any, Any]:
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)

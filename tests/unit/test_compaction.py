@@ -27,7 +27,7 @@ from odradek.protocol.record_codec import (
     build_batch,
     decode_records,
     empty_batch,
-    first_keyless_record,
+    keyless_records,
 )
 from odradek.protocol.records import (
     BATCH_OVERHEAD,
@@ -125,13 +125,13 @@ def test_empty_batch_is_a_valid_header_without_records() -> None:
 
 
 @pytest.mark.parametrize("compression", CODECS)
-def test_first_keyless_record_in_compressed_batches(compression: int) -> None:
+def test_keyless_records_in_compressed_batches(compression: int) -> None:
     keyed = build_batch([(b"a", b"1"), (b"b", None)], compression=compression)
-    assert first_keyless_record(keyed) is None
-    mixed = build_batch([(b"a", b"1"), (b"b", b"2"), (None, b"3"), (None, b"4")],
+    assert keyless_records(keyed) == []
+    mixed = build_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")],
                         compression=compression)
-    assert first_keyless_record(mixed) == 2
-    assert first_keyless_record(build_batch([(None, None)], compression=compression)) == 0
+    assert keyless_records(mixed) == [1, 3]
+    assert keyless_records(build_batch([(None, None)], compression=compression)) == [0]
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
-from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, validate_topic_name
+from odradek.broker.handlers.topic_description import describe_topic, missing_topic_error
+from odradek.metadata.image import INTERNAL_TOPICS
 
 log = logging.getLogger("odradek.broker.cluster")
 
@@ -104,6 +105,9 @@ async def handle_describe_log_dirs(context: RequestContext, request: Any) -> Res
 
 # --- DescribeTopicPartitions -------------------------------------------------------------
 
+NO_ELECTION_RECORDS = {"eligible_leader_replicas": (), "last_known_elr": ()}
+"""Eligible leader replicas (KIP-966) are not kept: every partition has none."""
+
 
 def handle_describe_topic_partitions(context: RequestContext, request: Any) -> Result:
     """Topics in name order from the cursor on, at most `response_partition_limit`
@@ -135,7 +139,8 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         end = min(len(state.partitions), first + remaining)
-        topics.append(_topic(state, range(first, end)))
+        topics.append(describe_topic(broker, state, range(first, end), TOPIC_OPERATIONS,
+                                     NO_ELECTION_RECORDS))
         if end < len(state.partitions):
             next_cursor = {"topic_name": name, "partition_index": end}
             break
@@ -143,39 +148,9 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
     return {"topics": topics, "next_cursor": next_cursor}
 
 
-def _topic(state: TopicState, indexes: range) -> dict[str, Any]:
-    records = [state.partitions[i] for i in indexes if i in state.partitions]
-    return {
-        "error_code": ErrorCode.none,
-        "name": state.name,
-        "topic_id": uuid.UUID(state.topic_id),
-        "is_internal": state.name in INTERNAL_TOPICS,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": record.partition,
-                "leader_id": record.leader,
-                "leader_epoch": record.leader_epoch,
-                "replica_nodes": record.replicas,
-                "isr_nodes": record.isr,
-                "eligible_leader_replicas": (),
-                "last_known_elr": (),
-                "offline_replicas": (),
-            }
-            for record in records
-        ],
-        "topic_authorized_operations": TOPIC_OPERATIONS,
-    }
-
-
 def _missing_topic(name: str) -> dict[str, Any]:
-    try:
-        validate_topic_name(name)
-        code = ErrorCode.unknown_topic_or_partition
-    except MetadataError as error:
-        code = error.error_code
     return {
-        "error_code": code,
+        "error_code": missing_topic_error(name),
         "name": name,
         "topic_id": ZERO_UUID,
         "is_internal": name in INTERNAL_TOPICS,

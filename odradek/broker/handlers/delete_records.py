@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.file_deletion import delete_later
 from odradek.broker.handlers.partitions import answer_each_partition
 from odradek.log.partition import OffsetOutOfRangeError
 
@@ -39,18 +38,9 @@ def _delete(broker: Broker, topic: str, partition: int, offset: int) -> dict[str
         low_watermark = log_.delete_records_before(target)
     except OffsetOutOfRangeError:
         return _error(ErrorCode.offset_out_of_range)
-    doomed = log_.take_deleted_files()
-    if doomed:
-        loop = asyncio.get_running_loop()
-        delay = log_.config.file_delete_delay_ms / 1000
-        loop.call_later(delay, loop.run_in_executor, None, _unlink_all, doomed)
+    delete_later(log_, log_.take_deleted_files())
     return {"low_watermark": low_watermark, "error_code": ErrorCode.none}
 
 
 def _error(code: ErrorCode) -> dict[str, Any]:
     return {"low_watermark": INVALID_LOW_WATERMARK, "error_code": code}
-
-
-def _unlink_all(paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)

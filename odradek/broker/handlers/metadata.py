@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable
 from typing import Any
 
@@ -11,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.topic_description import describe_topic, missing_topic_error
 from odradek.broker.handlers.topics import create_topic
 from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, validate_topic_name
 
@@ -71,36 +71,11 @@ def _lookup(broker: Broker, topic: Any, version: int) -> dict[str, Any]:
     state = broker.metadata.topics.get(name)
     if state is not None:
         return _describe(broker, state)
-    try:
-        validate_topic_name(name)
-        code = ErrorCode.unknown_topic_or_partition
-    except MetadataError as error:
-        code = error.error_code
-    return {"error_code": code, "name": name, "partitions": []}
+    return {"error_code": missing_topic_error(name), "name": name, "partitions": []}
 
 
 def _describe(broker: Broker, state: TopicState) -> dict[str, Any]:
-    live = {b["node_id"] for b in broker.brokers()}
-    return {
-        "error_code": ErrorCode.none,
-        "name": state.name,
-        "topic_id": uuid.UUID(state.topic_id),
-        "is_internal": state.name in INTERNAL_TOPICS,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none if record.leader >= 0
-                else ErrorCode.leader_not_available,
-                "partition_index": index,
-                "leader_id": record.leader,
-                "leader_epoch": record.leader_epoch,
-                "replica_nodes": record.replicas,
-                "isr_nodes": record.isr,
-                "offline_replicas": tuple(r for r in record.replicas if r not in live),
-            }
-            for index, record in sorted(state.partitions.items())
-        ],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+    return describe_topic(broker, state, sorted(state.partitions), AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _response(broker: Broker, topics: list[dict[str, Any]]) -> Result:

@@ -6,7 +6,6 @@ that shrank below min.insync.replicas meanwhile."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from collections.abc import Awaitable
@@ -18,24 +17,27 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
+from odradek.broker.replica_manager import Acknowledgement, acknowledged
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import verify
 from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
-from odradek.protocol.record_codec import first_keyless_record
+from odradek.protocol.record_codec import keyless_records
 from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 FIRST_ZSTD_VERSION = 7
-_END_OFFSET = "_end_offset"
-"""Marks an acks=all partition response with the offset the high watermark must reach."""
 VALID_ACKS = (0, 1, -1)
 FIRST_TRANSACTION_ABORTABLE_VERSION = 11
 """Produce v11 added TRANSACTION_ABORTABLE; older producers get INVALID_TXN_STATE, as Kafka
 answers them."""
+
+
+Pending = tuple[dict[str, Any], Acknowledgement]
+"""A partition's answer and what acknowledging it waits for."""
 
 
 @dataclass(slots=True)
@@ -54,14 +56,14 @@ class _Unverified:
 def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
     broker = context.broker
     acks = request.acks
-    flushes: list[PartitionLog] = []
+    pending: list[Pending] = []
     unverified: list[_Unverified] = []
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
                 produce_partition(
-                    broker, topic.name, data.index, data.records, context.version, flushes,
+                    broker, topic.name, data.index, data.records, context.version, pending,
                     acks, unverified,
                 )
                 if acks in VALID_ACKS
@@ -72,12 +74,12 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
         for topic in request.topic_data
     ]
     if unverified:
-        return _verify_then_finish(context, request, responses, flushes, unverified)
-    return _finish(broker, request, responses, flushes)
+        return _verify_then_finish(context, request, responses, pending, unverified)
+    return _finish(broker, request, responses, pending)
 
 
 async def _verify_then_finish(context: RequestContext, request: Any,
-                              responses: list[dict[str, Any]], flushes: list[PartitionLog],
+                              responses: list[dict[str, Any]], pending: list[Pending],
                               unverified: list[_Unverified]) -> Result:
     broker = context.broker
     first = unverified[0]
@@ -98,30 +100,34 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                                       f"{code.name.upper()}"))
             continue
         item.answer.update(produce_partition(broker, item.topic, index, item.records,
-                                             context.version, flushes, request.acks, None))
-    finished = _finish(broker, request, responses, flushes)
+                                             context.version, pending, request.acks, None))
+    finished = _finish(broker, request, responses, pending)
     return await finished if isinstance(finished, Awaitable) else finished
 
 
-def _keyless_problem(log_: PartitionLog, records: bytes, batches: list[BatchInfo]
-                     ) -> tuple[ErrorCode, str] | None:
-    """Compacted topics refuse records without a key (Kafka's LogValidator); only there are
-    records walked (not decoded) on the produce path."""
+def _keyless_refusal(topic: str, index: int, log_: PartitionLog, records: bytes,
+                     batch: BatchInfo) -> dict[str, Any] | None:
+    """Compacted topics refuse a batch with records without a key, naming each of them
+    (KIP-467), as Kafka's LogValidator does; only there are records walked (not decoded) on
+    the produce path."""
     if not log_.config.compact_enabled:
         return None
     with memoryview(records) as view:
-        for info in batches:
-            if info.is_control:
-                continue
-            try:
-                index = first_keyless_record(view[info.position:info.end])
-            except InvalidRecordsError as error:
-                return error.error_code, error.message
-            if index is not None:
-                return (ErrorCode.invalid_record, f"Compacted topic cannot accept message "
-                        f"without key in topic partition {log_.directory.name} (record "
-                        f"{index} of the batch at position {info.position})")
-    return None
+        try:
+            keyless = keyless_records(view[batch.position:batch.end])
+        except InvalidRecordsError as error:
+            return _error(index, error.error_code, error.message)
+    if not keyless:
+        return None
+    problem = ("Compacted topic cannot accept message without key in topic partition "
+               f"{topic}-{index}")
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{problem}')" for i in keyless[:3])
+    answer = _error(index, ErrorCode.invalid_record, (
+        f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"))
+    answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": problem}
+                               for i in keyless]
+    return answer
 
 
 def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
@@ -134,9 +140,9 @@ def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
 
 
 def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
-            flushes: list[PartitionLog]) -> Result | Awaitable[Result]:
-    """Count errors, then answer: at once, after the flushes, or once acks=all is met."""
-    acks = request.acks
+            pending: list[Pending]) -> Result | Awaitable[Result]:
+    """Count errors, then answer: at once, or once the appends are fsynced (as the flush
+    policy asks) and, for acks=all, committed."""
     failed = [
         partition["error_code"]
         for topic in responses
@@ -145,67 +151,49 @@ def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
     ]
     for code in failed:
         broker.metrics.count_error("Produce", code)
-    if acks == 0:
+    if request.acks == 0:
         if failed:
             # Kafka closes the connection: the only way an acks=0 producer learns of it
             raise ConnectionAbort(f"acks=0 produce failed: {ErrorCode(failed[0]).name}")
-        for log_ in flushes:
-            asyncio.ensure_future(broker.flush(log_))
         return None
     leaders = {p["current_leader"]["leader_id"] for t in responses
                for p in t["partition_responses"] if "current_leader" in p}
     response = {"responses": responses, "node_endpoints": [
         {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
         for n in node_endpoints(broker, leaders)]}
-    replicated = [
-        (partition, broker.replicas.committed((topic["name"], partition["index"]),
-                                              partition.pop(_END_OFFSET)))
-        for topic in responses
-        for partition in topic["partition_responses"]
-        if _END_OFFSET in partition
-    ]
-    if flushes or any(not committed.done() for _, committed in replicated):
-        return _acknowledge(broker, flushes, replicated, request.timeout.total_seconds(),
-                            response)
-    _apply_replication_errors(broker, replicated)
+    if not pending:
+        return response
+    if any(not ack.settled() for _, ack in pending):
+        return _acknowledge(broker, pending, request.timeout.total_seconds(), response)
+    _apply_outcomes(broker, pending, [ack.outcome() for _, ack in pending])
     return response
 
 
-async def _acknowledge(
-    broker: Broker, flushes: list[PartitionLog],
-    replicated: list[tuple[dict[str, Any], asyncio.Future[ErrorCode]]], timeout_s: float,
-    response: dict[str, Any],
-) -> Result:
-    """Wait for the fsyncs flush.messages/flush.ms ask for and, for acks=all, for the ISR."""
-    await asyncio.gather(*(broker.flush(log_) for log_ in flushes))
-    pending = [committed for _, committed in replicated if not committed.done()]
-    if pending:
-        await asyncio.wait(pending, timeout=timeout_s)
-    _apply_replication_errors(broker, replicated)
+async def _acknowledge(broker: Broker, pending: list[Pending], timeout_s: float,
+                       response: dict[str, Any]) -> Result:
+    outcomes = await acknowledged([ack for _, ack in pending], timeout_s)
+    _apply_outcomes(broker, pending, outcomes)
     return response
 
 
-def _apply_replication_errors(
-    broker: Broker, replicated: list[tuple[dict[str, Any], asyncio.Future[ErrorCode]]]
-) -> None:
-    for partition, committed in replicated:
-        code = committed.result() if committed.done() else ErrorCode.request_timed_out
-        committed.cancel()
+def _apply_outcomes(broker: Broker, pending: list[Pending], outcomes: list[ErrorCode]) -> None:
+    for (answer, _), code in zip(pending, outcomes, strict=True):
         if code != ErrorCode.none:
-            partition["error_code"] = code
+            answer["error_code"] = code
             broker.metrics.count_error("Produce", code)
 
 
-def _duplicate(index: int, original: BatchMetadata, log_: PartitionLog, acks: int
-               ) -> dict[str, Any]:
+def _duplicate(broker: Broker, key: tuple[str, int], original: BatchMetadata,
+               log_: PartitionLog, acks: int, pending: list[Pending]) -> dict[str, Any]:
     """A retried batch already in the log: answered with the original's offsets, as Kafka
     does, and (for acks=all) once those are committed."""
     answer: dict[str, Any] = {
-        "index": index, "error_code": ErrorCode.none, "base_offset": original.first_offset,
+        "index": key[1], "error_code": ErrorCode.none, "base_offset": original.first_offset,
         "log_append_time": None, "log_start_offset": log_.log_start_offset,
     }
     if acks == -1:
-        answer[_END_OFFSET] = original.last_offset + 1
+        pending.append((answer, Acknowledgement(
+            None, broker.replicas.committed(key, original.last_offset + 1))))
     return answer
 
 
@@ -257,13 +245,13 @@ def produce_partition(
     index: int,
     records: bytes | None,
     version: int,
-    flushes: list[PartitionLog],
+    pending: list[Pending],
     acks: int,
     unverified: list[_Unverified] | None,
 ) -> dict[str, Any]:
-    """Append one partition's batch; logs whose flush policy is due go to `flushes`. The first
-    transactional batch of a producer's transaction here goes to `unverified` (None: it was
-    verified) and its answer comes later."""
+    """Append one partition's batch; its answer goes to `pending` when acknowledging it waits
+    for an fsync or the ISR. The first transactional batch of a producer's transaction here
+    goes to `unverified` (None: it was verified) and its answer comes later."""
     log_, code = broker.leader_log(topic, index)
     metrics = broker.metrics
     if log_ is None:
@@ -297,10 +285,14 @@ def produce_partition(
         _count_failure(broker, topic)
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
-    refused = _request_problem(batches, version) or _keyless_problem(log_, records, batches)
+    refused = _request_problem(batches, version)
     if refused:
         _count_failure(broker, topic)
         return _error(index, *refused)
+    refusal = _keyless_refusal(topic, index, log_, records, batches[0])
+    if refusal is not None:
+        _count_failure(broker, topic)
+        return refusal
     now = now_ms()
     problem = _timestamp_problem(broker, topic, batches, now)
     if problem:
@@ -315,7 +307,7 @@ def produce_partition(
             log.info("rejected produce to %s-%d: %s", topic, index, error.message)
             return _error(index, error.error_code, error.message)
         if duplicate is not None:
-            return _duplicate(index, duplicate, log_, acks)
+            return _duplicate(broker, key, duplicate, log_, acks, pending)
         if (unverified is not None and batch.is_transactional
                 and not log_.producers.in_transaction(batch.producer_id)
                 and broker.config["transaction.partition.verification.enable"]):
@@ -325,16 +317,13 @@ def produce_partition(
                 log_.producers.start_verification(batch.producer_id)))
             return waiting
     try:
-        result = log_.append(bytearray(records), batches, now, leader_epoch=leader_epoch)
+        result, ack = broker.replicas.append_as_leader(
+            key, log_, leader_epoch, bytearray(records), batches, now, wait_for_isr=acks == -1)
     except RecordBatchTooLargeError as error:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.record_list_too_large, str(error))
-    broker.replicas.advance(key)
-    broker.waiters.wake(key)
     metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
     metrics.bytes_in.labels(topic).inc(len(records))
-    if result.flush_due:
-        flushes.append(log_)
     answer = {
         "index": index,
         "error_code": ErrorCode.none,
@@ -344,6 +333,6 @@ def produce_partition(
         else _EPOCH + datetime.timedelta(milliseconds=result.log_append_time_ms),
         "log_start_offset": result.log_start_offset,
     }
-    if acks == -1:
-        answer[_END_OFFSET] = result.last_offset + 1
+    if ack.flushing is not None or ack.committed is not None:
+        pending.append((answer, ack))
     return answer

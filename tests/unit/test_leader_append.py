@@ -1,0 +1,102 @@
+"""The leader-append path of a real broker shell over a log on disk: under flush.messages=1
+whatever it acknowledges is fsynced first (the log's recovery point covers it). Transaction
+markers once skipped the flush policy and were acknowledged before any fsync."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.broker import Broker
+from odradek.broker.handlers.transactions import handle_write_txn_markers
+from odradek.broker.replica_manager import ReplicaManager
+from odradek.config import BrokerConfig
+from odradek.metadata.records import (
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    ResourceType,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+from odradek.protocol.record_codec import build_batch
+from odradek.protocol.records import validate_batches
+
+NODE = 1
+TOPIC = "orders"
+TOPIC_ID = "5f1c4ab6-4f4c-4b4e-9b1c-2f6f0e1d9a01"
+PRODUCER_ID, PRODUCER_EPOCH = 7, 0
+
+
+async def leading_broker(log_dir: Path, configs: dict[str, str],
+                         topic_configs: dict[str, str]) -> Broker:
+    """A broker leading TOPIC-0 alone (ISR of one), its log created on disk."""
+    config = BrokerConfig({"node.id": str(NODE), "log.dirs": str(log_dir), **configs})
+    broker = Broker(config, "127.0.0.1", 9092, generate_cluster_id=True)
+    broker.replicas = ReplicaManager(broker)
+    broker.caught_up = True
+    records: list[MetadataRecord] = [
+        RegisterBrokerRecord(NODE, "incarnation", 1, "127.0.0.1", 9092, None),
+        UnfenceBrokerRecord(NODE, 1),
+        TopicRecord(TOPIC, TOPIC_ID),
+        PartitionRecord(TOPIC_ID, 0, (NODE,), (NODE,), NODE),
+        *(ConfigRecord(ResourceType.TOPIC, TOPIC, name, value)
+          for name, value in topic_configs.items()),
+    ]
+    await broker.apply_metadata(records, offset=len(records), snapshot=False)
+    return broker
+
+
+def write_txn_markers_request(commit: bool) -> Any:
+    return SimpleNamespace(markers=[SimpleNamespace(
+        producer_id=PRODUCER_ID, producer_epoch=PRODUCER_EPOCH, transaction_result=commit,
+        coordinator_epoch=0, topics=[SimpleNamespace(name=TOPIC, partition_indexes=[0])])])
+
+
+async def marker_fsynced_when_acknowledged(
+        log_dir: Path, commit: bool, configs: dict[str, str],
+        topic_configs: dict[str, str]) -> tuple[int, int, int]:
+    """Appends a transactional batch (fsynced), then ends its transaction through
+    WriteTxnMarkers: (error code, log end offset, recovery point) when it answers."""
+    broker = await leading_broker(log_dir, configs, topic_configs)
+    log_ = broker.partition(TOPIC, 0)
+    assert log_ is not None
+    data = bytearray(build_batch([(b"k", b"v")], timestamp_ms=0, producer_id=PRODUCER_ID,
+                                 producer_epoch=PRODUCER_EPOCH, base_sequence=0,
+                                 is_transactional=True))
+    log_.append(data, validate_batches(data, len(data)), 0, leader_epoch=0)
+    await broker.flush(log_)
+    assert log_.recovery_point == log_.log_end_offset == 1
+    context: Any = SimpleNamespace(broker=broker)
+    response = await handle_write_txn_markers(context, write_txn_markers_request(commit))
+    [marker] = response["markers"]
+    [topic] = marker["topics"]
+    [partition] = topic["partitions"]
+    answered = (partition["error_code"], log_.log_end_offset, log_.recovery_point)
+    await broker.replicas.stop()
+    broker.logs.shutdown()
+    return answered
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+@pytest.mark.parametrize(("configs", "topic_configs"), [
+    ({"log.flush.interval.messages": "1"}, {}), ({}, {"flush.messages": "1"}),
+], ids=["log.flush.interval.messages", "flush.messages"])
+def test_a_marker_is_fsynced_before_it_is_acknowledged(
+        tmp_path: Path, commit: bool, configs: dict[str, str],
+        topic_configs: dict[str, str]) -> None:
+    answered = asyncio.run(marker_fsynced_when_acknowledged(tmp_path, commit, configs,
+                                                            topic_configs))
+    assert answered == (ErrorCode.none, 2, 2)
+
+
+def test_markers_are_not_fsynced_under_the_default_flush_policy(tmp_path: Path) -> None:
+    """The page cache holds them (Kafka's default): the recovery point stays behind."""
+    answered = asyncio.run(marker_fsynced_when_acknowledged(tmp_path, True, {}, {}))
+    assert answered == (ErrorCode.none, 2, 1)
