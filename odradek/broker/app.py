@@ -227,11 +227,12 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     """The broker's services on its state, each built once, in dependency order."""
     writer = MetadataWriter(client, progress.wait_for_offset)
     replicas = ReplicaManager(broker, partial(_alter_partition, client, registration))
-    producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
-                                     broker.metrics.producer_ids_allocated.inc)
     groups = GroupCoordinatorRuntime(broker, replicas, writer)
     markers = MarkerWriter(broker, replicas, groups.complete_transaction)
     txns = TransactionCoordinatorRuntime(broker, replicas, writer, markers)
+    # after the transaction coordinator, which registers the transaction metrics
+    producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
+                                     broker.metrics.producer_ids_allocated.inc)
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers)
 
 
