@@ -11,16 +11,9 @@ from pathlib import Path
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
 from odradek.service_runtime import StartupError
+from odradek.tools.common import key_value
 
 Runner = Callable[[BrokerConfig, bool], None]
-
-
-def key_value(text: str) -> tuple[str, str]:
-    """An argparse type for `--override KEY=VALUE`."""
-    key, separator, value = text.partition("=")
-    if not separator or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    return key.strip(), value.strip()
 
 
 DEV_DEFAULTS = {"offsets.topic.replication.factor": "1",

@@ -20,12 +20,15 @@ from odradek.broker.controller_client import ControllerClient, ControllerUnavail
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
-from odradek.broker.lifecycle import BrokerLifecycle
+from odradek.broker.lifecycle import BrokerLifecycle, MetadataProgress, Registration
 from odradek.broker.log_cleaner import LogCleaner
+from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
+from odradek.broker.services import BrokerServices
+from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
@@ -59,9 +62,6 @@ class BrokerApp:
         self.at_swap_point = at_swap_point
         self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port,
                              generate_cluster_id)
-        self.broker.groups = GroupCoordinatorRuntime(self.broker)
-        self.broker.replicas = ReplicaManager(self.broker)
-        self.broker.txns = TransactionCoordinatorRuntime(self.broker)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._socket: socket.socket | None = None
@@ -92,16 +92,17 @@ class BrokerApp:
         await loop.run_in_executor(None, broker.load)
         client = ControllerClient(voters, config.integer("controller.quorum.request.timeout.ms"),
                                   config.integer("controller.quorum.retry.backoff.ms"))
+        registration = Registration(broker.node_id)
+        progress = MetadataProgress()
+        services = build_services(broker, client, registration, progress)
+        applier = MetadataApplier(broker, services.replicas.on_metadata,
+                                  [services.groups.refresh_topics, services.txns.refresh_topics])
         lifecycle = BrokerLifecycle(
-            client, broker.cluster_id, broker.node_id, broker.host, broker.port,
+            client, registration, progress, broker.cluster_id, broker.host, broker.port,
             config["broker.rack"],  # type: ignore[arg-type]
-            config.integer("broker.heartbeat.interval.ms"), broker.apply_metadata,
+            config.integer("broker.heartbeat.interval.ms"), applier.apply,
         )
-        broker.writer = MetadataWriter(client, lifecycle.wait_for_offset)
-        broker.replicas.alter_partition = partial(_alter_partition, client, lifecycle)
-        broker.producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, lifecycle),
-                                                broker.metrics.producer_ids_allocated.inc)
-        registering = asyncio.create_task(self._join(lifecycle))
+        registering = asyncio.create_task(self._join(lifecycle, applier))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({registering, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not registering.done():
@@ -109,7 +110,7 @@ class BrokerApp:
             stopping.cancel()
             await asyncio.gather(registering, return_exceptions=True)
             await lifecycle.shutdown()
-            await broker.replicas.stop()
+            await services.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             if self._socket is not None:
                 self._socket.close()
@@ -117,10 +118,10 @@ class BrokerApp:
         stopping.cancel()
         registering.result()
         if OFFSETS_TOPIC in broker.metadata.topics:
-            await broker.groups.ensure_loaded()
+            await services.groups.ensure_loaded()
         if TRANSACTION_STATE_TOPIC in broker.metadata.topics:
-            await broker.txns.ensure_loaded()
-        dispatcher = Dispatcher(broker, API_TABLE)
+            await services.txns.ensure_loaded()
+        dispatcher = Dispatcher(services, API_TABLE)
         max_request = config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
         assert self._socket is not None
@@ -134,8 +135,9 @@ class BrokerApp:
             every(config.integer("log.flush.offset.checkpoint.interval.ms") or 60000,
                   self.checkpoint),
             every(config.integer("offsets.retention.check.interval.ms"),
-                  broker.groups.expire_offsets),
-            every(max(config.integer("replica.lag.time.max.ms") // 2, 1), self.shrink_isrs),
+                  services.groups.expire_offsets),
+            every(max(config.integer("replica.lag.time.max.ms") // 2, 1),
+                  partial(self.shrink_isrs, services.replicas)),
             every(config.integer("replica.high.watermark.checkpoint.interval.ms"),
                   self.checkpoint_high_watermarks),
             every(config.integer("producer.id.expiration.check.interval.ms"),
@@ -154,15 +156,15 @@ class BrokerApp:
             log.info("shutting down")
             await lifecycle.shutdown(self._fenced_in_image)
             server.close()
-            broker.groups.close()
-            broker.txns.close()
+            services.groups.close()
+            services.txns.close()
             in_flight = [request for c in list(connections) if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
             if cleaner is not None:
                 cleaner.stop()
-            await broker.replicas.stop()
+            await services.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
 
@@ -170,7 +172,7 @@ class BrokerApp:
         registration = self.broker.metadata.brokers.get(self.broker.node_id)
         return registration is None or registration.fenced
 
-    async def _join(self, lifecycle: BrokerLifecycle) -> None:
+    async def _join(self, lifecycle: BrokerLifecycle, applier: MetadataApplier) -> None:
         """Register, then wait to be unfenced: caught up with the metadata log."""
         await lifecycle.start()
         log.info("waiting to catch up with the metadata log and be unfenced")
@@ -180,7 +182,7 @@ class BrokerApp:
             # the unfencing batch (with its leader elections) is on its way in the stream
             await asyncio.sleep(UNFENCE_POLL_S)
             registration = self.broker.metadata.brokers.get(self.broker.node_id)
-        await self.broker.caught_up_with_metadata()
+        await applier.caught_up()
 
     async def enforce_retention(self) -> None:
         now = now_ms()
@@ -216,31 +218,45 @@ class BrokerApp:
         for _, partition_log in list(self.broker.logs.logs()):
             partition_log.producers.expire(now, expiration_ms)
 
-    async def shrink_isrs(self) -> None:
-        self.broker.replicas.shrink_isrs(now_ms())
+    async def shrink_isrs(self, replicas: ReplicaManager) -> None:
+        replicas.shrink_isrs(now_ms())
 
 
-async def _alter_partition(client: ControllerClient, lifecycle: BrokerLifecycle, topic_id: str,
+def build_services(broker: Broker, client: ControllerClient, registration: Registration,
+                   progress: MetadataProgress) -> BrokerServices:
+    """The broker's services on its state, each built once, in dependency order."""
+    writer = MetadataWriter(client, progress.wait_for_offset)
+    replicas = ReplicaManager(broker, partial(_alter_partition, client, registration))
+    groups = GroupCoordinatorRuntime(broker, replicas, writer)
+    markers = MarkerWriter(broker, replicas, groups.complete_transaction)
+    txns = TransactionCoordinatorRuntime(broker, replicas, writer, markers)
+    # after the transaction coordinator, which registers the transaction metrics
+    producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
+                                     broker.metrics.producer_ids_allocated.inc)
+    return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers)
+
+
+async def _alter_partition(client: ControllerClient, registration: Registration, topic_id: str,
                            partition: int, change: IsrChange) -> tuple[ErrorCode, int]:
     """AlterPartition to the active controller: (error code, partition epoch after it)."""
     try:
         response = await client.call(lambda stub: stub.AlterPartition, pb.AlterPartitionRequest(
-            broker_id=lifecycle.node_id, broker_epoch=lifecycle.broker_epoch, topic_id=topic_id,
-            partition=partition, leader_epoch=change.leader_epoch,
+            broker_id=registration.node_id, broker_epoch=registration.broker_epoch,
+            topic_id=topic_id, partition=partition, leader_epoch=change.leader_epoch,
             partition_epoch=change.partition_epoch, new_isr=list(change.isr)))
     except ControllerUnavailable:
         return ErrorCode.request_timed_out, -1
     return ErrorCode(response.error.code), response.partition_epoch
 
 
-async def _allocate_producer_ids(client: ControllerClient, lifecycle: BrokerLifecycle
+async def _allocate_producer_ids(client: ControllerClient, registration: Registration
                                  ) -> tuple[ErrorCode, int, int]:
     """AllocateProducerIds to the active controller: (error code, first id, count)."""
     try:
         response = await client.call(lambda stub: stub.AllocateProducerIds,
                                      pb.AllocateProducerIdsRequest(
-                                         broker_id=lifecycle.node_id,
-                                         broker_epoch=lifecycle.broker_epoch))
+                                         broker_id=registration.node_id,
+                                         broker_epoch=registration.broker_epoch))
     except ControllerUnavailable:
         return ErrorCode.request_timed_out, -1, 0
     return ErrorCode(response.error.code), response.first_producer_id, response.count

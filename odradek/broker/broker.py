@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.metrics import BrokerMetrics
+from odradek.broker.partitions import PartitionWaiters, TopicPartition
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, effective_topic_config
 from odradek.log.config import LogConfig
@@ -22,13 +22,6 @@ from odradek.log.partition import PartitionLog
 from odradek.log.partition_metadata import read_topic_id, write_topic_id
 from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.image import ClusterMetadata
-
-if TYPE_CHECKING:
-    from odradek.broker.group_runtime import GroupCoordinatorRuntime
-    from odradek.broker.metadata_writer import MetadataWriter
-    from odradek.broker.producer_ids import ProducerIdManager
-    from odradek.broker.replica_manager import ReplicaManager
-    from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.metadata.records import (
     NO_LEADER,
     ConfigRecord,
@@ -40,50 +33,13 @@ from odradek.metadata.records import (
 
 log = logging.getLogger("odradek.broker")
 
-TopicPartition = tuple[str, int]
-
-
-
-class PartitionWaiters:
-    """Futures of delayed fetches, woken when their partitions get new data."""
-
-    def __init__(self) -> None:
-        self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = defaultdict(set)
-
-    def wait(self, partitions: Iterable[TopicPartition]) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        keys = list(partitions)
-        for key in keys:
-            self._waiters[key].add(future)
-
-        def forget(_: asyncio.Future[None]) -> None:
-            for key in keys:
-                waiters = self._waiters.get(key)
-                if waiters is not None:
-                    waiters.discard(future)
-                    if not waiters:
-                        del self._waiters[key]
-
-        future.add_done_callback(forget)
-        return future
-
-    def wake(self, key: TopicPartition) -> None:
-        for future in list(self._waiters.get(key, ())):
-            if not future.done():
-                future.set_result(None)
+Placed = Callable[[], None]
+"""Called (on the event loop, under the reconciling lock) once the logs match the image."""
 
 
 class Broker:
-    groups: GroupCoordinatorRuntime
-    """The group coordinator; set by the app, which wires the services together."""
-    writer: MetadataWriter
-    """Admin writes, forwarded to the controller; set by the app."""
-    replicas: ReplicaManager
-    """Leadership, high watermarks and follower fetching; set by the app."""
-    producer_ids: ProducerIdManager
-    """Producer id blocks from the controller; set by the app."""
-    txns: TransactionCoordinatorRuntime
-    """The transaction coordinator; set by the app."""
+    """The broker's state: its config, metadata image, partition logs, waiters and metrics.
+    The services built on it (`BrokerServices`) are wired by the app."""
 
     def __init__(self, config: BrokerConfig, host: str, port: int,
                  generate_cluster_id: bool = False) -> None:
@@ -110,8 +66,6 @@ class Broker:
         self.metrics = BrokerMetrics(self.registry, self._partition_sizes)
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._flushes: dict[PartitionLog, asyncio.Future[None]] = {}
-        self.topic_listeners: list[Callable[[], None]] = []
-        """Called after topics are created, deleted or given partitions."""
 
     def topic_config(self, topic: str) -> dict[str, Any]:
         """The effective config of a topic (broker defaults overlaid with its overrides)."""
@@ -164,16 +118,17 @@ class Broker:
             await asyncio.shield(flushing)
 
     async def apply_metadata(
-        self, records: list[MetadataRecord], offset: int, snapshot: bool
+        self, records: list[MetadataRecord], offset: int, snapshot: bool, placed: Placed
     ) -> None:
         """Apply a committed batch of metadata records (or, when `snapshot`, replace the image
         with them), then create the logs of partitions this broker now hosts and retire those
         it no longer does, in a worker thread (both fsync the log dir). The caller shields it:
-        a batch is never left half applied."""
-        await self._apply_metadata(records, snapshot)
+        a batch is never left half applied. `placed` runs once the logs match the image."""
+        await self._apply_metadata(records, snapshot, placed)
         self.metadata_offset = offset
 
-    async def _apply_metadata(self, records: list[MetadataRecord], snapshot: bool) -> None:
+    async def _apply_metadata(self, records: list[MetadataRecord], snapshot: bool,
+                              placed: Placed) -> None:
         detached: list[PartitionLog] = []
         reconfigured: set[str] = set()
         if snapshot:
@@ -204,7 +159,7 @@ class Broker:
         for topic in reconfigured:
             if topic in self.metadata.topics:
                 self._reconfigure(topic)
-        await self._reconcile_logs(detached, strays=snapshot or self.caught_up)
+        await self._reconcile_logs(detached, snapshot or self.caught_up, placed)
 
     def _moves_off(self, record: PartitionChangeRecord) -> bool:
         """Whether a reassignment takes the partition's replica (and log) off this broker."""
@@ -213,17 +168,19 @@ class Broker:
         name = self.metadata.topic_names_by_id.get(record.topic_id)
         return name is not None and self.logs.get(name, record.partition) is not None
 
-    async def caught_up_with_metadata(self) -> None:
+    async def caught_up_with_metadata(self, placed: Placed) -> None:
         """The image now holds the whole committed log: logs it does not place on this
         broker are strays."""
         self.caught_up = True
-        await self._reconcile_logs([], strays=True)
+        await self._reconcile_logs([], True, placed)
 
-    async def _reconcile_logs(self, detached: list[PartitionLog], strays: bool) -> None:
+    async def _reconcile_logs(self, detached: list[PartitionLog], strays: bool,
+                              placed: Placed) -> None:
         """Create the logs of hosted partitions; retire `detached` (deleted topics) and,
         when the image is complete, move aside logs it does not place here."""
         async with self._reconciling:
             await self._reconcile_logs_now(detached, strays)
+            placed()
 
     async def _reconcile_logs_now(self, detached: list[PartitionLog], strays: bool) -> None:
         loop = asyncio.get_running_loop()
@@ -245,13 +202,6 @@ class Broker:
                 None, self._change_logs, created, detached, stray_logs
             )
             loop.run_in_executor(None, _remove_trees, retired)
-        if self.caught_up:
-            # Leading or following on the way through an old image would act on stale
-            # leadership: a broker catching up after a restart briefly reads itself leader
-            # of an epoch long gone, and stamping that epoch on its log truncates it.
-            self.replicas.on_metadata(now_ms())
-        for listener in self.topic_listeners:
-            listener()
 
     def hosted_partitions(self) -> dict[TopicPartition, str]:
         """Partitions with a replica on this broker, with their topic ids."""

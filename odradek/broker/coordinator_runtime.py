@@ -15,8 +15,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
-from odradek.broker.handlers.topics import create_topic
-from odradek.broker.replica_manager import Acknowledgement, acknowledged
+from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
+from odradek.broker.topic_creation import create_topic
 from odradek.clock import now_ms
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
@@ -71,8 +72,12 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     name: str
     """What the coordinator is called in logs ("group", "transaction")."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, replicas: ReplicaManager, writer: MetadataWriter) -> None:
+        """`writer` creates the topic on first use; call `refresh_topics` after every
+        applied metadata batch."""
         self.broker = broker
+        self.replicas = replicas
+        self.writer = writer
         self.commit_timeout_s = broker.config.integer("offsets.commit.timeout.ms") / 1000
         self.shards: dict[int, ShardT] = {}
         """The shards of the partitions this broker leads."""
@@ -83,7 +88,6 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         self._tokens = itertools.count()
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._creating: asyncio.Lock | None = None
-        broker.topic_listeners.append(self._refresh_topics)
 
     # The coordinator's specifics.
 
@@ -225,7 +229,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         COORDINATOR_NOT_AVAILABLE."""
         partitions, replication_factor, configs = self.topic_settings()
         try:
-            await create_topic(self.broker, self.topic, partitions, replication_factor,
+            await create_topic(self.broker, self.writer, self.topic, partitions, replication_factor,
                                configs, internal=True)
         except MetadataError as error:
             if error.error_code != ErrorCode.topic_already_exists:
@@ -321,7 +325,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         the flush policy asks, fsynced) or fails when they cannot be."""
         key = (self.topic, partition)
         log_ = self.broker.partition(*key)
-        leader_epoch = self.broker.replicas.leader_epoch(key)
+        leader_epoch = self.replicas.leader_epoch(key)
         if log_ is None or leader_epoch is None:
             raise NotCoordinator()
         now = now_ms()
@@ -330,7 +334,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             [self.encode(r) for r in out.records], timestamp_ms=now, producer_id=producer_id,
             producer_epoch=producer_epoch, is_transactional=producer_id >= 0))
         batches = validate_batches(batch, len(batch), from_client=False)
-        _, ack = self.broker.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
+        _, ack = self.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
                                                        now, wait_for_isr=True)
         if ack.settled() and ack.outcome() == ErrorCode.none:
             return None
@@ -371,7 +375,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     # Leadership.
 
-    def _refresh_topics(self) -> None:
+    def refresh_topics(self) -> None:
         if self.num_partitions:
             self._follow_leadership()
         for partition, shard in list(self.shards.items()):

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.server import ConnectionAbort, Response
+from odradek.broker.services import BrokerServices
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
 
@@ -29,9 +30,14 @@ Handler = Callable[["RequestContext", Any], Result | Awaitable[Result]]
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    broker: Broker
+    services: BrokerServices
     header: RequestHeader
     peer: str
+
+    @property
+    def broker(self) -> Broker:
+        """The broker's state (`services.broker`)."""
+        return self.services.broker
 
     @property
     def version(self) -> int:
@@ -55,8 +61,9 @@ class Api:
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker, apis: list[Api]) -> None:
-        self.broker = broker
+    def __init__(self, services: BrokerServices, apis: list[Api]) -> None:
+        self.services = services
+        self.broker = services.broker
         self.apis = {api.key: api for api in apis}
 
     def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
@@ -77,7 +84,7 @@ class Dispatcher:
                 f"malformed request: {error} (first bytes {frame[:48].hex()})"
             ) from None
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
-        context = RequestContext(self.broker, header, peer)
+        context = RequestContext(self.services, header, peer)
         result = api.handler(context, request)
         if inspect.isawaitable(result):
             return self._finish_later(api, header, result, started)
@@ -112,7 +119,7 @@ class Dispatcher:
         APIs answer UNSUPPORTED_VERSION where the schema can carry it, else close."""
         if header.api_key == codec.API_VERSIONS_KEY:
             v0 = RequestHeader(header.api_key, 0, header.correlation_id, header.client_id)
-            table = api.handler(RequestContext(self.broker, v0, ""), None)
+            table = api.handler(RequestContext(self.services, v0, ""), None)
             assert isinstance(table, Mapping)
             body = {**table, "error_code": ErrorCode.unsupported_version}
             return [codec.encode_response(v0, body)]

@@ -12,6 +12,8 @@ from odradek.broker.coordinator_runtime import (
     CoordinatorUnavailable,
     NotCoordinator,
 )
+from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.replica_manager import ReplicaManager
 from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import GroupCoordinatorShard, group_type, partition_for
@@ -45,8 +47,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
     topic = OFFSETS_TOPIC
     name = "group"
 
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(broker)
+    def __init__(self, broker: Broker, replicas: ReplicaManager, writer: MetadataWriter) -> None:
+        super().__init__(broker, replicas, writer)
         self.config = GroupConfig.from_broker_config(broker.config)
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import grpc
 from kio.schema.errors import ErrorCode
@@ -28,22 +29,62 @@ ApplyMetadata = Callable[[list[MetadataRecord], int, bool], Awaitable[None]]
 """(records, offset, is_snapshot): apply a committed batch, or replace the image."""
 
 
+@dataclass(slots=True)
+class Registration:
+    """This broker's registration with the controllers, which calls to them carry."""
+
+    node_id: int
+    broker_epoch: int = -1
+    """The epoch the last registration got (-1 before the first)."""
+
+
+class MetadataProgress:
+    """How far this broker has applied the metadata log, and who waits for it to get further
+    (admin writes wait for their records)."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    async def wait_for_offset(self, offset: int, timeout_s: float) -> None:
+        """Until this broker has applied the metadata log up to `offset` (or the timeout)."""
+        if self.offset >= offset:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((offset, future))
+        try:
+            await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            log.warning("metadata offset %d not reached in %.1fs (at %d)", offset, timeout_s,
+                        self.offset)
+
+    def advance(self, offset: int) -> None:
+        self.offset = offset
+        waiting = []
+        for wanted, future in self._waiters:
+            if wanted <= self.offset:
+                if not future.done():
+                    future.set_result(None)
+            elif not future.done():
+                waiting.append((wanted, future))
+        self._waiters = waiting
+
+
 class BrokerLifecycle:
-    def __init__(self, client: ControllerClient, cluster_id: str, node_id: int, host: str,
-                 port: int, rack: str | None, heartbeat_ms: int,
-                 apply: ApplyMetadata) -> None:
+    def __init__(self, client: ControllerClient, registration: Registration,
+                 progress: MetadataProgress, cluster_id: str, host: str, port: int,
+                 rack: str | None, heartbeat_ms: int, apply: ApplyMetadata) -> None:
         self.client = client
+        self.registration = registration
+        self.progress = progress
         self.cluster_id = cluster_id
-        self.node_id = node_id
+        self.node_id = registration.node_id
         self.host, self.port, self.rack = host, port, rack
         self.heartbeat_s = heartbeat_ms / 1000
         self.apply = apply
         self.incarnation_id = str(uuid.uuid4())
-        self.broker_epoch = -1
-        self.metadata_offset = 0
         self.fenced = True
         self.unfenced = asyncio.Event()
-        self._offset_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._shutting_down = False
 
@@ -51,18 +92,6 @@ class BrokerLifecycle:
         """Register, then heartbeat and follow the metadata log in the background."""
         await self._register()
         self._tasks = [asyncio.create_task(self._follow()), asyncio.create_task(self._beat())]
-
-    async def wait_for_offset(self, offset: int, timeout_s: float) -> None:
-        """Until this broker has applied the metadata log up to `offset` (or the timeout)."""
-        if self.metadata_offset >= offset:
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._offset_waiters.append((offset, future))
-        try:
-            await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            log.warning("metadata offset %d not reached in %.1fs (at %d)", offset, timeout_s,
-                        self.metadata_offset)
 
     async def _register(self) -> None:
         request = pb.BrokerRegistrationRequest(
@@ -78,9 +107,9 @@ class BrokerLifecycle:
                 log.warning("registration: %s; retrying", error)
                 continue
             if response.error.code == ErrorCode.none:
-                self.broker_epoch = response.broker_epoch
+                self.registration.broker_epoch = response.broker_epoch
                 log.info("registered with the controller %d as broker %d, epoch %d",
-                         self.client.current, self.node_id, self.broker_epoch)
+                         self.client.current, self.node_id, self.registration.broker_epoch)
                 return
             if response.error.code == ErrorCode.inconsistent_cluster_id:
                 raise SystemExit(f"registration refused: {response.error.message}")
@@ -96,8 +125,8 @@ class BrokerLifecycle:
 
     async def _heartbeat(self) -> pb.BrokerHeartbeatResponse | None:
         request = pb.BrokerHeartbeatRequest(
-            broker_id=self.node_id, broker_epoch=self.broker_epoch,
-            current_metadata_offset=self.metadata_offset, want_fence=False,
+            broker_id=self.node_id, broker_epoch=self.registration.broker_epoch,
+            current_metadata_offset=self.progress.offset, want_fence=False,
             want_shutdown=self._shutting_down,
         )
         try:
@@ -146,7 +175,7 @@ class BrokerLifecycle:
 
     async def _stream(self) -> None:
         stream = self.client.stub().FetchMetadata(
-            pb.MetadataFetchRequest(from_offset=self.metadata_offset)
+            pb.MetadataFetchRequest(from_offset=self.progress.offset)
         )
         try:
             async for batch in stream:
@@ -160,22 +189,11 @@ class BrokerLifecycle:
             stream.cancel()
 
     async def _apply_batch(self, batch: pb.MetadataBatch) -> None:
-        if batch.offset <= self.metadata_offset and not batch.snapshot:
+        if batch.offset <= self.progress.offset and not batch.snapshot:
             return
         records = decode_batch(batch.records) if batch.records else []
         await self.apply(records, batch.offset, batch.snapshot)
-        self.metadata_offset = batch.offset
-        self._release_waiters()
-
-    def _release_waiters(self) -> None:
-        waiting = []
-        for offset, future in self._offset_waiters:
-            if offset <= self.metadata_offset:
-                if not future.done():
-                    future.set_result(None)
-            elif not future.done():
-                waiting.append((offset, future))
-        self._offset_waiters = waiting
+        self.progress.advance(batch.offset)
 
     async def shutdown(self, fenced_in_image: Callable[[], bool] = lambda: True) -> None:
         """Controlled shutdown: ask to be fenced, which moves leadership off this broker, and
@@ -185,7 +203,7 @@ class BrokerLifecycle:
         if beating is not None:
             beating.cancel()
             await asyncio.gather(beating, return_exceptions=True)
-        if self.broker_epoch >= 0:
+        if self.registration.broker_epoch >= 0:
             self._shutting_down = True
             try:
                 async with asyncio.timeout(SHUTDOWN_WAIT_S):

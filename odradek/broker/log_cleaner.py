@@ -19,10 +19,10 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.broker.broker import Broker
+from odradek.broker.cleaner_figures import CleanerFigures, LastCleaning
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
@@ -34,40 +34,6 @@ from odradek.log.segment_swap import SwapHook, SwapPoint, finish_swap
 log = logging.getLogger("odradek.broker.log_cleaner")
 
 TopicPartition = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class LastCleaning:
-    elapsed_s: float
-    recopy_percent: float
-    buffer_utilization_percent: float
-
-
-@dataclass(slots=True)
-class CleanerFigures:
-    """What the cleaner metrics show (Kafka's LogCleaner and LogCleanerManager gauges). As in
-    Kafka, the per-cleaning gauges aggregate each cleaner's last cleaning: the maximum time
-    and buffer utilization, the mean recopy percent."""
-
-    last: dict[int, LastCleaning] = field(default_factory=dict)
-    """Each cleaner's (worker task's) last cleaning."""
-    max_dirty_percent: float = 0.0
-    bytes_read: int = 0
-    bytes_written: int = 0
-    cleanings: int = 0
-
-    @property
-    def max_clean_time_s(self) -> float:
-        return max((c.elapsed_s for c in self.last.values()), default=0.0)
-
-    @property
-    def recopy_percent(self) -> float:
-        last = self.last.values()
-        return sum(c.recopy_percent for c in last) / len(last) if last else 0.0
-
-    @property
-    def max_buffer_utilization_percent(self) -> float:
-        return max((c.buffer_utilization_percent for c in self.last.values()), default=0.0)
 
 
 def pause_cleaning_at(point: SwapPoint) -> SwapHook:

@@ -4,17 +4,14 @@ existing Kafka dashboards and alerts work. One place defines every name."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from odradek.broker.cleaner_figures import CleanerFigures
 from odradek.group.classic_state import ClassicState
-
-if TYPE_CHECKING:
-    from odradek.broker.log_cleaner import CleanerFigures
 
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.file_deletion import delete_later
+from odradek.broker.partitions import TopicPartition
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
@@ -25,10 +27,10 @@ from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import InvalidRecordsError, validate_batches
 from odradek.replication.follower import restart_inside_first_batch, truncation
+from odradek.replication.throttle import ByteRate
 
 log = logging.getLogger("odradek.broker.fetcher")
 
-TopicPartition = tuple[str, int]
 EPOCH_RETRY_S = 0.05
 """Pause before asking again when the leader has not yet caught up with the metadata."""
 FETCH_KEY, FETCH_VERSION = 1, 12
@@ -36,6 +38,9 @@ FETCH_KEY, FETCH_VERSION = 1, 12
 OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION = 23, 4
 _RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch,
               ErrorCode.fenced_leader_epoch, ErrorCode.unknown_topic_or_partition}
+
+FollowerThrottle = Callable[[TopicPartition, int], bool | None]
+"""(partition, now ms) -> None when not throttled, else whether the quota is used up."""
 
 
 @dataclass(slots=True)
@@ -48,8 +53,13 @@ class _Following:
 
 
 class ReplicaFetcher:
-    def __init__(self, broker: Broker, leader_id: int, host: str, port: int) -> None:
+    def __init__(self, broker: Broker, leader_id: int, host: str, port: int,
+                 throttle: FollowerThrottle, quota: ByteRate) -> None:
+        """`throttle` and `quota` are the replicas' follower throttle (KIP-73) and the
+        byte rate it is measured on."""
         self.broker = broker
+        self._throttle = throttle
+        self._quota = quota
         self.leader_id = leader_id
         self.host = host
         self.port = port
@@ -180,11 +190,10 @@ class ReplicaFetcher:
         topics: dict[str, list[dict[str, int]]] = {}
         offsets: dict[TopicPartition, int] = {}
         throttled: set[TopicPartition] = set()
-        replicas = self.broker.replicas
         now = now_ms()
         for key, following in partitions.items():
             log_ = self.broker.logs.get(*key)
-            throttle = replicas.follower_throttle(key, now)
+            throttle = self._throttle(key, now)
             if log_ is None or throttle:
                 continue
             if throttle is not None:
@@ -214,7 +223,7 @@ class ReplicaFetcher:
                 if sent is None or self.partitions.get(key) is not sent:
                     continue
                 if key in throttled and answer.records:
-                    replicas.follower_quota.record(len(answer.records), now_ms())
+                    self._quota.record(len(answer.records), now_ms())
                 self._apply(key, sent, offsets[key], answer)
 
     def _apply(self, key: TopicPartition, following: _Following, fetch_offset: int,

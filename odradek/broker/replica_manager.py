@@ -8,12 +8,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.broker import Broker
+from odradek.broker.partitions import TopicPartition
 from odradek.broker.replica_fetcher import ReplicaFetcher
+from odradek.log.partition import AppendResult, PartitionLog
 from odradek.metadata.records import NO_LEADER, PartitionRecord
+from odradek.protocol.records import BatchInfo
 from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
 from odradek.replication.read_replica import (
     NO_PREFERRED_REPLICA,
@@ -22,14 +25,8 @@ from odradek.replication.read_replica import (
 )
 from odradek.replication.throttle import ByteRate, throttled
 
-if TYPE_CHECKING:
-    from odradek.broker.broker import Broker
-    from odradek.log.partition import AppendResult, PartitionLog
-    from odradek.protocol.records import BatchInfo
-
 log = logging.getLogger("odradek.broker.replicas")
 
-TopicPartition = tuple[str, int]
 AlterPartition = Callable[[str, int, IsrChange], Awaitable[tuple[ErrorCode, int]]]
 """Sends an ISR change to the controller: (topic id, partition, change) -> (error code,
 the partition epoch after it)."""
@@ -71,11 +68,9 @@ async def acknowledged(acks: Sequence[Acknowledgement], timeout_s: float) -> lis
 
 
 class ReplicaManager:
-    alter_partition: AlterPartition
-    """Set by the app once the controller client exists."""
-
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, alter_partition: AlterPartition) -> None:
         self.broker = broker
+        self.alter_partition = alter_partition
         config = broker.config
         self.lag_time_ms = config.integer("replica.lag.time.max.ms")
         self.selects_read_replicas = config["replica.selector.class"] == RACK_AWARE_SELECTOR
@@ -159,7 +154,8 @@ class ReplicaManager:
             if fetcher is not None:
                 fetcher.stop()
             fetcher = self.fetchers[record.leader] = ReplicaFetcher(
-                self.broker, record.leader, leader.host, leader.port)
+                self.broker, record.leader, leader.host, leader.port,
+                self.follower_throttle, self.follower_quota)
             for other, (leader_id, epoch) in self.followed.items():
                 if leader_id == record.leader and other != key:
                     fetcher.add(other, epoch)

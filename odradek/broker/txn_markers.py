@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
-from odradek.broker.replica_manager import Acknowledgement, acknowledged
+from odradek.broker.partitions import TopicPartition
+from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.metadata.image import OFFSETS_TOPIC
@@ -27,52 +28,65 @@ log = logging.getLogger("odradek.broker.txn_markers")
 WRITE_TXN_MARKERS_KEY = 27
 WRITE_TXN_MARKERS_VERSION = 1
 RETRY_BACKOFF_S = 0.1
-TopicPartition = tuple[str, int]
 
 
-def append_marker(broker: Broker, key: TopicPartition, producer_id: int, producer_epoch: int,
-                  commit: bool, coordinator_epoch: int) -> Acknowledgement | ErrorCode:
-    """Append a marker as the partition's leader; what acknowledging it waits for (its
-    fsync, when the flush policy asks, and its commit by the ISR), or why it was refused."""
-    log_, code = broker.leader_log(*key)
-    leader_epoch = broker.replicas.leader_epoch(key)
-    if log_ is None or leader_epoch is None:
-        return code if log_ is None else ErrorCode.not_leader_or_follower
-    try:
-        log_.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-    except ProducerStateError as error:
-        log.info("refused a marker for producer %d on %s-%d: %s", producer_id, *key,
-                 error.message)
-        return error.error_code
-    now = now_ms()
-    batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
-    _, ack = broker.replicas.append_as_leader(
-        key, log_, leader_epoch, batch, validate_batches(batch, len(batch), from_client=False),
-        now, wait_for_isr=True)
-    if key[0] == OFFSETS_TOPIC:
-        broker.groups.complete_transaction(key[1], producer_id, commit)
-    return ack
+class MarkerWriter:
+    """Appends markers to partitions this broker leads (WriteTxnMarkers, and the local
+    coordinator's own): `complete_group_transaction(partition, producer id, commit)` tells the
+    group coordinator about one in `__consumer_offsets`."""
 
+    def __init__(self, broker: Broker, replicas: ReplicaManager,
+                 complete_group_transaction: Callable[[int, int, bool], None]) -> None:
+        self.broker = broker
+        self.replicas = replicas
+        self._complete_group_transaction = complete_group_transaction
 
-async def write_markers(broker: Broker, producer_id: int, producer_epoch: int, commit: bool,
-                        coordinator_epoch: int, partitions: Iterable[TopicPartition],
-                        timeout_s: float) -> dict[TopicPartition, ErrorCode]:
-    """Append a marker to each partition this broker leads; answers once they are fsynced
-    (as the flush policy asks) and committed."""
-    appended = {key: append_marker(broker, key, producer_id, producer_epoch, commit,
-                                   coordinator_epoch) for key in partitions}
-    acks = {key: a for key, a in appended.items() if isinstance(a, Acknowledgement)}
-    outcomes = dict(zip(acks, await acknowledged(list(acks.values()), timeout_s), strict=True))
-    return {key: outcomes[key] if isinstance(a, Acknowledgement) else a
-            for key, a in appended.items()}
+    def append(self, key: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
+               coordinator_epoch: int) -> Acknowledgement | ErrorCode:
+        """Append a marker as the partition's leader; what acknowledging it waits for (its
+        fsync, when the flush policy asks, and its commit by the ISR), or why it was
+        refused."""
+        log_, code = self.broker.leader_log(*key)
+        leader_epoch = self.replicas.leader_epoch(key)
+        if log_ is None or leader_epoch is None:
+            return code if log_ is None else ErrorCode.not_leader_or_follower
+        try:
+            log_.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        except ProducerStateError as error:
+            log.info("refused a marker for producer %d on %s-%d: %s", producer_id, *key,
+                     error.message)
+            return error.error_code
+        now = now_ms()
+        batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
+        _, ack = self.replicas.append_as_leader(
+            key, log_, leader_epoch, batch,
+            validate_batches(batch, len(batch), from_client=False), now, wait_for_isr=True)
+        if key[0] == OFFSETS_TOPIC:
+            self._complete_group_transaction(key[1], producer_id, commit)
+        return ack
+
+    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
+                    coordinator_epoch: int, partitions: Iterable[TopicPartition],
+                    timeout_s: float) -> dict[TopicPartition, ErrorCode]:
+        """Append a marker to each partition this broker leads; answers once they are
+        fsynced (as the flush policy asks) and committed."""
+        appended = {key: self.append(key, producer_id, producer_epoch, commit,
+                                     coordinator_epoch) for key in partitions}
+        acks = {key: a for key, a in appended.items() if isinstance(a, Acknowledgement)}
+        outcomes = dict(zip(acks, await acknowledged(list(acks.values()), timeout_s),
+                            strict=True))
+        return {key: outcomes[key] if isinstance(a, Acknowledgement) else a
+                for key, a in appended.items()}
 
 
 class MarkerSender:
     """Delivers each job's markers to the current leaders, locally or over WriteTxnMarkers,
     until every partition has its marker or is gone; then calls `done(job)`."""
 
-    def __init__(self, broker: Broker, done: Callable[[MarkerJob], None]) -> None:
+    def __init__(self, broker: Broker, markers: MarkerWriter,
+                 done: Callable[[MarkerJob], None]) -> None:
         self.broker = broker
+        self._markers = markers
         self._done = done
         self._timeout_s = broker.config.integer("request.timeout.ms") / 1000
         self._tasks: set[asyncio.Task[None]] = set()
@@ -111,8 +125,8 @@ class MarkerSender:
     async def _send_to(self, leader: int, job: MarkerJob, keys: list[TopicPartition]
                        ) -> dict[TopicPartition, ErrorCode]:
         if leader == self.broker.node_id:
-            return await write_markers(self.broker, job.producer_id, job.producer_epoch,
-                                       job.commit, job.coordinator_epoch, keys, self._timeout_s)
+            return await self._markers.write(job.producer_id, job.producer_epoch, job.commit,
+                                             job.coordinator_epoch, keys, self._timeout_s)
         registration = self.broker.metadata.brokers.get(leader)
         if registration is None or registration.fenced:
             return {}

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorRuntime
-from odradek.broker.txn_markers import MarkerSender
+from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.txn_markers import MarkerSender, MarkerWriter
 from odradek.clock import now_ms
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
@@ -20,8 +22,9 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
     topic = TRANSACTION_STATE_TOPIC
     name = "transaction"
 
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(broker)
+    def __init__(self, broker: Broker, replicas: ReplicaManager, writer: MetadataWriter,
+                 markers: MarkerWriter) -> None:
+        super().__init__(broker, replicas, writer)
         config = broker.config
         self.config = TxnConfig(
             transaction_max_timeout_ms=config.integer("transaction.max.timeout.ms"),
@@ -31,12 +34,12 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
             remove_expired_interval_ms=config.integer(
                 "transaction.remove.expired.transaction.cleanup.interval.ms"),
         )
-        self.markers = MarkerSender(broker, self._markers_written)
+        self.markers = MarkerSender(broker, markers, self._markers_written)
         self._job_partition: dict[MarkerJob, int] = {}
         broker.metrics.register_transactions(self._ongoing, self._producer_id_count)
 
     def new_shard(self, partition: int) -> TransactionCoordinatorShard:
-        epoch = self.broker.replicas.leader_epoch((self.topic, partition))
+        epoch = self.replicas.leader_epoch((self.topic, partition))
         return TransactionCoordinatorShard(self.config, -1 if epoch is None else epoch)
 
     def replay(self, shard: TransactionCoordinatorShard, key: bytes, value: bytes | None,

@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
+from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.protocol.codec import build_request
 
@@ -28,10 +29,10 @@ RETRIABLE = frozenset({
 clients NOT_ENOUGH_REPLICAS for these)."""
 
 
-async def verify(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int,
-                 partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+async def verify(broker: Broker, txns: TransactionCoordinatorRuntime, transactional_id: str,
+                 producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+                 ) -> dict[TopicPartition, ErrorCode]:
     """Each partition's verdict: NONE when it is in the producer's ongoing transaction."""
-    txns = broker.txns
     await txns.ensure_loaded()
     try:
         coordinator_partition = txns.coordinator_partition(transactional_id)
@@ -47,14 +48,14 @@ async def verify(broker: Broker, transactional_id: str, producer_id: int, produc
         results = response.get("results") or {}
         return _verdicts(partitions, {key: ErrorCode(results.get(key, response["error_code"]))
                                       for key in partitions})
-    return await _verify_remotely(broker, coordinator_partition, transactional_id,
+    return await _verify_remotely(broker, txns.topic, coordinator_partition, transactional_id,
                                   producer_id, producer_epoch, partitions)
 
 
-async def _verify_remotely(broker: Broker, coordinator_partition: int, transactional_id: str,
-                           producer_id: int, producer_epoch: int,
+async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition: int,
+                           transactional_id: str, producer_id: int, producer_epoch: int,
                            partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-    leader = broker.leader_of(broker.txns.topic, coordinator_partition)
+    leader = broker.leader_of(txn_topic, coordinator_partition)
     registration = None if leader is None else broker.metadata.brokers.get(leader)
     if registration is None or registration.fenced:
         return _retriable(partitions, ErrorCode.coordinator_not_available)

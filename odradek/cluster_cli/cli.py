@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from odradek.cli import key_value
 from odradek.cluster_cli.layout import (
     CLUSTER_FILE,
     Layout,
@@ -25,6 +24,7 @@ from odradek.cluster_cli.layout import (
 from odradek.cluster_cli.probe import broker_sees, controller_active
 from odradek.cluster_cli.processes import alive, signal_node, spawn, wait_dead
 from odradek.meta_properties import new_cluster_id
+from odradek.tools.common import key_value
 
 STOP_TIMEOUT_S = 30.0
 

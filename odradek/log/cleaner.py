@@ -14,18 +14,15 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from odradek.protocol.records import BATCH_OVERHEAD, parse_batch_header
 
 from .cleaning_plan import group_segments_by_size
 from .compaction import CleanerStats, Cleaning, OffsetMap, build_offset_map
+from .partition import PartitionLog
 from .segment import LOG_SUFFIX, IndexLimits, LogSegment, segment_path
-from .segment_swap import SWAP_MANIFEST, staging_dir
+from .segment_swap import SWAP_MANIFEST, StagedGroup, staging_dir
 from .txn_index import AbortedTxn
-
-if TYPE_CHECKING:
-    from .partition import PartitionLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +95,6 @@ def job_for(log: PartitionLog, segments: Sequence[LogSegment], first_dirty_offse
         max_index_bytes=config.segment_index_bytes,
         index_interval_bytes=config.index_interval_bytes,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class StagedGroup:
-    """Old segments (by base offset) and the one cleaned segment that replaces them."""
-
-    old_bases: tuple[int, ...]
-    new_base: int
-    files: tuple[str, ...]
-    """Names of the staged files (log and indexes)."""
 
 
 @dataclass(slots=True)

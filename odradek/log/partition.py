@@ -14,7 +14,6 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.record_codec import decode_records
@@ -27,11 +26,8 @@ from .leader_epochs import LeaderEpochCache
 from .loader import load_segments
 from .producer_snapshots import SNAPSHOT_SUFFIX, delete_snapshots, load_latest, write_snapshot
 from .segment import INT32_MAX, IndexLimits, LogSegment, segment_path
-from .segment_swap import SwapHook, commit_swap, finish_swap
+from .segment_swap import StagedGroup, SwapHook, commit_swap, finish_swap
 from .txn_index import AbortedTxn, collect_aborted_transactions
-
-if TYPE_CHECKING:
-    from .cleaner import StagedGroup
 
 logger = logging.getLogger("odradek.log")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +33,16 @@ SwapPoint = Literal["staged", "committed"]
 manifest yet) and `committed` (the manifest written, the swap not yet carried out)."""
 SwapHook = Callable[[Path, SwapPoint], None]
 """Called with the partition dir at each swap point; injected by tests, None otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class StagedGroup:
+    """Old segments (by base offset) and the one cleaned segment that replaces them."""
+
+    old_bases: tuple[int, ...]
+    new_base: int
+    files: tuple[str, ...]
+    """Names of the staged files (log and indexes)."""
 
 
 class CorruptSwapManifestError(ValueError):

@@ -14,7 +14,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.handlers.transactions import handle_write_txn_markers
+from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.txn_markers import MarkerWriter
 from odradek.config import BrokerConfig
 from odradek.metadata.records import (
     ConfigRecord,
@@ -27,6 +29,7 @@ from odradek.metadata.records import (
 )
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches
+from odradek.replication.leader import IsrChange
 
 NODE = 1
 TOPIC = "orders"
@@ -35,11 +38,12 @@ PRODUCER_ID, PRODUCER_EPOCH = 7, 0
 
 
 async def leading_broker(log_dir: Path, configs: dict[str, str],
-                         topic_configs: dict[str, str]) -> Broker:
-    """A broker leading TOPIC-0 alone (ISR of one), its log created on disk."""
+                         topic_configs: dict[str, str]) -> tuple[Broker, ReplicaManager]:
+    """A broker leading TOPIC-0 alone (ISR of one), its log created on disk, and its
+    replicas."""
     config = BrokerConfig({"node.id": str(NODE), "log.dirs": str(log_dir), **configs})
     broker = Broker(config, "127.0.0.1", 9092, generate_cluster_id=True)
-    broker.replicas = ReplicaManager(broker)
+    replicas = ReplicaManager(broker, alter_partition=no_isr_changes)
     broker.caught_up = True
     records: list[MetadataRecord] = [
         RegisterBrokerRecord(NODE, "incarnation", 1, "127.0.0.1", 9092, None),
@@ -49,8 +53,18 @@ async def leading_broker(log_dir: Path, configs: dict[str, str],
         *(ConfigRecord(ResourceType.TOPIC, TOPIC, name, value)
           for name, value in topic_configs.items()),
     ]
-    await broker.apply_metadata(records, offset=len(records), snapshot=False)
-    return broker
+    await MetadataApplier(broker, replicas.on_metadata, []).apply(
+        records, offset=len(records), snapshot=False)
+    return broker, replicas
+
+
+async def no_isr_changes(topic_id: str, partition: int, change: IsrChange
+                         ) -> tuple[ErrorCode, int]:
+    raise AssertionError("a partition with an ISR of one asks for no ISR change")
+
+
+def no_group_transactions(partition: int, producer_id: int, commit: bool) -> None:
+    raise AssertionError(f"the markers go to {TOPIC}, not __consumer_offsets")
 
 
 def write_txn_markers_request(commit: bool) -> Any:
@@ -64,7 +78,7 @@ async def marker_fsynced_when_acknowledged(
         topic_configs: dict[str, str]) -> tuple[int, int, int]:
     """Appends a transactional batch (fsynced), then ends its transaction through
     WriteTxnMarkers: (error code, log end offset, recovery point) when it answers."""
-    broker = await leading_broker(log_dir, configs, topic_configs)
+    broker, replicas = await leading_broker(log_dir, configs, topic_configs)
     log_ = broker.partition(TOPIC, 0)
     assert log_ is not None
     data = bytearray(build_batch([(b"k", b"v")], timestamp_ms=0, producer_id=PRODUCER_ID,
@@ -73,13 +87,14 @@ async def marker_fsynced_when_acknowledged(
     log_.append(data, validate_batches(data, len(data)), 0, leader_epoch=0)
     await broker.flush(log_)
     assert log_.recovery_point == log_.log_end_offset == 1
-    context: Any = SimpleNamespace(broker=broker)
+    markers = MarkerWriter(broker, replicas, no_group_transactions)
+    context: Any = SimpleNamespace(broker=broker, services=SimpleNamespace(markers=markers))
     response = await handle_write_txn_markers(context, write_txn_markers_request(commit))
     [marker] = response["markers"]
     [topic] = marker["topics"]
     [partition] = topic["partitions"]
     answered = (partition["error_code"], log_.log_end_offset, log_.recovery_point)
-    await broker.replicas.stop()
+    await replicas.stop()
     broker.logs.shutdown()
     return answered
 

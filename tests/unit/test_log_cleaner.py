@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.broker.log_cleaner import CleanerFigures, LastCleaning
+from odradek.broker.cleaner_figures import CleanerFigures, LastCleaning
 from odradek.log import PartitionLog
 from odradek.log.cleaner import CleanerSettings, CleanResult, Throttler, clean_log, job_for
 from odradek.log.segment_swap import (

@@ -11,6 +11,7 @@ from typing import Any
 
 from odradek.broker.replica_fetcher import EPOCH_RETRY_S, ReplicaFetcher
 from odradek.config import BrokerConfig
+from odradek.replication.throttle import ByteRate
 
 SPIN_LIMIT = 1000
 """Far more log lookups than a waiting fetcher makes in the test's window."""
@@ -18,6 +19,10 @@ SPIN_LIMIT = 1000
 
 class Starved(AssertionError):
     pass
+
+
+def never_consulted(key: tuple[str, int], now_ms: int) -> bool | None:
+    raise AssertionError("a partition without a log is never fetched, so never throttled")
 
 
 class CountingLogs:
@@ -41,9 +46,9 @@ async def follow_a_partition_without_a_log(window_s: float) -> tuple[int, BaseEx
     server = await asyncio.start_server(accept, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     logs = CountingLogs()
-    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs,
-                                  replicas=SimpleNamespace())
-    fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=port)
+    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs)
+    fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=port,
+                             throttle=never_consulted, quota=ByteRate())
     fetcher.add(("orders", 0), leader_epoch=0)
     await asyncio.sleep(window_s)  # the window in which lookups are counted, on purpose
     error = fetcher._task.exception() if fetcher._task.done() else None

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.metadata_writer import MetadataWriter
 from odradek.config import (
     BROKER_CONFIGS,
     INT_MAX,
@@ -195,14 +196,17 @@ def _broker_entry(
 
 async def handle_alter_configs(context: RequestContext, request: Any) -> Result:
     """Legacy AlterConfigs: the request's configs replace the resource's whole set."""
-    return {"responses": await _alter_each(context.broker, request, incremental=False)}
+    return {"responses": await _alter_each(context.broker, context.services.writer, request,
+                                            incremental=False)}
 
 
 async def handle_incremental_alter_configs(context: RequestContext, request: Any) -> Result:
-    return {"responses": await _alter_each(context.broker, request, incremental=True)}
+    return {"responses": await _alter_each(context.broker, context.services.writer, request,
+                                            incremental=True)}
 
 
-async def _alter_each(broker: Broker, request: Any, incremental: bool) -> list[dict[str, Any]]:
+async def _alter_each(broker: Broker, writer: MetadataWriter, request: Any,
+                      incremental: bool) -> list[dict[str, Any]]:
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -214,7 +218,7 @@ async def _alter_each(broker: Broker, request: Any, incremental: bool) -> list[d
                 raise MetadataError(ErrorCode.invalid_request,
                                     "Each resource must appear at most once.")
             records = _alter_records(broker, resource, incremental)
-            await broker.writer.alter_configs(records, request.validate_only)
+            await writer.alter_configs(records, request.validate_only)
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         responses.append(result)

@@ -16,7 +16,7 @@ async def handle_elect_leaders(context: RequestContext, request: Any) -> Result:
     partitions = None if request.topic_partitions is None else [
         (t.topic, p) for t in request.topic_partitions for p in t.partitions]
     try:
-        outcomes = await context.broker.writer.elect_leaders(election_type, partitions)
+        outcomes = await context.services.writer.elect_leaders(election_type, partitions)
     except MetadataError as error:
         return {"error_code": error.error_code, "replica_election_results": []}
     by_topic: dict[str, list[dict[str, Any]]] = {}

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
+from odradek.broker.replica_manager import ReplicaManager
 from odradek.clock import now_ms
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.fetch_response import (
@@ -77,7 +78,8 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
     fetcher = _fetcher(request, context.version)
-    read = _read(broker, wanted, request.max_bytes, fetcher)
+    replicas = context.services.replicas
+    read = _read(broker, replicas, wanted, request.max_bytes, fetcher)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
     if read.size >= request.min_bytes or max_wait_ms <= 0 or read.failed:
         return read.send(broker)
@@ -85,7 +87,8 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
     waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
     return _wait_and_read(
-        broker, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms, fetcher)
+        broker, replicas, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms,
+        fetcher)
 
 
 def _fetcher(request: Any, version: int) -> _Fetcher:
@@ -100,6 +103,7 @@ def _fetcher(request: Any, version: int) -> _Fetcher:
 
 async def _wait_and_read(
     broker: Broker,
+    replicas: ReplicaManager,
     wanted: list[_Wanted],
     waiter: asyncio.Future[None],
     max_bytes: int,
@@ -114,9 +118,9 @@ async def _wait_and_read(
         try:
             await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))
         except TimeoutError:
-            return _read(broker, wanted, max_bytes, fetcher).send(broker)
+            return _read(broker, replicas, wanted, max_bytes, fetcher).send(broker)
         waiter = broker.waiters.wait(keys)  # type: ignore[arg-type]
-        read = _read(broker, wanted, max_bytes, fetcher)
+        read = _read(broker, replicas, wanted, max_bytes, fetcher)
         if read.size >= min_bytes or read.failed or loop.time() >= deadline:
             waiter.cancel()
             return read.send(broker)
@@ -176,13 +180,14 @@ class _Read:
                                              node_endpoints=node_endpoints(broker, leaders)))
 
 
-def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, fetcher: _Fetcher) -> _Read:
+def _read(broker: Broker, replicas: ReplicaManager, wanted: list[_Wanted], max_bytes: int,
+          fetcher: _Fetcher) -> _Read:
     topics: dict[tuple[str | None, uuid.UUID | None], FetchedTopic] = {}
     remaining = max_bytes
     total = 0
     failed = False
     for item in wanted:
-        partition = _read_partition(broker, item, remaining, total == 0, fetcher)
+        partition = _read_partition(broker, replicas, item, remaining, total == 0, fetcher)
         records = partition.records
         if records:
             total += len(records)
@@ -197,19 +202,19 @@ def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, fetcher: _Fetch
 
 
 def _read_partition(
-    broker: Broker, item: _Wanted, remaining: int, first: bool, fetcher: _Fetcher
+    broker: Broker, replicas: ReplicaManager, item: _Wanted, remaining: int, first: bool,
+    fetcher: _Fetcher,
 ) -> FetchedPartition:
     if item.topic is None:
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
     key = (item.topic, item.partition)
-    replicas = broker.replicas
     log_, code = broker.leader_log(*key)
     leading = log_ is not None
     if log_ is None and fetcher.reads_followers:
         log_ = replicas.follower_log(key)
     if log_ is None:
         return FetchedPartition(item.partition, code, current_leader=broker.leader_hint(*key))
-    epoch_error = leader_epoch_error(broker, key, item.current_leader_epoch)
+    epoch_error = leader_epoch_error(replicas, key, item.current_leader_epoch)
     if epoch_error != ErrorCode.none:
         return FetchedPartition(item.partition, epoch_error)
     now = now_ms()
@@ -248,7 +253,7 @@ def _read_partition(
             for aborted in log_.aborted_transactions(item.fetch_offset, stable)
         ] if result.records else []
     if throttle is not None:
-        broker.replicas.leader_quota.record(len(result.records), now)
+        replicas.leader_quota.record(len(result.records), now)
     return partition
 
 
@@ -261,12 +266,12 @@ def node_endpoints(broker: Broker, node_ids: set[int]) -> list[NodeEndpoint]:
     ]
 
 
-def leader_epoch_error(broker: Broker, key: tuple[str, int], current_leader_epoch: int
-                       ) -> ErrorCode:
+def leader_epoch_error(replicas: ReplicaManager, key: tuple[str, int],
+                       current_leader_epoch: int) -> ErrorCode:
     """KIP-320: a client behind the leader epoch this replica knows is fenced
     (FENCED_LEADER_EPOCH); one ahead of it knows metadata this broker has yet to apply
     (UNKNOWN_LEADER_EPOCH)."""
-    epoch = broker.replicas.replica_epoch(key)
+    epoch = replicas.replica_epoch(key)
     if current_leader_epoch < 0 or epoch is None or current_leader_epoch == epoch:
         return ErrorCode.none
     if current_leader_epoch < epoch:

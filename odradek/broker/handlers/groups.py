@@ -37,7 +37,7 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
     broker = context.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return _no_coordinator(key, ErrorCode.invalid_request, f"Unknown key type {key_type}")
-    runtime = broker.groups if key_type == GROUP_KEY else broker.txns
+    runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
     await runtime.ensure_loaded()
     try:
         partition = runtime.coordinator_partition(key)
@@ -67,7 +67,7 @@ async def handle_find_coordinator(context: RequestContext, request: Any) -> Resu
 
 
 async def handle_join_group(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     session_timeout = _milliseconds(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     join = JoinRequest(
@@ -86,7 +86,7 @@ async def handle_join_group(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_sync_group(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     sync = SyncRequest(
         request.group_id, request.generation_id, request.member_id,
         getattr(request, "group_instance_id", None), getattr(request, "protocol_type", None),
@@ -103,7 +103,7 @@ async def handle_sync_group(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_heartbeat(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     try:
         code = await groups.run(request.group_id, lambda shard, now: (shard.heartbeat(
@@ -115,7 +115,7 @@ async def handle_heartbeat(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_leave_group(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     if context.version >= BATCHED_LEAVE_VERSION:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
@@ -137,7 +137,7 @@ async def handle_leave_group(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_list_groups(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     if not groups.is_loaded():
         return {"error_code": ErrorCode.none, "groups": []}
     states = getattr(request, "states_filter", ())
@@ -151,7 +151,7 @@ async def handle_list_groups(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_describe_groups(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     described = []
     for group_id in request.groups:
@@ -167,7 +167,7 @@ async def handle_describe_groups(context: RequestContext, request: Any) -> Resul
 
 
 async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     results = []
     for group_id in request.groups_names:
@@ -185,7 +185,7 @@ def _delete_group(group_id: str, shard: GroupCoordinatorShard,
 
 
 async def handle_consumer_group_heartbeat(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     owned = None if request.topic_partitions is None else tuple(
         TopicPartitions(str(tp.topic_id), tuple(tp.partitions))
         for tp in request.topic_partitions
@@ -215,7 +215,7 @@ async def handle_consumer_group_heartbeat(context: RequestContext, request: Any)
 
 
 async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     described = []
     for group_id in request.group_ids:

@@ -10,18 +10,20 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import leader_epoch_error
+from odradek.broker.replica_manager import ReplicaManager
 
 
 def handle_offset_for_leader_epoch(context: RequestContext, request: Any) -> Result:
     broker = context.broker
+    replicas = context.services.replicas
     return {
         "topics": [
             {
                 "topic": topic.topic,
                 "partitions": [
                     {"partition": p.partition,
-                     **_end_offset(broker, topic.topic, p.partition, p.current_leader_epoch,
-                                   p.leader_epoch)}
+                     **_end_offset(broker, replicas, topic.topic, p.partition,
+                                   p.current_leader_epoch, p.leader_epoch)}
                     for p in topic.partitions
                 ],
             }
@@ -30,12 +32,12 @@ def handle_offset_for_leader_epoch(context: RequestContext, request: Any) -> Res
     }
 
 
-def _end_offset(broker: Broker, topic: str, partition: int, current_leader_epoch: int,
-                leader_epoch: int) -> dict[str, Any]:
+def _end_offset(broker: Broker, replicas: ReplicaManager, topic: str, partition: int,
+                current_leader_epoch: int, leader_epoch: int) -> dict[str, Any]:
     log_, code = broker.leader_log(topic, partition)
     if log_ is None:
         return {"error_code": code}
-    code = leader_epoch_error(broker, (topic, partition), current_leader_epoch)
+    code = leader_epoch_error(replicas, (topic, partition), current_leader_epoch)
     if code != ErrorCode.none:
         return {"error_code": code}
     epoch, end_offset = log_.leader_epochs.end_offset_for(leader_epoch, log_.log_end_offset)

@@ -11,7 +11,8 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.topic_description import describe_topic, missing_topic_error
-from odradek.broker.handlers.topics import create_topic
+from odradek.broker.metadata_writer import MetadataWriter
+from odradek.broker.topic_creation import create_topic
 from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, validate_topic_name
 
 log = logging.getLogger("odradek.broker.metadata")
@@ -33,12 +34,13 @@ def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable
         if t.name is not None and t.name not in broker.metadata.topics
     ]
     if allow_auto and missing:
-        return _auto_create_then_describe(broker, request, missing, context.version)
+        return _auto_create_then_describe(broker, context.services.writer, request, missing,
+                                          context.version)
     return _response(broker, [_lookup(broker, t, context.version) for t in topics])
 
 
 async def _auto_create_then_describe(
-    broker: Broker, request: Any, names: list[str], version: int
+    broker: Broker, writer: MetadataWriter, request: Any, names: list[str], version: int
 ) -> Result:
     for name in dict.fromkeys(names):
         if name in INTERNAL_TOPICS:
@@ -50,7 +52,7 @@ async def _auto_create_then_describe(
         num_partitions = broker.config.integer("num.partitions")
         replication_factor = broker.config.integer("default.replication.factor")
         try:
-            await create_topic(broker, name, num_partitions, replication_factor, {})
+            await create_topic(broker, writer, name, num_partitions, replication_factor, {})
             log.info("auto-created topic %s with %d partition(s)", name, num_partitions)
         except MetadataError as error:
             if error.error_code != ErrorCode.topic_already_exists:

@@ -37,7 +37,7 @@ async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
         getattr(request, "group_instance_id", None), tuple(partitions), version,
         -1 if retention is None else int(retention.total_seconds() * 1000),
     )
-    groups = broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     try:
         errors = await groups.run(commit.group_id,
@@ -64,7 +64,7 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
         for topic in topics:
             wanted.setdefault(topic.name, []).extend(topic.partition_indexes)
     try:
-        _, shard = context.broker.groups.shard_for(group_id)
+        _, shard = context.services.groups.shard_for(group_id)
     except CoordinatorUnavailable as error:
         return error.error_code, []
     try:
@@ -89,7 +89,7 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
 
 
 async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
-    await context.broker.groups.ensure_loaded()
+    await context.services.groups.ensure_loaded()
     if context.version < MULTI_GROUP_FETCH_VERSION:
         code, topics = _fetch_group(context, request.group_id, request.topics, None, -1,
                                     getattr(request, "require_stable", False))
@@ -104,7 +104,7 @@ async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:

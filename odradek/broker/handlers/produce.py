@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
-from odradek.broker.replica_manager import Acknowledgement, acknowledged
+from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import verify
 from odradek.clock import now_ms
@@ -55,6 +55,7 @@ class _Unverified:
 
 def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[Result]:
     broker = context.broker
+    replicas = context.services.replicas
     acks = request.acks
     pending: list[Pending] = []
     unverified: list[_Unverified] = []
@@ -63,8 +64,8 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
             "name": topic.name,
             "partition_responses": [
                 produce_partition(
-                    broker, topic.name, data.index, data.records, context.version, pending,
-                    acks, unverified,
+                    broker, replicas, topic.name, data.index, data.records, context.version,
+                    pending, acks, unverified,
                 )
                 if acks in VALID_ACKS
                 else _error(data.index, ErrorCode.invalid_required_acks)
@@ -83,8 +84,8 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                               unverified: list[_Unverified]) -> Result:
     broker = context.broker
     first = unverified[0]
-    verdicts = await verify(broker, request.transactional_id or "", first.producer_id,
-                            first.producer_epoch,
+    verdicts = await verify(broker, context.services.txns, request.transactional_id or "",
+                            first.producer_id, first.producer_epoch,
                             [(u.topic, u.answer["index"]) for u in unverified])
     for item in unverified:
         index = item.answer["index"]
@@ -99,8 +100,9 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                                       "in the producer's ongoing transaction: "
                                       f"{code.name.upper()}"))
             continue
-        item.answer.update(produce_partition(broker, item.topic, index, item.records,
-                                             context.version, pending, request.acks, None))
+        item.answer.update(produce_partition(broker, context.services.replicas, item.topic, index,
+                                             item.records, context.version, pending,
+                                             request.acks, None))
     finished = _finish(broker, request, responses, pending)
     return await finished if isinstance(finished, Awaitable) else finished
 
@@ -183,7 +185,7 @@ def _apply_outcomes(broker: Broker, pending: list[Pending], outcomes: list[Error
             broker.metrics.count_error("Produce", code)
 
 
-def _duplicate(broker: Broker, key: tuple[str, int], original: BatchMetadata,
+def _duplicate(replicas: ReplicaManager, key: tuple[str, int], original: BatchMetadata,
                log_: PartitionLog, acks: int, pending: list[Pending]) -> dict[str, Any]:
     """A retried batch already in the log: answered with the original's offsets, as Kafka
     does, and (for acks=all) once those are committed."""
@@ -193,7 +195,7 @@ def _duplicate(broker: Broker, key: tuple[str, int], original: BatchMetadata,
     }
     if acks == -1:
         pending.append((answer, Acknowledgement(
-            None, broker.replicas.committed(key, original.last_offset + 1))))
+            None, replicas.committed(key, original.last_offset + 1))))
     return answer
 
 
@@ -241,6 +243,7 @@ def _count_failure(broker: Broker, topic: str) -> None:
 
 def produce_partition(
     broker: Broker,
+    replicas: ReplicaManager,
     topic: str,
     index: int,
     records: bytes | None,
@@ -262,15 +265,15 @@ def produce_partition(
             answer["current_leader"] = {"leader_id": hint[0], "leader_epoch": hint[1]}
         return answer
     key = (topic, index)
-    leader_epoch = broker.replicas.leader_epoch(key)
+    leader_epoch = replicas.leader_epoch(key)
     if leader_epoch is None:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_leader_or_follower)
     min_isr = broker.topic_config(topic)["min.insync.replicas"]
-    if acks == -1 and broker.replicas.isr_size(key) < min_isr:
+    if acks == -1 and replicas.isr_size(key) < min_isr:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_enough_replicas,
-                      f"The ISR of {topic}-{index} has {broker.replicas.isr_size(key)} "
+                      f"The ISR of {topic}-{index} has {replicas.isr_size(key)} "
                       f"replica(s), fewer than min.insync.replicas={min_isr}")
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
@@ -307,7 +310,7 @@ def produce_partition(
             log.info("rejected produce to %s-%d: %s", topic, index, error.message)
             return _error(index, error.error_code, error.message)
         if duplicate is not None:
-            return _duplicate(broker, key, duplicate, log_, acks, pending)
+            return _duplicate(replicas, key, duplicate, log_, acks, pending)
         if (unverified is not None and batch.is_transactional
                 and not log_.producers.in_transaction(batch.producer_id)
                 and broker.config["transaction.partition.verification.enable"]):
@@ -317,7 +320,7 @@ def produce_partition(
                 log_.producers.start_verification(batch.producer_id)))
             return waiting
     try:
-        result, ack = broker.replicas.append_as_leader(
+        result, ack = replicas.append_as_leader(
             key, log_, leader_epoch, bytearray(records), batches, now, wait_for_isr=acks == -1)
     except RecordBatchTooLargeError as error:
         _count_failure(broker, topic)

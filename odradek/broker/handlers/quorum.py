@@ -44,7 +44,7 @@ def _replicas(replicas: Iterable[pb.QuorumReplica]) -> list[dict[str, Any]]:
 async def handle_describe_quorum(context: RequestContext, request: Any) -> Result:
     if not _asks_for_the_metadata_log(request):
         return _partition_errors(request, ErrorCode.unknown_topic_or_partition)
-    client = context.broker.writer.client
+    client = context.services.writer.client
     try:
         quorum = await client.call(lambda stub: stub.DescribeQuorum, pb.DescribeQuorumRequest())
     except ControllerUnavailable as failure:

@@ -30,7 +30,8 @@ async def handle_alter_partition_reassignments(context: RequestContext, request:
             else:
                 targets[key] = target
     try:
-        outcomes = await broker.writer.alter_partition_reassignments(targets) if targets else {}
+        writer = context.services.writer
+        outcomes = await writer.alter_partition_reassignments(targets) if targets else {}
     except MetadataError as error:
         return {"error_code": error.error_code, "error_message": error.message, "responses": []}
     outcomes.update(refused)

@@ -10,39 +10,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.topic_creation import DEFAULT, create_topic, or_default
 from odradek.config import ConfigSource, format_value
-from odradek.metadata.image import MetadataError, validate_topic_name
-
-DEFAULT = -1
-
-
-def _or_default(broker: Broker, value: int, config_name: str) -> int:
-    """CreateTopics' -1 means the broker's default."""
-    return broker.config.integer(config_name) if value == DEFAULT else value
-
-
-async def create_topic(
-    broker: Broker,
-    name: str,
-    num_partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str | None],
-    assignments: Mapping[int, list[int]] | None = None,
-    validate_only: bool = False,
-    internal: bool = False,
-) -> str:
-    """Have the controller validate and (unless validate_only) create a topic; returns its
-    id. Raises MetadataError."""
-    validate_topic_name(name, internal)
-    return await broker.writer.create_topic(
-        name,
-        _or_default(broker, num_partitions, "num.partitions"),
-        _or_default(broker, replication_factor, "default.replication.factor"),
-        configs,
-        assignments,
-        validate_only,
-        internal,
-    )
+from odradek.metadata.image import MetadataError
 
 
 async def handle_create_topics(context: RequestContext, request: Any) -> Result:
@@ -65,8 +35,8 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
         configs = {c.name: c.value for c in topic.configs}
         try:
             topic_id = await create_topic(
-                broker, topic.name, topic.num_partitions, topic.replication_factor, configs,
-                assignments or None, request.validate_only,
+                broker, context.services.writer, topic.name, topic.num_partitions,
+                topic.replication_factor, configs, assignments or None, request.validate_only,
             )
         except MetadataError as error:
             results.append({**result, "error_code": error.error_code,
@@ -81,11 +51,11 @@ def _created(
     assignments: Mapping[int, list[int]],
 ) -> dict[str, Any]:
     """CreateTopics v5+ echoes the created topic's shape and effective configs."""
-    partitions = len(assignments) or _or_default(broker, topic.num_partitions, "num.partitions")
+    partitions = len(assignments) or or_default(broker, topic.num_partitions, "num.partitions")
     replication = (
         len(next(iter(assignments.values())))
         if assignments
-        else _or_default(broker, topic.replication_factor, "default.replication.factor")
+        else or_default(broker, topic.replication_factor, "default.replication.factor")
     )
     effective = broker.topic_config_preview(configs)
     return {
@@ -127,7 +97,7 @@ async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
             responses.append({**result, "error_code": ErrorCode.topic_deletion_disabled})
             continue
         try:
-            result["topic_id"] = uuid.UUID(await broker.writer.delete_topic(name))
+            result["topic_id"] = uuid.UUID(await context.services.writer.delete_topic(name))
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         responses.append(result)
@@ -135,7 +105,6 @@ async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
 
 
 async def handle_create_partitions(context: RequestContext, request: Any) -> Result:
-    broker = context.broker
     results = []
     for topic in request.topics:
         result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
@@ -145,7 +114,7 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
             else None
         )
         try:
-            await broker.writer.create_partitions(
+            await context.services.writer.create_partitions(
                 topic.name, topic.count, assignments, request.validate_only
             )
         except MetadataError as error:

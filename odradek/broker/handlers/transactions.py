@@ -13,7 +13,6 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.producer_ids import ProducerIdsUnavailable
-from odradek.broker.txn_markers import write_markers
 from odradek.clock import now_ms
 from odradek.group.coordinator import CommitPartition, OffsetCommitRequest
 from odradek.metadata.image import OFFSETS_TOPIC
@@ -37,15 +36,15 @@ def _ms(value: Any) -> int:
 async def handle_init_producer_id(context: RequestContext, request: Any) -> Result:
     """An idempotent producer (no transactional.id) gets a fresh producer id at epoch 0; a
     transactional one goes to its transaction coordinator."""
-    broker = context.broker
+    producer_ids = context.services.producer_ids
     try:
-        await broker.producer_ids.ensure_available()
+        await producer_ids.ensure_available()
     except ProducerIdsUnavailable:
         return _init_error(ErrorCode.coordinator_load_in_progress)
     if request.transactional_id is None:
-        return {"error_code": ErrorCode.none, "producer_id": broker.producer_ids.take(),
+        return {"error_code": ErrorCode.none, "producer_id": producer_ids.take(),
                 "producer_epoch": 0}
-    txns = broker.txns
+    txns = context.services.txns
     await txns.ensure_loaded()
     timeout_ms = _ms(request.transaction_timeout)
     try:
@@ -53,7 +52,7 @@ async def handle_init_producer_id(context: RequestContext, request: Any) -> Resu
             shard.init_producer_id(token, request.transactional_id, timeout_ms,
                                    getattr(request, "producer_id", -1),
                                    getattr(request, "producer_epoch", -1), now,
-                                   broker.producer_ids.take)))
+                                   producer_ids.take)))
     except CoordinatorUnavailable as error:
         return _init_error(error.error_code)
 
@@ -72,7 +71,7 @@ async def _add_partitions(context: RequestContext, transactional_id: str, produc
     if unknown:  # Kafka fails the whole request: the others OPERATION_NOT_ATTEMPTED
         return ErrorCode.none, {key: unknown.get(key, ErrorCode.operation_not_attempted)
                                 for key in partitions}
-    txns = broker.txns
+    txns = context.services.txns
     await txns.ensure_loaded()
     try:
         response = await txns.run_deferred(transactional_id, lambda shard, token, now: (
@@ -111,7 +110,7 @@ async def handle_add_partitions_to_txn(context: RequestContext, request: Any) ->
 
 async def handle_add_offsets_to_txn(context: RequestContext, request: Any) -> Result:
     """The group's `__consumer_offsets` partition joins the transaction."""
-    groups = context.broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     try:
         partition = groups.coordinator_partition(request.group_id)
@@ -124,7 +123,7 @@ async def handle_add_offsets_to_txn(context: RequestContext, request: Any) -> Re
 
 
 async def handle_end_txn(context: RequestContext, request: Any) -> Result:
-    txns = context.broker.txns
+    txns = context.services.txns
     await txns.ensure_loaded()
     client_version = 2 if context.version >= FIRST_EPOCH_BUMPING_END_TXN_VERSION else 1
     try:
@@ -137,7 +136,6 @@ async def handle_end_txn(context: RequestContext, request: Any) -> Result:
 
 async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Result:
     """Offsets written into the producer's transaction; they apply when it commits."""
-    broker = context.broker
     partitions = [
         CommitPartition(t.name, p.partition_index, p.committed_offset,
                         getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
@@ -147,7 +145,7 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
         request.group_id, getattr(request, "generation_id", -1),
         getattr(request, "member_id", ""), getattr(request, "group_instance_id", None),
         tuple(partitions), TXN_OFFSET_COMMIT_API_VERSION)
-    groups = broker.groups
+    groups = context.services.groups
     await groups.ensure_loaded()
     try:
         errors = await groups.run(request.group_id, lambda shard, now: (
@@ -170,9 +168,9 @@ async def handle_write_txn_markers(context: RequestContext, request: Any) -> Res
     answers = []
     for marker in request.markers:
         keys = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
-        results = await write_markers(broker, marker.producer_id, marker.producer_epoch,
-                                      marker.transaction_result, marker.coordinator_epoch,
-                                      keys, timeout_s)
+        results = await context.services.markers.write(
+            marker.producer_id, marker.producer_epoch, marker.transaction_result,
+            marker.coordinator_epoch, keys, timeout_s)
         topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for (topic, partition), code in results.items():
             topics[topic].append({"partition_index": partition, "error_code": code})
@@ -182,7 +180,7 @@ async def handle_write_txn_markers(context: RequestContext, request: Any) -> Res
 
 
 async def handle_describe_transactions(context: RequestContext, request: Any) -> Result:
-    txns = context.broker.txns
+    txns = context.services.txns
     await txns.ensure_loaded()
     states = []
     for transactional_id in request.transactional_ids:
@@ -221,7 +219,7 @@ KNOWN_STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "
 
 async def handle_list_transactions(context: RequestContext, request: Any) -> Result:
     """The transactions this broker coordinates, filtered as asked."""
-    txns = context.broker.txns
+    txns = context.services.txns
     states = set(request.state_filters)
     unknown = sorted(states - KNOWN_STATES)
     listed = []
