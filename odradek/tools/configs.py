@@ -32,12 +32,10 @@ from odradek.tools.config_entities import (
     parse_add_config,
     parse_delete_config,
 )
-from odradek.tools.wire import WireClient, check
+from odradek.tools.wire import WireClient, alter_configs, check, send_about
 
 DESCRIBE_CONFIGS = (32, 4)
-INCREMENTAL_ALTER_CONFIGS = (44, 1)
 LIST_GROUPS = (16, 4)
-SET, DELETE = 0, 1
 CLIENT_ID = "odradek-configs"
 
 
@@ -64,7 +62,7 @@ def add_configs_parser(commands: Any) -> None:
                         help="a properties file of configs to set")
     alter.add_argument("--delete-config", action="append", default=[], metavar="K1,K2",
                        help="configs to remove (back to their inherited value)")
-    alter.set_defaults(run=_runs(alter_configs))
+    alter.set_defaults(run=_runs(alter_entity))
 
 
 def _add_entity_options(parser: argparse.ArgumentParser) -> None:
@@ -92,18 +90,10 @@ def _runs(command: Callable[[WireClient, argparse.Namespace], Awaitable[None]]
     return runs("configs", run)
 
 
-async def _send(client: WireClient, entity: Entity, api: tuple[int, int],
-                body: dict[str, Any]) -> Any:
-    """A request about one entity: one broker's own configs go to that broker."""
-    if entity.type == "brokers" and entity.name:
-        return await client.send_to_broker(int(entity.name), api, body)
-    return await client.send(api, body)
-
-
 async def entity_configs(client: WireClient, entity: Entity, describe_all: bool) -> list[Any]:
     """The entity's configs with their synonyms, sorted by name: all of them, or only those
     set on the entity itself (kafka-configs' default)."""
-    response = await _send(client, entity, DESCRIBE_CONFIGS, {
+    response = await send_about(client, entity.resource_type, entity.name, DESCRIBE_CONFIGS, {
         "resources": [{"resource_type": entity.resource_type, "resource_name": entity.name,
                        "configuration_keys": None}],
         "include_synonyms": True, "include_documentation": False})
@@ -144,7 +134,7 @@ async def describe_configs(client: WireClient, args: argparse.Namespace) -> None
             print(entry_line(config))
 
 
-async def alter_configs(client: WireClient, args: argparse.Namespace) -> None:
+async def alter_entity(client: WireClient, args: argparse.Namespace) -> None:
     entity = entity_from_args(args, altering=True)
     if args.add_config is None and args.add_config_file is None and not args.delete_config:
         raise ToolError("At least one of --add-config, --add-config-file, or --delete-config "
@@ -159,15 +149,7 @@ async def alter_configs(client: WireClient, args: argparse.Namespace) -> None:
     unknown = [name for name in deletions if name not in current]
     if unknown:
         raise ToolError(f"Invalid config(s): {','.join(unknown)}")
-    response = await _send(client, entity, INCREMENTAL_ALTER_CONFIGS, {
-        "resources": [{
-            "resource_type": entity.resource_type, "resource_name": entity.name,
-            "configs": [*({"name": k, "config_operation": SET, "value": v}
-                          for k, v in additions.items()),
-                        *({"name": k, "config_operation": DELETE, "value": None}
-                          for k in deletions)],
-        }],
-        "validate_only": False})
-    (result,) = response.responses
+    changes: dict[str, str | None] = {**additions, **dict.fromkeys(deletions)}
+    (result,) = await alter_configs(client, entity.resource_type, {entity.name or "": changes})
     check(result.error_code, str(entity), result.error_message)
     print(completed(entity))

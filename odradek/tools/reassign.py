@@ -43,15 +43,11 @@ from odradek.tools.reassign_plan import (
     reassignment_json,
     status_line,
 )
-from odradek.tools.wire import WireClient, check
+from odradek.tools.wire import BROKER_RESOURCE, WireClient, alter_configs, check
 
 ALTER_REASSIGNMENTS = (45, 0)
 LIST_REASSIGNMENTS = (46, 0)
-INCREMENTAL_ALTER_CONFIGS = (44, 1)
 TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
-SET = 0
-DELETE = 1
 CLIENT_ID = "reassign-partitions-tool"
 POLL_SECONDS = 0.5
 
@@ -209,28 +205,11 @@ async def broker_ids(client: WireClient) -> set[int]:
     return set(await client.brokers())
 
 
-async def alter_configs(client: WireClient, kind: int,
-                        changes: Mapping[str, Mapping[str, str | None]]) -> None:
-    """Sets (a value) or deletes (None) configs of topics or brokers. A broker's own configs
-    go to that broker, as Kafka's admin client sends them."""
-
-    def resource(name: str) -> dict[str, Any]:
-        return {"resource_type": kind, "resource_name": name, "configs": [
-            {"name": key, "config_operation": DELETE if value is None else SET, "value": value}
-            for key, value in changes[name].items()]}
-
-    if kind == BROKER_RESOURCE:
-        answers = await asyncio.gather(*(
-            client.send_to_broker(int(name), INCREMENTAL_ALTER_CONFIGS,
-                                  {"resources": [resource(name)], "validate_only": False})
-            for name in changes))
-    else:
-        answers = [await client.send(INCREMENTAL_ALTER_CONFIGS, {
-            "resources": [resource(name) for name in changes], "validate_only": False})]
-    for answer in answers:
-        for result in answer.responses:
-            check(result.error_code, f"altering the configs of {result.resource_name}",
-                  result.error_message)
+async def _alter_configs(client: WireClient, kind: int,
+                         changes: Mapping[str, Mapping[str, str | None]]) -> None:
+    for result in await alter_configs(client, kind, changes):
+        check(result.error_code, f"altering the configs of {result.resource_name}",
+              result.error_message)
 
 
 def _ms(client: WireClient) -> int:
@@ -290,11 +269,11 @@ async def set_throttles(client: WireClient, partition_moves: Mapping[Partition, 
     leaders, new replicas for the followers), and the rate on every broker involved."""
     leader = leader_throttles(partition_moves)
     follower = follower_throttles(partition_moves)
-    await alter_configs(client, TOPIC_RESOURCE, {
+    await _alter_configs(client, TOPIC_RESOURCE, {
         topic: {LEADER_THROTTLED_REPLICAS: leader[topic],
                 FOLLOWER_THROTTLED_REPLICAS: follower[topic]}
         for topic in sorted(leader)})
-    await alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, BROKER_RESOURCE, {
         str(broker): {LEADER_THROTTLED_RATE: str(rate), FOLLOWER_THROTTLED_RATE: str(rate)}
         for broker in reassigning_brokers(partition_moves)})
 
@@ -306,11 +285,11 @@ async def clear_throttles(client: WireClient, targets: Assignment) -> None:
     brokers = sorted(live | {b for r in targets.values() for b in r})
     say(f"Clearing broker-level throttles on {plural(len(brokers), 'broker')} "
         + ",".join(map(str, brokers)))
-    await alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, BROKER_RESOURCE, {
         str(b): dict.fromkeys(BROKER_THROTTLES) for b in brokers if b in live})
     topics = sorted({p.topic for p in targets})
     say(f"Clearing topic-level throttles on {plural(len(topics), 'topic')} " + ",".join(topics))
-    await alter_configs(client, TOPIC_RESOURCE, {t: dict.fromkeys(TOPIC_THROTTLES)
+    await _alter_configs(client, TOPIC_RESOURCE, {t: dict.fromkeys(TOPIC_THROTTLES)
                                                  for t in topics})
 
 

@@ -6,6 +6,7 @@ call for (reassignments, log dirs, the metadata quorum, transactions): the tools
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Awaitable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -83,3 +84,34 @@ def check(code: int, what: str, message: str | None = None) -> None:
     if code != ErrorCode.none:
         detail = f": {message}" if message else ""
         raise ToolError(f"{what}: {ErrorCode(code).name.upper()}{detail}")
+
+
+BROKER_RESOURCE = 4
+INCREMENTAL_ALTER_CONFIGS = (44, 1)
+SET, DELETE = 0, 1
+
+
+async def send_about(client: WireClient, resource_type: int, resource_name: str | None,
+                     api: tuple[int, int], body: Mapping[str, Any]) -> Any:
+    """A request about one config resource: a broker's own configs go to that broker, as
+    Kafka's admin client sends them; anything else (the cluster default too) to any broker."""
+    if resource_type == BROKER_RESOURCE and resource_name:
+        return await client.send_to_broker(int(resource_name), api, body)
+    return await client.send(api, body)
+
+
+async def alter_configs(client: WireClient, resource_type: int,
+                        changes: Mapping[str, Mapping[str, str | None]]) -> list[Any]:
+    """IncrementalAlterConfigs: per resource name, set (a value) or delete (None) configs.
+    The per-resource results, for the caller to check."""
+
+    def resource(name: str) -> dict[str, Any]:
+        return {"resource_type": resource_type, "resource_name": name, "configs": [
+            {"name": key, "config_operation": DELETE if value is None else SET, "value": value}
+            for key, value in changes[name].items()]}
+
+    answers = await asyncio.gather(*(
+        send_about(client, resource_type, name, INCREMENTAL_ALTER_CONFIGS,
+                   {"resources": [resource(name)], "validate_only": False})
+        for name in changes))
+    return [result for answer in answers for result in answer.responses]
