@@ -51,8 +51,8 @@ class ClusterExporter(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """On a scrape (the metrics server's thread): the view gathered on the loop."""
-        if not self.driver.active or self.loop.is_closed():
-            return
+        if not self.driver.active or self.loop.is_closed() or _on_a_loop():
+            return  # on the loop itself, waiting for the loop would only time out
         future = asyncio.run_coroutine_threadsafe(self.view(), self.loop)
         try:
             view = future.result(2 * TIMEOUT_S)
@@ -142,3 +142,11 @@ class ClusterExporter(Collector):
                 (topic.name, p.partition_index): p.committed_offset
                 for topic in group.topics for p in topic.partitions
                 if p.error_code == ErrorCode.none}
+
+
+def _on_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
