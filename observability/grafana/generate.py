@@ -383,10 +383,10 @@ def topics() -> Dashboard:
                   (f"max by (topic, partition) "
                    f"({sel('kafka_cluster_partition_replicascount', topic)})",
                    "{{topic}}-{{partition}}")),
-            graph("Leader per partition",
+            graph("In-sync replicas per partition",
                   (f"max by (topic, partition) "
-                   f"({sel('kafka_topic_partition_leader', topic)})",
-                   "{{topic}}-{{partition}}"), description="Node id of the leader."),
+                   f"({sel('kafka_topic_partition_in_sync_replica', topic)})",
+                   "{{topic}}-{{partition}}")),
         ]),
     ], [query_variable("topic", "Topic",
                        'label_values(kafka_topic_partitions{cluster=~"$cluster"}, topic)')])
