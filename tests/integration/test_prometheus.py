@@ -20,7 +20,7 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,25 +208,28 @@ def test_lag_alert_fires_when_a_group_falls_further_behind(prometheus: Prometheu
                TIMEOUT, "ConsumerGroupLagGrowing firing", between=lambda: produce(cluster, 200))
 
 
+def fires_during_fault(prometheus: Prometheus, alertname: str, fault: Callable[[], None],
+                      repair: Callable[[], None]) -> None:
+    """`alertname` is silent, then fires for this cluster once `fault` is done; `repair`
+    undoes the fault whatever happens."""
+    assert not prometheus.firing(alertname, cluster=CLUSTER)
+    fault()
+    try:
+        wait_until(lambda: prometheus.firing(alertname, cluster=CLUSTER), TIMEOUT,
+                   f"{alertname} firing")
+    finally:
+        repair()
+
+
 def test_under_replicated_alert_fires_when_a_broker_stops(prometheus: Prometheus,
                                                           cluster: Cluster) -> None:
-    assert not prometheus.firing("UnderReplicatedPartitions", cluster=CLUSTER)
-    cluster.stop("broker-3")
-    try:
-        wait_until(lambda: prometheus.firing("UnderReplicatedPartitions", cluster=CLUSTER),
-                   TIMEOUT, "UnderReplicatedPartitions firing")
-    finally:
-        cluster.start("broker-3")
+    fires_during_fault(prometheus, "UnderReplicatedPartitions",
+                       lambda: cluster.stop("broker-3"), lambda: cluster.start("broker-3"))
     wait_until(lambda: not prometheus.firing("UnderReplicatedPartitions", cluster=CLUSTER)
                and prometheus.targets_up(), TIMEOUT, "broker-3 back in every ISR")
 
 
 def test_fenced_broker_alert_fires_when_a_broker_pauses_past_its_session(
         prometheus: Prometheus, cluster: Cluster) -> None:
-    assert not prometheus.firing("FencedBrokers", cluster=CLUSTER)
-    cluster.pause("broker-2")
-    try:
-        wait_until(lambda: prometheus.firing("FencedBrokers", cluster=CLUSTER),
-                   TIMEOUT, "FencedBrokers firing")
-    finally:
-        cluster.resume("broker-2")
+    fires_during_fault(prometheus, "FencedBrokers",
+                       lambda: cluster.pause("broker-2"), lambda: cluster.resume("broker-2"))
