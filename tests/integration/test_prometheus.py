@@ -153,11 +153,11 @@ def prometheus(cluster: Cluster, traffic: None,
         wait_until(server.targets_up, TIMEOUT,
                    lambda: f"every target up:\n{log.read_text()[-3000:]}",
                    ignoring=(OSError, KeyError, ValueError))
-        # Enough samples for rates, and the recording rules evaluated.
+        # Three scrapes of every target (rates need two samples), and the rules evaluated.
         wait_until(lambda: server.query(
-            f'rate(kafka_network_requestmetrics_requests_total{{cluster="{CLUSTER}"}}[30s])')
+            f'min(count_over_time(up{{cluster="{CLUSTER}"}}[1m])) >= 3')
             and server.query(f'cluster_consumergroup:kafka_consumergroup_lag:sum'
-                             f'{{cluster="{CLUSTER}"}}'), TIMEOUT, "rates and rules")
+                             f'{{cluster="{CLUSTER}"}}'), TIMEOUT, "samples and rules")
         yield server
     finally:
         process.terminate()
