@@ -447,8 +447,9 @@ def mirror() -> Dashboard:
     flow = "sum by (source, target, topic)"
     partition = "max by (source, target, topic, partition)"
     return Dashboard("odradek-mirror", "Odradek / Mirror flows",
-                     "The mirror service (odradek mirror), under MirrorMaker 2's metric names. "
-                     "`cluster` is the scrape label of the mirror process.", [
+                     "The mirror service (odradek mirror), under MirrorMaker 2's metric names "
+                     "(topic: the target's topic), and its lag per partition. `cluster` is the "
+                     "scrape label of the mirror process.", [
         ("Flows", [
             graph("Records mirrored", (f"{flow} ({sel(source + 'record_rate')})",
                                        "{{source}}->{{target}} {{topic}}"), unit="cps"),
@@ -461,7 +462,13 @@ def mirror() -> Dashboard:
                    f"({sel('kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms')})",
                    "{{source}}->{{target}} {{group}}"), unit="ms"),
         ]),
-        ("Latency", [
+        ("Lag and latency", [
+            graph("Lag (records)", (f"{partition} ({sel('odradek_mirror_lag_records')})",
+                                    "{{source}}->{{target}} {{topic}}-{{partition}}"),
+                  description="Committed source records not yet copied."),
+            graph("Lag (seconds)", (f"{partition} ({sel('odradek_mirror_lag_seconds')})",
+                                    "{{source}}->{{target}} {{topic}}-{{partition}}"), unit="s",
+                  description="How long the copy has been behind the source (0: caught up)."),
             graph("Replication latency (avg / max)",
                   (f"{partition} ({sel(source + 'replication_latency_ms_avg')})",
                    "{{topic}}-{{partition}} avg"),
