@@ -4,7 +4,8 @@ answering says why in its log.
 
 A task on the loop stamps the time every `check_s`; a daemon thread compares the stamp with
 the clock and, once it is older than `stall_s`, logs the loop thread's stack once per
-stall, and a line when the loop turns again.
+stall, and a line when the loop turns again. Each heartbeat also reports how late its
+timer fired (`on_lag`), which the event-loop lag histogram counts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 
 log = logging.getLogger("odradek.runtime")
 
@@ -23,9 +25,11 @@ STALL_S = 5.0
 
 
 class LoopWatchdog:
-    def __init__(self, stall_s: float = STALL_S, check_s: float = 0.5) -> None:
+    def __init__(self, stall_s: float = STALL_S, check_s: float = 0.5,
+                 on_lag: Callable[[float], None] | None = None) -> None:
         self.stall_s = stall_s
         self.check_s = check_s
+        self.on_lag = on_lag
         self._stamp = time.monotonic()
         self._loop_thread = threading.get_ident()
         self._stopped = threading.Event()
@@ -47,6 +51,8 @@ class LoopWatchdog:
         while True:
             self._stamp = time.monotonic()
             await asyncio.sleep(self.check_s)
+            if self.on_lag is not None:
+                self.on_lag(max(time.monotonic() - self._stamp - self.check_s, 0.0))
 
     def _watch(self) -> None:
         stalled_since: float | None = None

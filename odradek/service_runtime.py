@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 
 from odradek.loop_watchdog import LoopWatchdog
+from odradek.process_metrics import ProcessMetrics
 
 log = logging.getLogger("odradek.runtime")
 
@@ -59,11 +60,14 @@ def install_event_loop(prefer_uvloop: bool = True) -> str:
 
 
 def run_service(
-    serve: Callable[[asyncio.Event], Coroutine[Any, Any, None]], prefer_uvloop: bool = True
+    serve: Callable[[asyncio.Event], Coroutine[Any, Any, None]], prefer_uvloop: bool = True,
+    registry: CollectorRegistry | None = None, kafka_server: bool = True,
 ) -> None:
     """Run `serve(stop)` until SIGTERM or SIGINT sets `stop`, with a watchdog that logs
-    where the loop is stuck should it stop turning."""
+    where the loop is stuck should it stop turning. The process's own metrics go on
+    `registry` (Kafka's idle gauges too for a `kafka_server`: a broker or controller)."""
     loop_name = install_event_loop(prefer_uvloop)
+    health = ProcessMetrics(registry, kafka_server) if registry is not None else None
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -71,7 +75,9 @@ def run_service(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         log.info("event loop: %s", loop_name)
-        watchdog = LoopWatchdog()
+        watchdog = LoopWatchdog(on_lag=health.observe_lag if health is not None else None)
+        if health is not None:
+            health.start()
         watchdog.start()
         try:
             await serve(stop)

@@ -54,7 +54,7 @@ class BrokerApp:
         kafka = [listener for listener in kafka if listener[0] not in names]
         if not kafka:
             raise InvalidConfigError("listeners has no listener for Kafka clients")
-        _, self.bind_host, self.bind_port = kafka[0]
+        self.listener_name, self.bind_host, self.bind_port = kafka[0]
         advertised = config["advertised.listeners"]
         assert advertised is None or isinstance(advertised, list)
         _, host, port = parse_listener(advertised[0]) if advertised else kafka[0]
@@ -124,6 +124,8 @@ class BrokerApp:
         dispatcher = Dispatcher(services, API_TABLE)
         max_request = config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
+        broker.metrics.register_host(config.log_dirs(), lambda: len(connections),
+                                     self.listener_name)
         assert self._socket is not None
         server = await loop.create_server(
             lambda: KafkaConnection(dispatcher, max_request, connections),
@@ -276,7 +278,7 @@ def run_broker(config: BrokerConfig, prefer_uvloop: bool = True,
         start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
         await app.run(stop, voters)
 
-    run_service(serve, prefer_uvloop)
+    run_service(serve, prefer_uvloop, app.registry)
 
 
 def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
@@ -304,4 +306,4 @@ def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
             controller_stop.set()
             await controlling
 
-    run_service(serve, prefer_uvloop)
+    run_service(serve, prefer_uvloop, app.registry)

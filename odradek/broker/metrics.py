@@ -3,7 +3,10 @@ existing Kafka dashboards and alerts work. One place defines every name."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -18,16 +21,55 @@ LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 500
 PartitionSizes = Callable[[], Iterable[tuple[str, int, int]]]
 GroupStates = Callable[[], Iterable[tuple[str, str, str, int]]]
 """(group id, group type `classic`/`consumer`, state, member count) of every group."""
-GroupOffsets = Callable[[], Iterable[tuple[str, str, int, int, int]]]
-"""(group id, topic, partition, committed offset, log end offset) of every commit."""
+PartitionStates = Callable[[], Iterable[tuple[str, int, bool, int, int, int]]]
+"""(topic, partition, led here, replication factor, ISR size, min.insync.replicas) of every
+partition with a replica on this broker."""
 
 DirtyRatios = Callable[[], Iterable[tuple[str, int, float]]]
 """(topic, partition, dirty ratio) of every compacted log."""
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionFigures:
+    """Kafka's per-partition gauges (kafka.cluster:type=Partition): a leader reports them,
+    a follower reports 0s."""
+
+    under_replicated: int
+    in_sync_replicas: int
+    under_min_isr: int
+    at_min_isr: int
+    replicas: int
+
+
+def partition_figures(leader: bool, replication_factor: int, isr: int,
+                      min_insync_replicas: int) -> PartitionFigures:
+    """Kafka's Partition gauges: the effective min ISR is min.insync.replicas capped at the
+    replication factor, as in Kafka's Partition.effectiveMinIsr."""
+    if not leader:
+        return PartitionFigures(0, 0, 0, 0, 0)
+    min_isr = min(min_insync_replicas, replication_factor)
+    return PartitionFigures(int(isr < replication_factor), isr, int(isr < min_isr),
+                            int(isr == min_isr), replication_factor)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetrics:
+    """One topic's BrokerTopicMetrics counters, bound once so that the produce and fetch
+    paths pay a dict lookup, not a label lookup, per partition."""
+
+    messages_in: Counter
+    bytes_in: Counter
+    bytes_out: Counter
+    total_produce: Counter
+    failed_produce: Counter
+    total_fetch: Counter
+    failed_fetch: Counter
+
+
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry, partition_sizes: PartitionSizes) -> None:
         self.registry = registry
+        self._topics: dict[str, TopicMetrics] = {}
         self.messages_in = Counter(
             "kafka_server_brokertopicmetrics_messagesin",
             "Messages appended to the log.", ["topic"], registry=registry,
@@ -48,10 +90,17 @@ class BrokerMetrics:
             "kafka_server_brokertopicmetrics_replicationbytesout",
             "Record bytes leaders here sent to followers.", registry=registry,
         )
-        self.failed_produce = Counter(
-            "kafka_server_brokertopicmetrics_failedproducerequests",
-            "Produce partition requests that failed.", ["topic"], registry=registry,
-        )
+        prefix = "kafka_server_brokertopicmetrics_"
+        self.total_produce, self.failed_produce, self.total_fetch, self.failed_fetch = (
+            Counter(prefix + name, doc, ["topic"], registry=registry) for name, doc in (
+                ("totalproducerequests", "Partitions of Produce requests for this topic."),
+                ("failedproducerequests", "Partitions of Produce requests refused."),
+                ("totalfetchrequests", "Partitions of Fetch requests (consumers' and "
+                 "followers') for this topic."),
+                ("failedfetchrequests", "Partitions of Fetch requests that failed with an "
+                 "unexpected error (Kafka leaves out not-leader, unknown-partition, "
+                 "fenced-epoch and offset-out-of-range answers)."),
+            ))
         self.requests = Counter(
             "kafka_network_requestmetrics_requests",
             "Requests received, per API and version.", ["request", "version"], registry=registry,
@@ -86,9 +135,36 @@ class BrokerMetrics:
             "ISR expansions this broker asked for as a partition leader.", registry=registry,
         )
 
+    def topic(self, name: str) -> TopicMetrics:
+        """The counters of topic `name`, every one of its series made at first sight."""
+        stats = self._topics.get(name)
+        if stats is None:
+            stats = self._topics[name] = TopicMetrics(*(
+                counter.labels(name) for counter in (
+                    self.messages_in, self.bytes_in, self.bytes_out, self.total_produce,
+                    self.failed_produce, self.total_fetch, self.failed_fetch)))
+        return stats
+
+    def register_host(self, log_dirs: list[Path], connections: Callable[[], float],
+                      listener: str) -> None:
+        """Kafka's process-level broker gauges: connections per listener (SocketServer's
+        connection-count), /proc/self/io (KafkaServer's linux-disk-*-bytes) and log
+        directories it cannot use (LogManager's OfflineLogDirectoryCount)."""
+        Gauge("kafka_server_socket_server_metrics_connection_count",
+              "Open client connections, per listener and network processor (Odradek has "
+              "one per listener: its event loop).", ["listener", "networkProcessor"],
+              registry=self.registry).labels(listener, "0").set_function(connections)
+        Gauge("kafka_log_logmanager_offlinelogdirectorycount", "Log directories that are "
+              "not writable directories (Odradek does not take a directory offline; it "
+              "counts the ones it could not use).", registry=self.registry
+              ).set_function(lambda: offline_log_dirs(log_dirs))
+        self.registry.register(_LinuxIoCollector())
+
     def register_replicas(self, under_replicated: Callable[[], float],
                           under_min_isr: Callable[[], float], leaders: Callable[[], float],
-                          partitions: Callable[[], float], max_lag: Callable[[], float]) -> None:
+                          partitions: Callable[[], float], max_lag: Callable[[], float],
+                          states: PartitionStates) -> None:
+        self.registry.register(_PartitionCollector(states))
         prefix = "kafka_server_replicamanager_"
         for name, doc, read in (
             ("underreplicatedpartitions", "Led partitions whose ISR lacks a replica.",
@@ -150,13 +226,13 @@ class BrokerMetrics:
         (self.isr_expands if grown else self.isr_shrinks).inc()
 
     def register_metadata(self, applied_offset: Callable[[], float]) -> None:
-        Gauge(
-            "kafka_server_broker_metadata_metrics_last_applied_record_offset",
+        Gauge(  # type=broker-metadata-metrics, as Strimzi's JMX exporter rules name it
+            "kafka_server_brokermetadatametrics_last_applied_record_offset",
             "The last metadata log offset this broker applied.", registry=self.registry,
         ).set_function(applied_offset)
 
-    def register_groups(self, states: GroupStates, offsets: GroupOffsets) -> None:
-        self.registry.register(_GroupCollector(states, offsets))
+    def register_groups(self, states: GroupStates, offset_count: Callable[[], int]) -> None:
+        self.registry.register(_GroupCollector(states, offset_count))
 
     def count_rebalance(self, protocol: str, duration_ms: int) -> None:
         self.rebalances.labels(protocol).inc()
@@ -206,28 +282,26 @@ class _LogSizeCollector(Collector):
 
 class _GroupCollector(Collector):
     """Group counts under Kafka's names (GroupMetadataManager's NumGroups* and KIP-848's
-    group-coordinator-metrics), and lag under kafka_exporter's, which dashboards chart."""
+    group-coordinator-metrics). Lag and members are Kafka Exporter's series: the active
+    controller exports those, for every group (controller/cluster_exporter.py)."""
 
-    def __init__(self, states: GroupStates, offsets: GroupOffsets) -> None:
+    def __init__(self, states: GroupStates, offset_count: Callable[[], int]) -> None:
         self._states = states
-        self._offsets = offsets
+        self._offset_count = offset_count
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         by_state: dict[str, int] = {state: 0 for state in ClassicState}
         by_protocol = {"classic": 0, "consumer": 0}
         consumer_states: dict[str, int] = {}
-        members = GaugeMetricFamily("kafka_consumergroup_members",
-                                    "Members of a consumer group.", labels=["consumergroup"])
         total = 0
-        for group_id, group_type, state, member_count in self._states():
+        for _, group_type, state, _ in self._states():
             total += 1
             by_protocol[group_type] = by_protocol.get(group_type, 0) + 1
             if group_type == "classic":
                 by_state[state] = by_state.get(state, 0) + 1
             else:
                 consumer_states[state.lower()] = consumer_states.get(state.lower(), 0) + 1
-            members.add_metric([group_id], member_count)
         yield GaugeMetricFamily(prefix + "numgroups", "Groups on this coordinator.", total)
         for state in ClassicState:
             yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
@@ -243,31 +317,60 @@ class _GroupCollector(Collector):
         for state, count in sorted(consumer_states.items()):
             consumer.add_metric([state], count)
         yield consumer
-        yield members
-        yield from self._lag()
+        yield GaugeMetricFamily(prefix + "numoffsets",
+                                "Committed offsets held by this coordinator.",
+                                self._offset_count())
 
-    def _lag(self) -> Iterable[GaugeMetricFamily]:
-        labels = ["consumergroup", "topic", "partition"]
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset",
-                                    "Committed offset of a group on a partition.", labels=labels)
-        lag = GaugeMetricFamily("kafka_consumergroup_lag",
-                                "Log end offset minus the group's committed offset.",
-                                labels=labels)
-        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum",
-                                    "Lag of a group summed over a topic's partitions.",
-                                    labels=["consumergroup", "topic"])
-        sums: dict[tuple[str, str], int] = {}
-        offsets = 0
-        for group_id, topic, partition, committed, end in self._offsets():
-            offsets += 1
-            behind = max(end - committed, 0)
-            current.add_metric([group_id, topic, str(partition)], committed)
-            lag.add_metric([group_id, topic, str(partition)], behind)
-            sums[(group_id, topic)] = sums.get((group_id, topic), 0) + behind
-        for (group_id, topic), total in sorted(sums.items()):
-            lag_sum.add_metric([group_id, topic], total)
-        yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numoffsets",
-                                "Committed offsets held by this coordinator.", offsets)
-        yield current
-        yield lag
-        yield lag_sum
+
+class _PartitionCollector(Collector):
+    def __init__(self, states: PartitionStates) -> None:
+        self._states = states
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        labels = ["topic", "partition"]
+        families = [GaugeMetricFamily("kafka_cluster_partition_" + name, doc, labels=labels)
+                    for name, doc in (
+            ("underreplicated", "1 if this broker leads the partition and its ISR lacks a "
+             "replica."),
+            ("insyncreplicascount", "The partition's ISR size, on its leader (else 0)."),
+            ("underminisr", "1 if this broker leads the partition and its ISR is below the "
+             "effective min.insync.replicas."),
+            ("atminisr", "1 if this broker leads the partition and its ISR is exactly the "
+             "effective min.insync.replicas."),
+            ("replicascount", "The partition's replication factor, on its leader (else 0)."),
+        )]
+        for topic, partition, leader, replication, isr, min_isr in self._states():
+            figures = partition_figures(leader, replication, isr, min_isr)
+            values = (figures.under_replicated, figures.in_sync_replicas,
+                      figures.under_min_isr, figures.at_min_isr, figures.replicas)
+            for family, value in zip(families, values, strict=True):
+                family.add_metric([topic, str(partition)], value)
+        yield from families
+
+
+def offline_log_dirs(log_dirs: list[Path]) -> int:
+    """How many of `log_dirs` are not directories this process may write in."""
+    return sum(not (d.is_dir() and os.access(d, os.W_OK | os.X_OK)) for d in log_dirs)
+
+
+def read_proc_io(text: str) -> tuple[int, int]:
+    """(read_bytes, write_bytes) of a /proc/<pid>/io text: bytes that reached the storage
+    layer, which is what Kafka's LinuxIoMetricsCollector reports."""
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    return int(fields.get("read_bytes", 0)), int(fields.get("write_bytes", 0))
+
+
+class _LinuxIoCollector(Collector):
+    """kafka.server:type=KafkaServer linux-disk-read-bytes and -write-bytes: running totals
+    typed as gauges, as Kafka's are (none where /proc/self/io cannot be read)."""
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        try:
+            read, written = read_proc_io(Path("/proc/self/io").read_text())
+        except OSError:
+            return
+        prefix = "kafka_server_kafkaserver_linux_disk_"
+        yield GaugeMetricFamily(prefix + "read_bytes", "Bytes this process has read from "
+                                "storage (/proc/self/io read_bytes).", value=read)
+        yield GaugeMetricFamily(prefix + "write_bytes", "Bytes this process has written "
+                                "to storage (/proc/self/io write_bytes).", value=written)

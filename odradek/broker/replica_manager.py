@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
+from odradek.broker.metrics import partition_figures
 from odradek.broker.partitions import TopicPartition
 from odradek.broker.replica_fetcher import ReplicaFetcher
 from odradek.log.partition import AppendResult, PartitionLog
@@ -87,7 +88,7 @@ class ReplicaManager:
         broker.metrics.register_replicas(self.under_replicated, self.under_min_isr,
                                          lambda: len(self.leaders),
                                          lambda: len(self.leaders) + len(self.followed),
-                                         self.max_lag)
+                                         self.max_lag, self.partition_states)
 
     # --- leadership from metadata ------------------------------------------------------
 
@@ -342,10 +343,20 @@ class ReplicaManager:
                     for f in fetcher.partitions.values()), default=0)
 
     def under_min_isr(self) -> int:
-        return sum(
-            len(s.isr) < self.broker.topic_config(key[0])["min.insync.replicas"]
-            for key, s in self.leaders.items()
-        )
+        """Led partitions under their effective min ISR (Kafka's UnderMinIsrPartitionCount)."""
+        return sum(partition_figures(True, len(s.replicas), len(s.isr),
+                                     self.broker.topic_config(key[0])["min.insync.replicas"]
+                                     ).under_min_isr
+                   for key, s in list(self.leaders.items()))
+
+    def partition_states(self) -> Iterator[tuple[str, int, bool, int, int, int]]:
+        """(topic, partition, led here, replication factor, ISR size, min.insync.replicas)
+        of every hosted partition; a follower's sizes are left at 0, as Kafka reports them."""
+        for (topic, partition), state in list(self.leaders.items()):
+            yield (topic, partition, True, len(state.replicas), len(state.isr),
+                   self.broker.topic_config(topic)["min.insync.replicas"])
+        for topic, partition in list(self.followed):
+            yield topic, partition, False, 0, 0, 0
 
     async def stop(self) -> None:
         for fetcher in self.fetchers.values():

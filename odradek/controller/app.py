@@ -15,11 +15,17 @@ from prometheus_client import CollectorRegistry
 
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
+from odradek.controller.cluster_exporter import ClusterExporter
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.metrics import ControllerMetrics
 from odradek.controller.raft_driver import RaftDriver
 from odradek.controller.raft_store import RaftLogStore
-from odradek.controller.raft_transport import RaftPeers, RaftTransportServicer, channel_options
+from odradek.controller.raft_transport import (
+    ChannelStats,
+    RaftPeers,
+    RaftTransportServicer,
+    channel_options,
+)
 from odradek.controller.service import ControllerService, NotController
 from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
@@ -118,11 +124,13 @@ class ControllerApp:
             persisted.snapshot,
             persisted.entries,
         )
+        channel = ChannelStats()
         peers = RaftPeers(
             {i: address for i, address in voters.items() if i != self.node_id},
             self.cluster_id,
             self.config.integer("controller.quorum.request.timeout.ms"),
             self.config.integer("controller.quorum.retry.backoff.ms"),
+            channel,
         )
         driver = RaftDriver(
             node, store, machine, peers, TICK_MS,
@@ -134,10 +142,11 @@ class ControllerApp:
             self.config.integer("controller.quorum.request.timeout.ms"),
         )
         raft_pb2_grpc.add_RaftTransportServicer_to_server(
-            RaftTransportServicer(self.node_id, self.cluster_id, driver.step), server
+            RaftTransportServicer(self.node_id, self.cluster_id, driver.step, channel), server
         )
         controller_pb2_grpc.add_ControllerServicer_to_server(service, server)
-        ControllerMetrics(self.registry, driver, machine)
+        ControllerMetrics(self.registry, driver, machine, channel)
+        exporter = ClusterExporter(self.registry, driver, machine, loop)
         await server.start()
         self.ready.set()
         running = asyncio.create_task(driver.run())
@@ -163,6 +172,8 @@ class ControllerApp:
                 task.cancel()
             await asyncio.gather(running, fencing, balancing, return_exceptions=True)
             await peers.close()
+            exporter.close()
+            self.registry.unregister(exporter)
             log.info("controller stopped")
         if failure is not None:
             raise SystemExit(1)
@@ -212,4 +223,4 @@ def run_controller(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
         start_metrics(app.registry, app.bind[0], config.integer("metrics.port"))
         await app.run(stop)
 
-    run_service(serve, prefer_uvloop)
+    run_service(serve, prefer_uvloop, app.registry)

@@ -64,6 +64,10 @@ class RaftDriver:
         self.role = node.role
         self.commit_latency_ms: list[float] = []
         """Proposal-to-apply latencies since the metrics last read them."""
+        self.appended_entries = 0
+        """Entries this node appended to its log as the leader (one offset each)."""
+        self.fetched_entries = 0
+        """Entries this node appended to its log from a leader."""
         self._inbox: collections.deque[Callable[[], None]] = collections.deque()
         self._wake = asyncio.Event()
         self._pending: dict[int, tuple[int, float, asyncio.Future[int]]] = {}
@@ -171,6 +175,10 @@ class RaftDriver:
             ready = self.node.ready()
             if ready.snapshot is not None or ready.entries or ready.hard_state is not None:
                 await loop.run_in_executor(None, self._persist, ready)
+            if self.node.role is Role.LEADER:
+                self.appended_entries += len(ready.entries)
+            else:
+                self.fetched_entries += len(ready.entries)
             self.outbox.send(ready.messages)
             self._apply(ready)
             self.node.advance(ready)

@@ -7,6 +7,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import grpc
 
@@ -32,9 +33,20 @@ def channel_options() -> list[tuple[str, int]]:
     ]
 
 
+@dataclass
+class ChannelStats:
+    """Running totals of this node's Raft channel, for Kafka's raft-channel-metrics: calls
+    made to peers and their answers, bytes of the Raft messages sent and received."""
+
+    requests: int = 0
+    responses: int = 0
+    outgoing_bytes: int = 0
+    incoming_bytes: int = 0
+
+
 class _Peer:
     def __init__(self, node_id: int, address: str, cluster_id: str, timeout_s: float,
-                 backoff_s: float) -> None:
+                 backoff_s: float, stats: ChannelStats) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.timeout_s = timeout_s
@@ -44,18 +56,19 @@ class _Peer:
         self.queue: collections.deque[Message] = collections.deque(maxlen=MAX_QUEUED)
         self.ready = asyncio.Event()
         self.reachable = True
+        self.stats = stats
 
     async def run(self) -> None:
         while True:
             await self.ready.wait()
             self.ready.clear()
             while self.queue:
-                batch = [message_to_proto(self.queue.popleft()) for _ in range(len(self.queue))]
+                batch = raft_pb2.RaftBatch(cluster_id=self.cluster_id, messages=[
+                    message_to_proto(self.queue.popleft()) for _ in range(len(self.queue))])
+                self.stats.requests += 1
+                self.stats.outgoing_bytes += batch.ByteSize()
                 try:
-                    await self.stub.Send(
-                        raft_pb2.RaftBatch(cluster_id=self.cluster_id, messages=batch),
-                        timeout=self.timeout_s,
-                    )
+                    await self.stub.Send(batch, timeout=self.timeout_s)
                 except grpc.aio.AioRpcError as error:
                     if self.reachable:
                         log.warning("controller %d unreachable: %s", self.node_id,
@@ -63,6 +76,7 @@ class _Peer:
                     self.reachable = False
                     await asyncio.sleep(self.backoff_s)
                     continue
+                self.stats.responses += 1
                 if not self.reachable:
                     log.info("controller %d reachable again", self.node_id)
                 self.reachable = True
@@ -72,10 +86,10 @@ class RaftPeers:
     """The outbox of the Raft driver."""
 
     def __init__(self, addresses: Mapping[int, tuple[str, int]], cluster_id: str,
-                 timeout_ms: int, backoff_ms: int) -> None:
+                 timeout_ms: int, backoff_ms: int, stats: ChannelStats) -> None:
         self._peers = {
             node_id: _Peer(node_id, f"{host}:{port}", cluster_id, timeout_ms / 1000,
-                           max(backoff_ms, 50) / 1000)
+                           max(backoff_ms, 50) / 1000, stats)
             for node_id, (host, port) in addresses.items()
         }
         self._tasks = [asyncio.create_task(peer.run()) for peer in self._peers.values()]
@@ -101,10 +115,12 @@ class RaftPeers:
 
 
 class RaftTransportServicer(raft_pb2_grpc.RaftTransportServicer):
-    def __init__(self, node_id: int, cluster_id: str, step: Callable[[Message], None]) -> None:
+    def __init__(self, node_id: int, cluster_id: str, step: Callable[[Message], None],
+                 stats: ChannelStats) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.step = step
+        self.stats = stats
 
     async def Send(  # noqa: N802 - gRPC method name
         self, request: raft_pb2.RaftBatch, context: grpc.aio.ServicerContext
@@ -114,6 +130,7 @@ class RaftTransportServicer(raft_pb2_grpc.RaftTransportServicer):
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"cluster id {request.cluster_id!r} is not this quorum's {self.cluster_id!r}",
             )
+        self.stats.incoming_bytes += request.ByteSize()
         for wire in request.messages:
             try:
                 message = message_from_proto(wire)

@@ -1,4 +1,4 @@
-"""A broker's Prometheus endpoint, read as labelled samples."""
+"""A process's Prometheus endpoint, read as labelled samples."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def scrape(broker: BrokerProcess) -> Samples:
-    url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
+    return scrape_port(broker.metrics_port)
+
+
+def scrape_port(port: int) -> Samples:
+    """Every sample a process's /metrics serves, by name and labels."""
+    url = f"http://127.0.0.1:{port}/metrics"
     with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as response:
         assert response.status == 200
         text = response.read().decode()

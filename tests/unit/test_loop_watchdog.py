@@ -47,3 +47,11 @@ def test_a_turning_loop_is_not_reported(caplog: pytest.LogCaptureFixture) -> Non
     with caplog.at_level(logging.WARNING, logger="odradek.runtime"):
         asyncio.run(run(LoopWatchdog(stall_s=5.0, check_s=0.05), block_s=0.0, idle_s=0.3))
     assert not caplog.records
+
+
+def test_each_heartbeat_reports_how_late_it_ran_and_a_blocked_loop_is_late() -> None:
+    lags: list[float] = []
+    asyncio.run(run(LoopWatchdog(stall_s=5.0, check_s=0.05, on_lag=lags.append),
+                    block_s=0.5, idle_s=0.3))
+    assert len(lags) >= 4 and min(lags) >= 0
+    assert max(lags) >= 0.4  # the heartbeat due during the blocking call ran that late

@@ -41,6 +41,14 @@ from odradek.replication.read_replica import NO_PREFERRED_REPLICA
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_RACK_VERSION = 11
 READ_COMMITTED = 1
+EXPECTED_FETCH_ERRORS = frozenset({
+    ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower,
+    ErrorCode.unknown_leader_epoch, ErrorCode.fenced_leader_epoch,
+    ErrorCode.replica_not_available, ErrorCode.kafka_storage_error,
+    ErrorCode.inconsistent_topic_id, ErrorCode.offset_out_of_range,
+})
+"""Answers Kafka's ReplicaManager does not count as failed fetches: they say where the data
+is, not that the broker failed to read it."""
 
 
 @dataclass(slots=True)
@@ -164,14 +172,20 @@ class _Read:
         metrics = broker.metrics
         replicating = self.fetcher.replica_id >= 0
         leaders: set[int] = set()
+        known = broker.metadata.topics
         for topic in self.topics:
+            stats = metrics.topic(topic.name) if topic.name in known else None
             for partition in topic.partitions:
+                if stats is not None:
+                    stats.total_fetch.inc()
                 if partition.records and replicating:
                     metrics.replication_bytes_out.inc(len(partition.records))
-                elif partition.records:
-                    metrics.bytes_out.labels(topic.name).inc(len(partition.records))
+                elif partition.records and stats is not None:
+                    stats.bytes_out.inc(len(partition.records))
                 if partition.error_code:
                     metrics.count_error("Fetch", partition.error_code)
+                    if stats is not None and partition.error_code not in EXPECTED_FETCH_ERRORS:
+                        stats.failed_fetch.inc()
                 if partition.current_leader is not None:
                     leaders.add(partition.current_leader[0])
                 if partition.preferred_read_replica != NO_PREFERRED_REPLICA:

@@ -238,7 +238,7 @@ def _request_problem(batches: list[BatchInfo], version: int) -> tuple[ErrorCode,
 def _count_failure(broker: Broker, topic: str) -> None:
     """Per-topic failure counts, for topics that exist (client-chosen names make no series)."""
     if topic in broker.metadata.topics:
-        broker.metrics.failed_produce.labels(topic).inc()
+        broker.metrics.topic(topic).failed_produce.inc()
 
 
 def produce_partition(
@@ -256,7 +256,8 @@ def produce_partition(
     for an fsync or the ISR. The first transactional batch of a producer's transaction here
     goes to `unverified` (None: it was verified) and its answer comes later."""
     log_, code = broker.leader_log(topic, index)
-    metrics = broker.metrics
+    if unverified is not None and topic in broker.metadata.topics:
+        broker.metrics.topic(topic).total_produce.inc()  # once: a verified batch comes back
     if log_ is None:
         _count_failure(broker, topic)
         hint = broker.leader_hint(topic, index)
@@ -325,8 +326,9 @@ def produce_partition(
     except RecordBatchTooLargeError as error:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.record_list_too_large, str(error))
-    metrics.messages_in.labels(topic).inc(result.last_offset - result.base_offset + 1)
-    metrics.bytes_in.labels(topic).inc(len(records))
+    stats = broker.metrics.topic(topic)
+    stats.messages_in.inc(result.last_offset - result.base_offset + 1)
+    stats.bytes_in.inc(len(records))
     answer = {
         "index": index,
         "error_code": ErrorCode.none,
