@@ -140,6 +140,23 @@ def dashboard_json(dashboard: Dashboard) -> dict[str, Any]:
     }
 
 
+def process_health() -> tuple[str, list[Panel]]:
+    """The row every process's own figures fill (prometheus-client's process collector and
+    the event loop's lag), on the dashboards of brokers and of controllers."""
+    by = "sum by (instance)"
+    return ("Process health", [
+        graph("Event loop lag p99",
+              ("histogram_quantile(0.99, sum by (le, instance) "
+               f"({rate('odradek_event_loop_lag_seconds_bucket')}))", "{{instance}}"),
+              unit="s", description="How late the event loop ran a timer that was due."),
+        graph("CPU", (f"{by} ({rate('process_cpu_seconds_total')})", "{{instance}}"),
+              unit="percentunit"),
+        graph("Resident memory", (f"{by} ({sel('process_resident_memory_bytes')})",
+                                  "{{instance}}"), unit="bytes"),
+        graph("Open file descriptors", (f"{by} ({sel('process_open_fds')})", "{{instance}}")),
+    ])
+
+
 def overview() -> Dashboard:
     return Dashboard("odradek-overview", "Odradek / Cluster overview",
                      "Health and throughput of one cluster at a glance.", [
@@ -275,6 +292,7 @@ def brokers() -> Dashboard:
                    "{{instance}}"), description="Records the most lagging followed "
                   "partition is behind its leader."),
         ]),
+        process_health(),
     ])
 
 
@@ -310,7 +328,7 @@ def quorum() -> Dashboard:
                    "{{instance}} applied")),
             graph("Brokers' applied metadata offset",
                   (f"{by} "
-                   f"({sel('kafka_server_broker_metadata_metrics_last_applied_record_offset')})",
+                   f"({sel('kafka_server_brokermetadatametrics_last_applied_record_offset')})",
                    "{{instance}}")),
             graph("Commit latency",
                   (f"{by} ({sel('kafka_server_raftmetrics_commit_latency_avg')})",
@@ -335,6 +353,7 @@ def quorum() -> Dashboard:
                   (f"sum by (instance) ({rate(channel + 'response_total')})",
                    "{{instance}} responses"), unit="reqps"),
         ]),
+        process_health(),
     ])
 
 
