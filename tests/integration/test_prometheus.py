@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from odradek.cluster_cli.layout import free_port
 from tests import observability as obs
 from tests.integration.cluster import Cluster, admin, create, running_cluster
+from tests.integration.reference_series import reference_series
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.prometheus
@@ -48,7 +49,6 @@ RECORDS = 1500
 CONSUMED = 100
 """The group commits after at least this many records, leaving over 1000 (the lag alert's
 threshold) behind."""
-REFERENCE = Path(__file__).parent / "reference_kafka_series.txt"
 EXPECTED_EMPTY = {
     "odradek-mirror": "no mirror process runs in this test yet (issue 16's mirror service): "
                       "its panels are checked to parse, and to return series once one runs",
@@ -172,27 +172,13 @@ def test_panel_query_returns_series(prometheus: Prometheus, query: obs.PanelQuer
     assert result, f"no series for {query.expr}"
 
 
-def reference_series(section: str) -> list[tuple[str, list[str]]]:
-    """(name, labels) of each series in a `[section]` of the reference file."""
-    series, current = [], ""
-    for line in REFERENCE.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line.startswith("["):
-            current = line.strip("[]")
-        elif line and current == section:
-            name, *labels = line.split()
-            series.append((name, labels))
-    return series
-
-
 def test_every_reference_kafka_series_is_exported(prometheus: Prometheus) -> None:
     expected = reference_series("kafka")
-    assert expected
     missing = []
-    for name, labels in expected:
-        matchers = "".join(f',{label}!=""' for label in labels)
+    for name, labels in sorted(expected.items()):
+        matchers = "".join(f',{label}!=""' for label in sorted(labels))
         if not prometheus.query(f'{{__name__="{name}",cluster="{CLUSTER}"{matchers}}}'):
-            missing.append(" ".join([name, *labels]))
+            missing.append(" ".join([name, *sorted(labels)]))
     assert missing == [], f"{len(missing)} of {len(expected)} reference series missing"
 
 
