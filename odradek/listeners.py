@@ -50,7 +50,8 @@ class Listeners:
     advertised: tuple[Endpoint, ...]
     """The broker listeners as published to clients and other brokers."""
     inter_broker: str
-    """The listener other brokers (replica fetchers, transaction markers) connect to."""
+    """The listener other brokers (replica fetchers, transaction markers) connect to; ""
+    on a controller-only node."""
     controller_names: tuple[str, ...]
 
     @property
@@ -183,8 +184,9 @@ def resolve(config: BrokerConfig, roles: Roles, voters_configured: bool = True) 
     if "controller" in roles and (voters_configured or "broker" not in roles):
         _check_controller(controller_names, names)
     broker_advertised = tuple(e for e in advertised if e.name not in controller_names)
-    inter_broker = _inter_broker_name(config, protocols)
+    inter_broker = ""
     if "broker" in roles:
+        inter_broker = _inter_broker_name(config, protocols)
         _check_broker(broker_advertised, inter_broker, names)
     _check_supported(bound)
     return Listeners(tuple(bound), broker_advertised, inter_broker, controller_names)
