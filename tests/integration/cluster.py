@@ -109,10 +109,10 @@ class Cluster:
 
 @contextmanager
 def running_cluster(data_dir: Path, controllers: int, brokers: int,
-                    overrides: dict[str, str], racks: list[str] | None = None
-                    ) -> Iterator[Cluster]:
+                    overrides: dict[str, str], racks: list[str] | None = None,
+                    listeners: list[str] | None = None) -> Iterator[Cluster]:
     """A cluster that is up for the block and torn down after it, whatever happens."""
-    cluster = Cluster(data_dir, controllers, brokers, overrides, racks)
+    cluster = Cluster(data_dir, controllers, brokers, overrides, racks, listeners)
     try:
         cluster.up()
         yield cluster
