@@ -90,7 +90,7 @@ class BrokerApp:
 
     def advertised(self) -> tuple[Endpoint, ...]:
         """The endpoints to register: port 0 corrected to the bound port, an empty host
-        resolved to this machine's name, as Kafka does."""
+        resolved to this machine's name, as Kafka does (a name lookup: off the loop)."""
         ports = {name: sock.getsockname()[1] for name, sock in self._sockets.items()}
         return tuple(replace(e, host=e.host or socket.getfqdn())
                      for e in with_bound_ports(self.listeners.advertised, ports))
@@ -110,7 +110,8 @@ class BrokerApp:
         applier = MetadataApplier(broker, services.replicas.on_metadata,
                                   [services.groups.refresh_topics, services.txns.refresh_topics])
         lifecycle = BrokerLifecycle(
-            client, registration, progress, broker.cluster_id, self.advertised(),
+            client, registration, progress, broker.cluster_id,
+            await loop.run_in_executor(None, self.advertised),
             config["broker.rack"],  # type: ignore[arg-type]
             config.integer("broker.heartbeat.interval.ms"), applier.apply,
         )
