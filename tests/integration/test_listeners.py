@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kio.schema.errors import ErrorCode
@@ -212,8 +212,14 @@ def test_transactions_commit_across_brokers(cluster: Cluster) -> None:
     for index in range(6):
         producer.produce(topic, value=f"t{index}".encode(), partition=index % 3)
     producer.commit_transaction(TIMEOUT)
-    records = read_confluent(servers, topic, partitions=(0, 1, 2))
-    assert sorted(r.value for r in records if r.value) == [f"t{i}".encode() for i in range(6)]
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": unique("txn-reader"),
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(3)])
+        received = receive(consumer, 6)
+    finally:
+        consumer.close()
+    assert sorted(m.value() or b"" for m in received) == [f"t{i}".encode() for i in range(6)]
 
 
 # --- bad configs ---------------------------------------------------------------------------
