@@ -4,7 +4,7 @@ existing Kafka dashboards and alerts work. One place defines every name."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,15 +145,18 @@ class BrokerMetrics:
                     self.failed_produce, self.total_fetch, self.failed_fetch)))
         return stats
 
-    def register_host(self, log_dirs: list[Path], connections: Callable[[], float],
-                      listener: str) -> None:
+    def register_host(self, log_dirs: list[Path],
+                      connections: Mapping[str, Callable[[], float]]) -> None:
         """Kafka's process-level broker gauges: connections per listener (SocketServer's
         connection-count), /proc/self/io (KafkaServer's linux-disk-*-bytes) and log
         directories it cannot use (LogManager's OfflineLogDirectoryCount)."""
-        Gauge("kafka_server_socket_server_metrics_connection_count",
-              "Open client connections, per listener and network processor (Odradek has "
-              "one per listener: its event loop).", ["listener", "networkProcessor"],
-              registry=self.registry).labels(listener, "0").set_function(connections)
+        connection_count = Gauge(
+            "kafka_server_socket_server_metrics_connection_count",
+            "Open client connections, per listener and network processor (Odradek has one "
+            "per listener: its event loop).", ["listener", "networkProcessor"],
+            registry=self.registry)
+        for listener, count in connections.items():
+            connection_count.labels(listener, "0").set_function(count)
         Gauge("kafka_log_logmanager_offlinelogdirectorycount", "Log directories that are "
               "not writable directories (Odradek does not take a directory offline; it "
               "counts the ones it could not use).", registry=self.registry

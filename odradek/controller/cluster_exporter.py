@@ -42,7 +42,11 @@ Address = tuple[str, int]
 
 class ClusterExporter(Collector):
     def __init__(self, registry: CollectorRegistry, driver: RaftDriver,
-                 machine: ControllerMachine, loop: asyncio.AbstractEventLoop) -> None:
+                 machine: ControllerMachine, loop: asyncio.AbstractEventLoop,
+                 listener: str | None) -> None:
+        """`listener`: the brokers' listener to ask (the inter-broker one when this node
+        names it); a broker without an endpoint there is asked on its first."""
+        self.listener = listener
         self.driver = driver
         self.machine = machine
         self.loop = loop
@@ -70,8 +74,9 @@ class ClusterExporter(Collector):
         view = ClusterView()
         addresses: dict[int, Address] = {}
         for broker in metadata.unfenced_brokers():
-            addresses[broker.broker_id] = (broker.host, broker.port)
-            view.brokers[broker.broker_id] = f"{broker.host}:{broker.port}"
+            endpoint = (self.listener and broker.endpoint(self.listener)) or broker.endpoints[0]
+            addresses[broker.broker_id] = (endpoint.host, endpoint.port)
+            view.brokers[broker.broker_id] = f"{endpoint.host}:{endpoint.port}"
         led: dict[int, list[TopicPartition]] = {}
         for name, topic in sorted(metadata.topics.items()):
             for index, record in sorted(topic.partitions.items()):
