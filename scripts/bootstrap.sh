@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates ./.venv and installs Odradek into it. `--dev` adds everything the tests need,
-# including Debian's kcat, nftables and iproute2 when they are missing. Idempotent and quiet
-# when nothing changed.
+# including Debian's kcat, nftables, iproute2, docker.io and debootstrap when they are
+# missing. Idempotent and quiet when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +15,8 @@ if [[ ${1:-} == --dev ]]; then
   command -v kcat >/dev/null 2>&1 || missing+=(kcat)
   command -v nft >/dev/null 2>&1 || missing+=(nftables)  # network-partition tests
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)  # container tests
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)  # their base image
   if (( ${#missing[@]} )); then
     echo "bootstrap: installing ${missing[*]} from Debian" >&2
     export DEBIAN_FRONTEND=noninteractive
