@@ -42,6 +42,11 @@ class ConfigSource(enum.IntEnum):
     DEFAULT_CONFIG = 5
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+"""Kafka's default listener.security.protocol.map: each protocol names a listener of itself."""
+
+
 class InvalidConfigError(ValueError):
     """A config name or value that Kafka would answer with INVALID_CONFIG."""
 
@@ -161,9 +166,21 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least(0), read_only=True),
     ConfigDef("process.roles", LS, ["broker", "controller"], "Roles of this process.",
               one_of("broker", "controller"), read_only=True),
-    ConfigDef("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"], "Listener URIs.", read_only=True),
-    ConfigDef("advertised.listeners", LS, None, "Listeners published to clients "
-              "(default: listeners).", read_only=True),
+    ConfigDef("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"], "Listeners as NAME://host:port "
+              "(an empty host binds every interface); names and ports unique.", read_only=True),
+    ConfigDef("advertised.listeners", LS, None, "NAME://host:port of the listeners as "
+              "published to clients and other brokers; a listener left out is published as "
+              "it is bound. 0.0.0.0 may not be advertised.", read_only=True),
+    ConfigDef("listener.security.protocol.map", S, DEFAULT_PROTOCOL_MAP, "NAME:PROTOCOL for "
+              "every listener name (PLAINTEXT is the only protocol served so far); the "
+              "controller listener names map to PLAINTEXT when this is left at its default.",
+              read_only=True),
+    ConfigDef("inter.broker.listener.name", S, None, "The listener brokers use to reach each "
+              "other (default: the one named after security.inter.broker.protocol).",
+              read_only=True),
+    ConfigDef("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between "
+              "brokers; only one of this and inter.broker.listener.name may be set.",
+              one_of(*SECURITY_PROTOCOLS), read_only=True),
     ConfigDef("log.dirs", LS, None, "Directories holding the log data (default: log.dir).",
               read_only=True),
     ConfigDef("log.dir", S, "./data", "The directory holding the log data.", read_only=True),
@@ -403,15 +420,6 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 
 _HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
 _MINUTE_ALIASES = {"log.retention.minutes": "log.retention.ms"}
-
-
-def parse_listener(uri: str) -> tuple[str, str, int]:
-    """`NAME://host:port` as (NAME, host, port); a bare host:port is PLAINTEXT."""
-    name, separator, address = uri.rpartition("://")
-    host, colon, port = address.rpartition(":")
-    if not colon or not port.isdigit():
-        raise InvalidConfigError(f"listener {uri!r} has no port")
-    return (name if separator else "PLAINTEXT").upper(), host.strip("[]") or "0.0.0.0", int(port)
 
 
 def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 from kio.schema.errors import ErrorCode
@@ -31,7 +32,8 @@ from odradek.broker.services import BrokerServices
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
-from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
+from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
+from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.replication.leader import IsrChange
@@ -43,28 +45,18 @@ UNFENCE_POLL_S = 0.01
 
 
 class BrokerApp:
-    def __init__(self, config: BrokerConfig, generate_cluster_id: bool = False,
+    def __init__(self, config: BrokerConfig, roles: Roles = BROKER,
+                 generate_cluster_id: bool = False,
                  at_swap_point: SwapHook | None = None) -> None:
-        """`at_swap_point` is a crash test's hook into the log cleaner's swaps."""
-        listeners = config["listeners"]
-        assert isinstance(listeners, list) and listeners
-        names = config["controller.listener.names"]
-        assert isinstance(names, list)
-        kafka = [parse_listener(uri) for uri in listeners]
-        kafka = [listener for listener in kafka if listener[0] not in names]
-        if not kafka:
-            raise InvalidConfigError("listeners has no listener for Kafka clients")
-        _, self.bind_host, self.bind_port = kafka[0]
-        advertised = config["advertised.listeners"]
-        assert advertised is None or isinstance(advertised, list)
-        _, host, port = parse_listener(advertised[0]) if advertised else kafka[0]
+        """`roles`: this process's (a combined node also runs a controller);
+        `at_swap_point` is a crash test's hook into the log cleaner's swaps."""
+        self.listeners = resolve(config, roles, bool(config["controller.quorum.voters"]))
         self.config = config
         self.at_swap_point = at_swap_point
-        self.broker = Broker(config, host if host != "0.0.0.0" else "127.0.0.1", port,
-                             generate_cluster_id)
+        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
-        self._socket: socket.socket | None = None
+        self._sockets: dict[str, socket.socket] = {}
         self._lifecycle: BrokerLifecycle | None = None
         self._phase = "recovering its logs"
         """Why the broker is not ready, or "" while it serves."""
@@ -83,18 +75,38 @@ class BrokerApp:
     def registry(self) -> CollectorRegistry:
         return self.broker.registry
 
+    @property
+    def bind_host(self) -> str:
+        """The first Kafka listener's bind address (the metrics endpoint's too)."""
+        return self.listeners.broker[0].host or WILDCARD
+
     def bind(self) -> None:
-        """Take the Kafka listener's port now (it listens once the broker is unfenced), so
-        that nothing else grabs it while the broker starts up."""
-        if self._socket is None:
-            sock = socket.socket(socket.AF_INET6 if ":" in self.bind_host else socket.AF_INET)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((self.bind_host, self.bind_port))
-            except OSError:
-                sock.close()
-                raise
-            self._socket = sock
+        """Take every Kafka listener's port now (they listen once the broker is unfenced), so
+        that nothing else grabs them while the broker starts up."""
+        if self._sockets:
+            return
+        try:
+            for endpoint in self.listeners.broker:
+                host = endpoint.host or WILDCARD
+                sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+                self._sockets[endpoint.name] = sock
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((host, endpoint.port))
+        except OSError:
+            self._close_sockets()
+            raise
+
+    def _close_sockets(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
+
+    def advertised(self) -> tuple[Endpoint, ...]:
+        """The endpoints to register: port 0 corrected to the bound port, an empty host
+        resolved to this machine's name, as Kafka does."""
+        ports = {name: sock.getsockname()[1] for name, sock in self._sockets.items()}
+        return tuple(replace(e, host=e.host or socket.getfqdn())
+                     for e in with_bound_ports(self.listeners.advertised, ports))
 
     async def run(self, stop: asyncio.Event, voters: Mapping[int, tuple[str, int]]) -> None:
         """Serve until `stop`; `voters` are the controllers to register with."""
@@ -111,7 +123,7 @@ class BrokerApp:
         applier = MetadataApplier(broker, services.replicas.on_metadata,
                                   [services.groups.refresh_topics, services.txns.refresh_topics])
         lifecycle = BrokerLifecycle(
-            client, registration, progress, broker.cluster_id, broker.host, broker.port,
+            client, registration, progress, broker.cluster_id, self.advertised(),
             config["broker.rack"],  # type: ignore[arg-type]
             config.integer("broker.heartbeat.interval.ms"), applier.apply,
         )
@@ -128,8 +140,7 @@ class BrokerApp:
             await lifecycle.shutdown()
             await services.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
-            if self._socket is not None:
-                self._socket.close()
+            self._close_sockets()
             return
         stopping.cancel()
         registering.result()
@@ -137,14 +148,11 @@ class BrokerApp:
             await services.groups.ensure_loaded()
         if TRANSACTION_STATE_TOPIC in broker.metadata.topics:
             await services.txns.ensure_loaded()
-        dispatcher = Dispatcher(services, API_TABLE)
         max_request = config.integer("socket.request.max.bytes")
         connections: set[KafkaConnection] = set()
-        assert self._socket is not None
-        server = await loop.create_server(
-            lambda: KafkaConnection(dispatcher, max_request, connections),
-            sock=self._socket, backlog=1024,
-        )
+        servers = [await self._serve(Dispatcher(services, API_TABLE, name), max_request,
+                                     connections, sock)
+                   for name, sock in self._sockets.items()]
         tasks = [
             every(config.integer("log.retention.check.interval.ms"), self.enforce_retention),
             every(config.integer("log.flush.scheduler.interval.ms"), self.flush_by_time),
@@ -163,9 +171,11 @@ class BrokerApp:
         if cleaner is not None:
             tasks += cleaner.start()
             broker.metrics.register_cleaner(cleaner.figures, cleaner.dirty_ratio_samples)
-        log.info("odradek broker %d serving Kafka on %s:%d (cluster %s, data in %s)",
-                 broker.node_id, self.bind_host, self.bind_port, broker.cluster_id,
-                 broker.log_dir)
+        log.info("odradek broker %d serving Kafka on %s (inter-broker listener %s; cluster %s, "
+                 "data in %s)", broker.node_id,
+                 ", ".join(f"{name} {s.getsockname()[0]}:{s.getsockname()[1]}"
+                           for name, s in self._sockets.items()),
+                 self.listeners.inter_broker, broker.cluster_id, broker.log_dir)
         self._phase = ""
         try:
             await stop.wait()
@@ -173,7 +183,8 @@ class BrokerApp:
             self._phase = "shutting down"
             log.info("shutting down")
             await lifecycle.shutdown(self._fenced_in_image)
-            server.close()
+            for server in servers:
+                server.close()
             services.groups.close()
             services.txns.close()
             in_flight = [request for c in list(connections) if (request := c.close()) is not None]
@@ -185,6 +196,14 @@ class BrokerApp:
             await services.replicas.stop()
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
+
+    @staticmethod
+    async def _serve(dispatcher: Dispatcher, max_request: int,
+                     connections: set[KafkaConnection], sock: socket.socket) -> asyncio.Server:
+        """One listener's server: its connections' requests go to its dispatcher."""
+        return await asyncio.get_running_loop().create_server(
+            lambda: KafkaConnection(dispatcher, max_request, connections),
+            sock=sock, backlog=1024)
 
     def _fenced_in_image(self) -> bool:
         registration = self.broker.metadata.brokers.get(self.broker.node_id)
@@ -288,7 +307,7 @@ def run_broker(config: BrokerConfig, prefer_uvloop: bool = True,
         raise InvalidConfigError("a broker needs controller.quorum.voters")
     assert isinstance(voters_config, list)
     voters = parse_voters(voters_config)
-    app = BrokerApp(config, at_swap_point=at_swap_point)
+    app = BrokerApp(config, BROKER, at_swap_point=at_swap_point)
 
     async def serve(stop: asyncio.Event) -> None:
         start_metrics(app.registry, app.bind_host, config.integer("metrics.port"),
@@ -303,8 +322,8 @@ def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
     """`odradek dev`: one controller voter and one broker in one process."""
     from odradek.controller.app import ControllerApp
 
-    app = BrokerApp(config, generate_cluster_id=True, at_swap_point=at_swap_point)
-    controller = ControllerApp(config, app.registry)
+    app = BrokerApp(config, COMBINED, generate_cluster_id=True, at_swap_point=at_swap_point)
+    controller = ControllerApp(config, app.listeners, app.registry)
 
     async def serve(stop: asyncio.Event) -> None:
         app.bind()

@@ -16,6 +16,7 @@ from odradek.broker.metrics import BrokerMetrics
 from odradek.broker.partitions import PartitionWaiters, TopicPartition
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, effective_topic_config
+from odradek.listeners import Endpoint
 from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
 from odradek.log.partition import PartitionLog
@@ -41,12 +42,12 @@ class Broker:
     """The broker's state: its config, metadata image, partition logs, waiters and metrics.
     The services built on it (`BrokerServices`) are wired by the app."""
 
-    def __init__(self, config: BrokerConfig, host: str, port: int,
+    def __init__(self, config: BrokerConfig, inter_broker_listener: str,
                  generate_cluster_id: bool = False) -> None:
+        """`inter_broker_listener`: the listener this broker reaches other brokers on."""
         self.config = config
         self.node_id = config.integer("node.id")
-        self.host = host
-        self.port = port
+        self.inter_broker_listener = inter_broker_listener
         self.log_dir = config.log_dirs()[0].resolve()
         self.cluster_id = read_or_create_cluster_id(
             self.log_dir, self.node_id, config["cluster.id"],  # type: ignore[arg-type]
@@ -228,14 +229,29 @@ class Broker:
             return None
         return record.leader, record.leader_epoch
 
-    def brokers(self, include_fenced: bool = False) -> list[dict[str, Any]]:
-        """The registered brokers (by default only the unfenced ones, which Metadata lists)."""
+    def live_broker_ids(self) -> set[int]:
+        """The registered brokers that are not fenced."""
+        return {b.broker_id for b in self.metadata.brokers.values() if not b.fenced}
+
+    def brokers(self, listener: str, include_fenced: bool = False) -> list[dict[str, Any]]:
+        """The registered brokers at their endpoints on `listener`, those without one left
+        out, as Kafka does (by default only the unfenced ones, which Metadata lists)."""
         return [
-            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack,
-             "is_fenced": b.fenced}
+            {"node_id": b.broker_id, "host": endpoint.host, "port": endpoint.port,
+             "rack": b.rack, "is_fenced": b.fenced}
             for b in sorted(self.metadata.brokers.values(), key=lambda b: b.broker_id)
-            if include_fenced or not b.fenced
+            if (include_fenced or not b.fenced)
+            and (endpoint := b.endpoint(listener)) is not None
         ]
+
+    def inter_broker_endpoint(self, broker_id: int | None, include_fenced: bool = False
+                              ) -> Endpoint | None:
+        """Where this broker reaches another: its endpoint on inter.broker.listener.name,
+        when it is registered (and, by default, unfenced) and has one."""
+        registration = None if broker_id is None else self.metadata.brokers.get(broker_id)
+        if registration is None or (registration.fenced and not include_fenced):
+            return None
+        return registration.endpoint(self.inter_broker_listener)
 
     def _change_logs(
         self, created: list[tuple[TopicPartition, str]], deleted: list[PartitionLog],

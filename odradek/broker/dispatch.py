@@ -33,6 +33,9 @@ class RequestContext:
     services: BrokerServices
     header: RequestHeader
     peer: str
+    listener: str
+    """The name of the listener the request came in on: brokers are described to the
+    client by their endpoints on it."""
 
     @property
     def broker(self) -> Broker:
@@ -61,10 +64,13 @@ class Api:
 
 
 class Dispatcher:
-    def __init__(self, services: BrokerServices, apis: list[Api]) -> None:
+    """The requests of one listener's connections."""
+
+    def __init__(self, services: BrokerServices, apis: list[Api], listener: str) -> None:
         self.services = services
         self.broker = services.broker
         self.apis = {api.key: api for api in apis}
+        self.listener = listener
 
     def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
         started = time.perf_counter()
@@ -84,7 +90,7 @@ class Dispatcher:
                 f"malformed request: {error} (first bytes {frame[:48].hex()})"
             ) from None
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
-        context = RequestContext(self.services, header, peer)
+        context = RequestContext(self.services, header, peer, self.listener)
         result = api.handler(context, request)
         if inspect.isawaitable(result):
             return self._finish_later(api, header, result, started)
@@ -119,7 +125,7 @@ class Dispatcher:
         APIs answer UNSUPPORTED_VERSION where the schema can carry it, else close."""
         if header.api_key == codec.API_VERSIONS_KEY:
             v0 = RequestHeader(header.api_key, 0, header.correlation_id, header.client_id)
-            table = api.handler(RequestContext(self.services, v0, ""), None)
+            table = api.handler(RequestContext(self.services, v0, "", self.listener), None)
             assert isinstance(table, Mapping)
             body = {**table, "error_code": ErrorCode.unsupported_version}
             return [codec.encode_response(v0, body)]

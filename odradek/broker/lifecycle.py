@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
+from odradek.listeners import Endpoint
 from odradek.metadata.records import MetadataRecord, decode_batch
 from odradek.rpc import controller_pb2 as pb
 
@@ -72,14 +73,15 @@ class MetadataProgress:
 
 class BrokerLifecycle:
     def __init__(self, client: ControllerClient, registration: Registration,
-                 progress: MetadataProgress, cluster_id: str, host: str, port: int,
+                 progress: MetadataProgress, cluster_id: str, endpoints: Sequence[Endpoint],
                  rack: str | None, heartbeat_ms: int, apply: ApplyMetadata) -> None:
+        """`endpoints`: the broker's advertised listeners, registered with the controller."""
         self.client = client
         self.registration = registration
         self.progress = progress
         self.cluster_id = cluster_id
         self.node_id = registration.node_id
-        self.host, self.port, self.rack = host, port, rack
+        self.endpoints, self.rack = tuple(endpoints), rack
         self.heartbeat_s = heartbeat_ms / 1000
         self.apply = apply
         self.incarnation_id = str(uuid.uuid4())
@@ -96,8 +98,10 @@ class BrokerLifecycle:
     async def _register(self) -> None:
         request = pb.BrokerRegistrationRequest(
             cluster_id=self.cluster_id, broker_id=self.node_id,
-            incarnation_id=self.incarnation_id, host=self.host, port=self.port,
-            rack=self.rack,
+            incarnation_id=self.incarnation_id, rack=self.rack,
+            endpoints=[pb.BrokerEndpoint(name=e.name, host=e.host, port=e.port,
+                                         security_protocol=e.security_protocol)
+                       for e in self.endpoints],
         )
         backoff = self.client.backoff_s
         while True:

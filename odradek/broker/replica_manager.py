@@ -145,8 +145,10 @@ class ReplicaManager:
         self._stop_following(key)
         if record.leader == NO_LEADER:
             return
-        leader = self.broker.metadata.brokers.get(record.leader)
+        leader = self.broker.inter_broker_endpoint(record.leader, include_fenced=True)
         if leader is None:
+            log.warning("%s-%d: leader %d has no %s endpoint to fetch from", *key,
+                        record.leader, self.broker.inter_broker_listener)
             return
         self.followed[key] = wanted
         fetcher = self.fetchers.get(record.leader)

@@ -127,8 +127,8 @@ class MarkerSender:
         if leader == self.broker.node_id:
             return await self._markers.write(job.producer_id, job.producer_epoch, job.commit,
                                              job.coordinator_epoch, keys, self._timeout_s)
-        registration = self.broker.metadata.brokers.get(leader)
-        if registration is None or registration.fenced:
+        endpoint = self.broker.inter_broker_endpoint(leader)
+        if endpoint is None:
             return {}
         topics: dict[str, list[int]] = defaultdict(list)
         for topic, partition in keys:
@@ -141,7 +141,7 @@ class MarkerSender:
         }]})
         try:
             connection = await BrokerConnection.connect(
-                registration.host, registration.port, f"txn-markers-{self.broker.node_id}",
+                endpoint.host, endpoint.port, f"txn-markers-{self.broker.node_id}",
                 self._timeout_s)
         except BrokerConnectionError as error:
             log.info("markers to broker %d: %s", leader, error)

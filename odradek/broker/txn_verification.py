@@ -56,8 +56,8 @@ async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition
                            transactional_id: str, producer_id: int, producer_epoch: int,
                            partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
     leader = broker.leader_of(txn_topic, coordinator_partition)
-    registration = None if leader is None else broker.metadata.brokers.get(leader)
-    if registration is None or registration.fenced:
+    endpoint = broker.inter_broker_endpoint(leader)
+    if endpoint is None:
         return _retriable(partitions, ErrorCode.coordinator_not_available)
     topics: dict[str, list[int]] = {}
     for topic, partition in partitions:
@@ -70,7 +70,7 @@ async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition
     timeout_s = broker.config.integer("request.timeout.ms") / 1000
     try:
         connection = await BrokerConnection.connect(
-            registration.host, registration.port, f"txn-verify-{broker.node_id}", timeout_s)
+            endpoint.host, endpoint.port, f"txn-verify-{broker.node_id}", timeout_s)
         try:
             response = await connection.send(request, timeout_s)
         finally:

@@ -13,8 +13,10 @@ from typing import Any
 
 from odradek.cluster_cli.layout import (
     CLUSTER_FILE,
+    CONTROLLER,
     Layout,
     Node,
+    node_ports,
     plan,
     port_taken,
     properties,
@@ -46,6 +48,10 @@ def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
                     help="brokers from here, then controllers, then metrics; 0: free ports")
     up.add_argument("--override", action="append", type=key_value, default=[],
                     metavar="KEY=VALUE", help="a config for every node (repeatable)")
+    up.add_argument("--listeners", type=_listener_names, default=["PLAINTEXT"],
+                    metavar="NAME,NAME,...", help="the brokers' listeners, each on its own "
+                    "port; clients bootstrap from the first (set the others' roles with "
+                    "--override inter.broker.listener.name=NAME)")
     up.add_argument("--racks", type=lambda text: [r for r in text.split(",") if r], default=[],
                     metavar="RACK,RACK,...", help="broker.rack of broker 1, 2, ... in turn")
     up.add_argument("--timeout", type=float, default=60.0)
@@ -62,6 +68,14 @@ def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
     verb("down", "stop every node (brokers first); data is kept", run_down)
 
 
+def _listener_names(text: str) -> list[str]:
+    names = [name.strip().upper() for name in text.split(",") if name.strip()]
+    if not names or len(set(names)) != len(names) or CONTROLLER in names:
+        raise argparse.ArgumentTypeError(f"expected distinct listener names other than "
+                                         f"{CONTROLLER}, e.g. EXTERNAL,INTERNAL")
+    return names
+
+
 def _fail(message: str) -> int:
     print(f"odradek cluster: {message}", file=sys.stderr)
     return 2
@@ -75,8 +89,10 @@ def run_up(args: argparse.Namespace) -> int:
             return _fail(f"{data_dir} already runs {', '.join(running)}; `down` it first")
     if args.controllers < 1 or args.brokers < 1:
         return _fail("a cluster needs at least one controller and one broker")
-    layout = plan(data_dir, args.controllers, args.brokers, args.base_port, new_cluster_id())
-    taken = [p for n in layout.nodes for p in (n.port, n.metrics_port) if port_taken(p)]
+    layout = plan(data_dir, args.controllers, args.brokers, args.base_port, new_cluster_id(),
+                  args.listeners)
+    taken = [p for n in layout.nodes for p in (*n.listeners.values(), n.metrics_port)
+             if port_taken(p)]
     if taken:
         return _fail(f"port(s) {', '.join(map(str, taken))} are taken; pick another "
                      "--base-port (or 0 for free ports)")
@@ -127,7 +143,8 @@ def run_status(args: argparse.Namespace) -> int:
     rows = []
     for node in layout.nodes:
         row: dict[str, Any] = {"name": node.name, "role": node.role, "id": node.id,
-                               "pid": node.pid, "port": node.port, "log": node.log,
+                               "pid": node.pid, "port": node.port,
+                               "listeners": dict(node_ports(node)), "log": node.log,
                                "alive": alive(node)}
         if node.role == "controller":
             row["leader"] = bool(row["alive"] and controller_active(node.port))

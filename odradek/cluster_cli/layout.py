@@ -8,9 +8,11 @@ import os
 import random
 import socket
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from odradek.listeners import PLAINTEXT
 
 HOST = "127.0.0.1"
 _random = random.SystemRandom()
@@ -22,6 +24,8 @@ capped at the broker count of small clusters."""
 TRANSACTION_LOG_MIN_ISR = 2
 """Kafka's transaction.state.log.min.isr, capped at the transaction log's replication."""
 CLUSTER_FILE = "cluster.json"
+CONTROLLER = "CONTROLLER"
+"""The controllers' listener name (Kafka's controller.listener.names default)."""
 
 
 @dataclass(slots=True)
@@ -37,6 +41,9 @@ class Node:
     start_time: int = 0
     """The process's start time in clock ticks (/proc/<pid>/stat field 22): guards against
     a recycled pid."""
+    listeners: dict[str, int] = field(default_factory=dict)
+    """Every listener's port by name; `port` is the first one's (clients and probes use
+    it). Empty in a cluster.json from before named listeners: one listener on `port`."""
 
 
 @dataclass(slots=True)
@@ -78,22 +85,26 @@ def port_taken(port: int) -> bool:
 
 
 def plan(data_dir: Path, controllers: int, brokers: int, base_port: int,
-         cluster_id: str) -> Layout:
-    """Brokers take base..base+M-1, controllers the next N ports, metrics ports follow;
-    base 0 picks free ports."""
+         cluster_id: str, listeners: Sequence[str] = (PLAINTEXT,)) -> Layout:
+    """Brokers take base..base+M-1 (their first listener), controllers the next N ports,
+    metrics ports follow, then the brokers' further listeners; base 0 picks free ports."""
     count = brokers + controllers
+    total = 2 * count + brokers * (len(listeners) - 1)
     if base_port:
-        ports = list(range(base_port, base_port + 2 * count))
+        ports = list(range(base_port, base_port + total))
     else:
-        ports = [free_port() for _ in range(2 * count)]
+        ports = [free_port() for _ in range(total)]
     names = [(f"broker-{i}", "broker", i) for i in range(1, brokers + 1)]
     names += [(f"controller-{i}", "controller", CONTROLLER_ID_BASE + i)
               for i in range(1, controllers + 1)]
-    nodes = [
-        Node(name, role, node_id, ports[i], ports[count + i], str(data_dir / f"{name}.log"),
-             str(data_dir / name / "server.properties"))
-        for i, (name, role, node_id) in enumerate(names)
-    ]
+    further = iter(ports[2 * count:])
+    nodes = []
+    for i, (name, role, node_id) in enumerate(names):
+        own = ({listeners[0]: ports[i], **{n: next(further) for n in listeners[1:]}}
+               if role == "broker" else {CONTROLLER: ports[i]})
+        nodes.append(Node(name, role, node_id, ports[i], ports[count + i],
+                          str(data_dir / f"{name}.log"), str(data_dir / name / "server.properties"),
+                          listeners=own))
     bootstrap = ",".join(f"{HOST}:{n.port}" for n in nodes if n.role == "broker")
     return Layout(bootstrap, cluster_id, nodes)
 
@@ -106,12 +117,12 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str],
                racks: Sequence[str] = ()) -> str:
     """A node's server.properties; broker i gets `broker.rack` racks[i-1], round the list;
     overrides come last and win."""
-    listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
     brokers = sum(n.role == "broker" for n in layout.nodes)
     values = {
         "process.roles": node.role,
         "node.id": str(node.id),
-        "listeners": f"{listener}://{HOST}:{node.port}",
+        "listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in node_ports(node)),
+        **protocol_map(layout),
         "controller.quorum.voters": voters(layout),
         "log.dir": str(Path(node.config).parent),
         "cluster.id": layout.cluster_id,
@@ -124,6 +135,22 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str],
         **overrides,
     }
     return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def node_ports(node: Node) -> list[tuple[str, int]]:
+    """The node's listeners as (name, port)."""
+    if node.listeners:
+        return list(node.listeners.items())
+    return [(CONTROLLER if node.role == "controller" else PLAINTEXT, node.port)]
+
+
+def protocol_map(layout: Layout) -> dict[str, str]:
+    """listener.security.protocol.map when a broker listener is not named after a protocol:
+    every listener PLAINTEXT (the one protocol served so far)."""
+    names = dict.fromkeys(name for n in layout.nodes for name, _ in node_ports(n))
+    if all(name in (PLAINTEXT, CONTROLLER) for name in names):
+        return {}
+    return {"listener.security.protocol.map": ",".join(f"{n}:{PLAINTEXT}" for n in names)}
 
 
 def write_layout(data_dir: Path, layout: Layout) -> None:

@@ -14,13 +14,14 @@ import grpc
 from prometheus_client import CollectorRegistry
 
 from odradek.clock import now_ms
-from odradek.config import BrokerConfig, InvalidConfigError, parse_listener, parse_voters
+from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.metrics import ControllerMetrics
 from odradek.controller.raft_driver import RaftDriver
 from odradek.controller.raft_store import RaftLogStore
 from odradek.controller.raft_transport import RaftPeers, RaftTransportServicer, channel_options
 from odradek.controller.service import ControllerService, NotController
+from odradek.listeners import CONTROLLER, WILDCARD, Listeners, resolve
 from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
@@ -39,17 +40,6 @@ RESIGN_TIMEOUT_S = 2.0
 
 
 
-def controller_listener(config: BrokerConfig) -> tuple[str, int] | None:
-    """The host and port of the first listener named in controller.listener.names."""
-    names = config["controller.listener.names"]
-    assert isinstance(names, list)
-    for uri in config["listeners"] or []:  # type: ignore[union-attr]
-        name, host, port = parse_listener(uri)
-        if name in names:
-            return host, port
-    return None
-
-
 def metadata_dir(config: BrokerConfig) -> Path:
     base = config["metadata.log.dir"]
     root = Path(base) if isinstance(base, str) else config.log_dirs()[0]
@@ -60,10 +50,11 @@ class ControllerApp:
     """One Raft voter. `voters` None means a one-voter quorum on this node's listener (the
     combined `odradek dev` mode)."""
 
-    def __init__(self, config: BrokerConfig, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, config: BrokerConfig, listeners: Listeners,
+                 registry: CollectorRegistry | None = None) -> None:
+        """`listeners`: this node's, checked for its roles (see listeners.resolve)."""
         self.config = config
         self.node_id = config.integer("node.id")
-        listener = controller_listener(config)
         configured_voters = config["controller.quorum.voters"]
         if configured_voters:
             assert isinstance(configured_voters, list)
@@ -72,11 +63,10 @@ class ControllerApp:
                 raise InvalidConfigError(
                     f"node.id {self.node_id} is not in controller.quorum.voters"
                 )
-            if listener is None:
-                raise InvalidConfigError("a controller needs a CONTROLLER listener in listeners")
         else:
             self.voters = {}
-        self.bind = listener or ("127.0.0.1", 0)
+        listener = listeners.controller
+        self.bind = (listener.host or WILDCARD, listener.port) if listener else ("127.0.0.1", 0)
         self.registry = registry or CollectorRegistry()
         self.directory = metadata_dir(config)
         self.cluster_id = read_or_create_cluster_id(
@@ -221,7 +211,7 @@ def _describe(voters: Mapping[int, tuple[str, int]]) -> str:
 
 
 def run_controller(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
-    app = ControllerApp(config)
+    app = ControllerApp(config, resolve(config, CONTROLLER))
 
     async def serve(stop: asyncio.Event) -> None:
         start_metrics(app.registry, app.bind[0], config.integer("metrics.port"),

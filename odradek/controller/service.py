@@ -17,6 +17,7 @@ from odradek.clock import now_ms
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
+from odradek.listeners import Endpoint
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
 from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch
@@ -100,7 +101,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         controller = self.machine.controller
         try:
             epoch = await self.write(lambda: controller.register_broker(
-                request.broker_id, request.incarnation_id, request.host, request.port,
+                request.broker_id, request.incarnation_id,
+                [Endpoint(e.name, e.host, e.port, e.security_protocol)
+                 for e in request.endpoints],
                 request.rack if request.HasField("rack") else None, now_ms(),
             ))
         except (NotController, MetadataError, TimeoutError) as failure:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
 
+from odradek.listeners import Endpoint
 from odradek.metadata import reassignment
 from odradek.metadata.errors import MetadataError
 from odradek.metadata.image import BrokerRegistration, ClusterMetadata
@@ -101,21 +102,26 @@ class QuorumController:
         self._contacted = set()
 
     def register_broker(
-        self, broker_id: int, incarnation_id: str, host: str, port: int, rack: str | None,
-        now_ms: int,
+        self, broker_id: int, incarnation_id: str, endpoints: Sequence[Endpoint],
+        rack: str | None, now_ms: int,
     ) -> tuple[list[MetadataRecord], int]:
         """(records, broker epoch). The same incarnation registering again keeps its epoch
-        (records only when its endpoint or rack changed); a new incarnation gets a new, fenced
+        (records only when its endpoints or rack changed); a new incarnation gets a new, fenced
         registration, unless the current one is unfenced and its session alive."""
         if broker_id < 0:
             raise MetadataError(ErrorCode.invalid_request, f"Invalid broker id {broker_id}")
+        endpoints = tuple(endpoints)
+        names = [e.name for e in endpoints]
+        if not names or len(set(names)) != len(names):
+            raise MetadataError(ErrorCode.invalid_request, f"Broker {broker_id} must register "
+                                f"one endpoint per listener name, not {names}")
         existing = self.metadata.brokers.get(broker_id)
         if existing is not None and existing.incarnation_id == incarnation_id:
             self._deadlines[broker_id] = now_ms + self.session_timeout_ms
             self._contacted.add(broker_id)
-            if (existing.host, existing.port, existing.rack) == (host, port, rack):
+            if (existing.endpoints, existing.rack) == (endpoints, rack):
                 return [], existing.epoch
-            amended = RegisterBrokerRecord(broker_id, incarnation_id, existing.epoch, host, port,
+            amended = RegisterBrokerRecord(broker_id, incarnation_id, existing.epoch, endpoints,
                                            rack, existing.fenced)
             return [amended], existing.epoch
         if existing is not None and not existing.fenced and self._alive(broker_id, now_ms):
@@ -128,7 +134,7 @@ class QuorumController:
         self._deadlines[broker_id] = now_ms + self.session_timeout_ms
         self._contacted.add(broker_id)
         return [*self._counted(changes),
-                RegisterBrokerRecord(broker_id, incarnation_id, epoch, host, port, rack)], epoch
+                RegisterBrokerRecord(broker_id, incarnation_id, epoch, endpoints, rack)], epoch
 
     def _changes(self) -> _Changes:
         return _Changes(self.metadata, self._unclean_allowed)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from kio.schema.errors import ErrorCode
 
 from odradek.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from odradek.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
@@ -51,10 +52,13 @@ class BrokerRegistration:
     broker_id: int
     incarnation_id: str
     epoch: int
-    host: str
-    port: int
+    endpoints: tuple[Endpoint, ...]
     rack: str | None
     fenced: bool
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        """The broker's endpoint on this listener; None when it has none there."""
+        return next((e for e in self.endpoints if e.name == listener), None)
 
 
 @dataclass(slots=True)
@@ -136,8 +140,8 @@ class ClusterMetadata:
                     del self.broker_configs[resource]
             case RegisterBrokerRecord():
                 self.brokers[record.broker_id] = BrokerRegistration(
-                    record.broker_id, record.incarnation_id, record.broker_epoch, record.host,
-                    record.port, record.rack, record.fenced,
+                    record.broker_id, record.incarnation_id, record.broker_epoch,
+                    record.endpoints, record.rack, record.fenced,
                 )
             case UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
                 self._registration(record, broker_id, epoch)
@@ -193,8 +197,8 @@ class ClusterMetadata:
         """Records that rebuild exactly this state when replayed on an empty one: the image
         a snapshot holds and a broker starts from."""
         records: list[MetadataRecord] = [
-            RegisterBrokerRecord(b.broker_id, b.incarnation_id, b.epoch, b.host, b.port,
-                                 b.rack, b.fenced)
+            RegisterBrokerRecord(b.broker_id, b.incarnation_id, b.epoch, b.endpoints, b.rack,
+                                 b.fenced)
             for _, b in sorted(self.brokers.items())
         ]
         if self.next_producer_id:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import enum
 import json
 import types
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from odradek.listeners import PLAINTEXT, Endpoint
 
 NO_LEADER = -1
 """The leader of an offline partition."""
@@ -77,13 +79,14 @@ class ConfigRecord:
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerRecord:
-    """A broker registration; it replaces any earlier one of the same broker id."""
+    """A broker registration; it replaces any earlier one of the same broker id. `endpoints`
+    are its advertised listeners (Kafka's EndPoints); a record written before brokers had
+    named listeners holds `host` and `port` instead, read as one PLAINTEXT endpoint."""
 
     broker_id: int
     incarnation_id: str
     broker_epoch: int
-    host: str
-    port: int
+    endpoints: tuple[Endpoint, ...]
     rack: str | None
     fenced: bool = True
 
@@ -178,7 +181,24 @@ def _from_dict(data: Any) -> MetadataRecord:
     cls = _TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise RecordDecodeError(f"unknown metadata record type {name!r}")
-    hints = _HINTS[cls]
+    if cls is RegisterBrokerRecord and "endpoints" not in data:
+        data = _with_legacy_endpoint(data)
+    record: MetadataRecord = _instance(cls, data, name)
+    return record
+
+
+def _with_legacy_endpoint(data: dict[str, Any]) -> dict[str, Any]:
+    """A registration from before named listeners: its host and port are its one listener,
+    a PLAINTEXT one."""
+    host, port = data.pop("host", None), data.pop("port", None)
+    if host is None or port is None:
+        return data
+    return {**data, "endpoints": [{"name": PLAINTEXT, "host": host, "port": port}]}
+
+
+def _instance(cls: type, data: dict[str, Any], name: str) -> Any:
+    """A record (or a dataclass inside one) from its JSON object, each field checked."""
+    hints = _HINTS.setdefault(cls, get_type_hints(cls))
     unknown = sorted(set(data) - set(hints))
     if unknown:
         raise RecordDecodeError(f"{name} has no field(s) {', '.join(unknown)}")
@@ -188,12 +208,12 @@ def _from_dict(data: Any) -> MetadataRecord:
             values[field.name] = _typed(data[field.name], hints[field.name], name, field.name)
         elif field.default is MISSING:
             raise RecordDecodeError(f"{name} lacks field {field.name}")
-    record: MetadataRecord = cls(**values)
-    return record
+    return cls(**values)
 
 
 def _typed(value: Any, hint: Any, record: str, field: str) -> Any:
-    """`value` as a field of type `hint` (int, bool, str, tuple[int, ...], or X | None)."""
+    """`value` as a field of type `hint` (int, bool, str, a dataclass, tuple[X, ...] of
+    those, or X | None)."""
     if get_origin(hint) in (Union, types.UnionType):
         if value is None:
             return None
@@ -204,9 +224,10 @@ def _typed(value: Any, hint: Any, record: str, field: str) -> Any:
         return value
     if hint is str and isinstance(value, str):
         return value
-    if get_origin(hint) is tuple and isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return tuple(value)
+    if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, dict):
+        return _instance(hint, value, f"{record}.{field}")
+    if get_origin(hint) is tuple and isinstance(value, list):
+        item = get_args(hint)[0]
+        return tuple(_typed(v, item, record, field) for v in value)
     expected = hint.__name__ if isinstance(hint, type) else str(hint)
     raise RecordDecodeError(f"{record}.{field} must be {expected}, not {value!r}")

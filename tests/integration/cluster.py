@@ -23,13 +23,14 @@ TIMEOUT = 30.0
 
 class Cluster:
     def __init__(self, data_dir: Path, controllers: int = 3, brokers: int = 3,
-                 overrides: dict[str, str] | None = None, racks: list[str] | None = None
-                 ) -> None:
+                 overrides: dict[str, str] | None = None, racks: list[str] | None = None,
+                 listeners: list[str] | None = None) -> None:
         self.data_dir = data_dir
         self.controllers = controllers
         self.broker_count = brokers
         self.overrides = overrides or {}
         self.racks = racks or []
+        self.listeners = listeners or []
 
     def cli(self, *args: str, timeout: float = 120.0, check: bool = True
             ) -> subprocess.CompletedProcess[str]:
@@ -50,6 +51,8 @@ class Cluster:
             args += ["--override", f"{key}={value}"]
         if self.racks:
             args += ["--racks", ",".join(self.racks)]
+        if self.listeners:
+            args += ["--listeners", ",".join(self.listeners)]
         self.cli(*args)
 
     def down(self) -> None:
@@ -106,10 +109,10 @@ class Cluster:
 
 @contextmanager
 def running_cluster(data_dir: Path, controllers: int, brokers: int,
-                    overrides: dict[str, str], racks: list[str] | None = None
-                    ) -> Iterator[Cluster]:
+                    overrides: dict[str, str], racks: list[str] | None = None,
+                    listeners: list[str] | None = None) -> Iterator[Cluster]:
     """A cluster that is up for the block and torn down after it, whatever happens."""
-    cluster = Cluster(data_dir, controllers, brokers, overrides, racks)
+    cluster = Cluster(data_dir, controllers, brokers, overrides, racks, listeners)
     try:
         cluster.up()
         yield cluster

@@ -6,12 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from odradek.listeners import Endpoint
 from odradek.metadata.controller import HeartbeatResult, QuorumController
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import MetadataRecord, PartitionRecord, decode_batch, encode_batch
 
 TIMEOUT = 9000
 T = TypeVar("T")
+
+
+def plaintext_at(host: str, port: int) -> tuple[Endpoint, ...]:
+    """A broker's endpoints with one PLAINTEXT listener, as a registration holds them."""
+    return (Endpoint("PLAINTEXT", host, port),)
 
 
 def image(metadata: ClusterMetadata) -> tuple[object, ...]:
@@ -56,8 +62,8 @@ class Cluster:
     def register(self, broker_id: int, now: int = 0, incarnation: str | None = None,
                  rack: str | None = None) -> int:
         epoch = self.handle(lambda: self.controller.register_broker(
-            broker_id, incarnation or f"incarnation-{broker_id}", "localhost", 9090 + broker_id,
-            rack, now))
+            broker_id, incarnation or f"incarnation-{broker_id}",
+            plaintext_at("localhost", 9090 + broker_id), rack, now))
         self.epochs[broker_id] = epoch
         return epoch
 

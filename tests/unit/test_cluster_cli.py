@@ -44,6 +44,23 @@ def test_every_node_gets_a_valid_config_with_overrides_last(tmp_path: Path) -> N
     assert len(set(ports)) == len(ports)
 
 
+def test_brokers_get_a_port_per_listener_and_name_them_in_the_protocol_map(
+    tmp_path: Path
+) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=2, base_port=9092, cluster_id="c",
+                  listeners=["EXTERNAL", "INTERNAL"])
+    assert [(n.name, n.port, n.listeners) for n in layout.nodes] == [
+        ("broker-1", 9092, {"EXTERNAL": 9092, "INTERNAL": 9098}),
+        ("broker-2", 9093, {"EXTERNAL": 9093, "INTERNAL": 9099}),
+        ("controller-1", 9094, {"CONTROLLER": 9094}),
+    ]
+    assert layout.bootstrap == "127.0.0.1:9092,127.0.0.1:9093"
+    broker = BrokerConfig(load_properties_text(properties(layout, layout.nodes[0], {})))
+    assert broker["listeners"] == ["EXTERNAL://127.0.0.1:9092", "INTERNAL://127.0.0.1:9098"]
+    assert broker["listener.security.protocol.map"] == (
+        "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT")
+
+
 def test_racks_go_to_brokers_in_turn_and_never_to_controllers(tmp_path: Path) -> None:
     layout = plan(tmp_path, controllers=1, brokers=3, base_port=9092, cluster_id="c")
     racks = {n.name: BrokerConfig(load_properties_text(

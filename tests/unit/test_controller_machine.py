@@ -8,11 +8,12 @@ from odradek.controller.machine import ControllerMachine
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.records import ConfigRecord, RegisterBrokerRecord, ResourceType, encode_batch
 from odradek.raft.types import Snapshot
+from tests.unit.controller_harness import plaintext_at
 
 
 def register(broker_id: int) -> bytes:
     return encode_batch([RegisterBrokerRecord(broker_id, f"inc-{broker_id}", broker_id,
-                                              "127.0.0.1", 9000 + broker_id, None)])
+                                              plaintext_at("127.0.0.1", 9000 + broker_id), None)])
 
 
 def test_batches_replay_and_stay_available_after_their_offsets() -> None:

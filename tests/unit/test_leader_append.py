@@ -30,6 +30,7 @@ from odradek.metadata.records import (
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches
 from odradek.replication.leader import IsrChange
+from tests.unit.controller_harness import plaintext_at
 
 NODE = 1
 TOPIC = "orders"
@@ -42,11 +43,11 @@ async def leading_broker(log_dir: Path, configs: dict[str, str],
     """A broker leading TOPIC-0 alone (ISR of one), its log created on disk, and its
     replicas."""
     config = BrokerConfig({"node.id": str(NODE), "log.dirs": str(log_dir), **configs})
-    broker = Broker(config, "127.0.0.1", 9092, generate_cluster_id=True)
+    broker = Broker(config, "PLAINTEXT", generate_cluster_id=True)
     replicas = ReplicaManager(broker, alter_partition=no_isr_changes)
     broker.caught_up = True
     records: list[MetadataRecord] = [
-        RegisterBrokerRecord(NODE, "incarnation", 1, "127.0.0.1", 9092, None),
+        RegisterBrokerRecord(NODE, "incarnation", 1, plaintext_at("127.0.0.1", 9092), None),
         UnfenceBrokerRecord(NODE, 1),
         TopicRecord(TOPIC, TOPIC_ID),
         PartitionRecord(TOPIC_ID, 0, (NODE,), (NODE,), NODE),

@@ -40,6 +40,7 @@ from odradek.metadata.records import (
     from_json,
     to_json,
 )
+from tests.unit.controller_harness import plaintext_at
 
 BROKERS = (1, 2, 3)
 
@@ -49,8 +50,9 @@ def with_brokers(*broker_ids: int, fenced: Iterable[int] = ()) -> ClusterMetadat
     `fenced`."""
     metadata = ClusterMetadata()
     fenced = set(fenced)
-    apply(metadata, [RegisterBrokerRecord(b, f"incarnation-{b}", 10 + b, "localhost", 9090 + b,
-                                          None, fenced=b in fenced)
+    apply(metadata, [RegisterBrokerRecord(b, f"incarnation-{b}", 10 + b,
+                                          plaintext_at("localhost", 9090 + b), None,
+                                          fenced=b in fenced)
                      for b in broker_ids or BROKERS])
     return metadata
 
@@ -407,8 +409,8 @@ SAMPLE_RECORDS: list[MetadataRecord] = [
     PartitionRecord("id", 0, (4,), (4,), 4, leader_epoch=2, partition_epoch=5),
     PartitionChangeRecord("id", 3),
     PartitionChangeRecord("id", 3, leader=-1, isr=(2, 1), replicas=(1, 2, 3)),
-    RegisterBrokerRecord(3, "incarnation", 17, "broker-3.local", 9092, "eu-1a"),
-    RegisterBrokerRecord(4, "incarnation", 18, "::1", 9093, None, fenced=False),
+    RegisterBrokerRecord(3, "incarnation", 17, plaintext_at("broker-3.local", 9092), "eu-1a"),
+    RegisterBrokerRecord(4, "incarnation", 18, plaintext_at("::1", 9093), None, fenced=False),
     UnregisterBrokerRecord(3, 17),
     FenceBrokerRecord(3, 17),
     UnfenceBrokerRecord(3, 17),
@@ -619,16 +621,17 @@ def test_excessive_partition_counts_are_a_policy_violation() -> None:
 
 def test_broker_records_replay_into_registrations() -> None:
     metadata = ClusterMetadata()
-    apply(metadata, [RegisterBrokerRecord(1, "a", 5, "h1", 9092, "r1"),
-                     RegisterBrokerRecord(2, "b", 6, "h2", 9093, None, fenced=False)])
-    assert metadata.brokers == {1: BrokerRegistration(1, "a", 5, "h1", 9092, "r1", True),
-                                2: BrokerRegistration(2, "b", 6, "h2", 9093, None, False)}
+    apply(metadata, [RegisterBrokerRecord(1, "a", 5, plaintext_at("h1", 9092), "r1"),
+                     RegisterBrokerRecord(2, "b", 6, plaintext_at("h2", 9093), None, fenced=False)])
+    assert metadata.brokers == {
+        1: BrokerRegistration(1, "a", 5, plaintext_at("h1", 9092), "r1", True),
+        2: BrokerRegistration(2, "b", 6, plaintext_at("h2", 9093), None, False)}
     assert [b.broker_id for b in metadata.unfenced_brokers()] == [2]
     assert metadata.racks() == {1: "r1", 2: None}
     apply(metadata, [UnfenceBrokerRecord(1, 5), FenceBrokerRecord(2, 6)])
     assert [b.broker_id for b in metadata.unfenced_brokers()] == [1]
-    apply(metadata, [RegisterBrokerRecord(1, "c", 9, "h9", 1, None)])
-    assert metadata.brokers[1] == BrokerRegistration(1, "c", 9, "h9", 1, None, True)
+    apply(metadata, [RegisterBrokerRecord(1, "c", 9, plaintext_at("h9", 1), None)])
+    assert metadata.brokers[1] == BrokerRegistration(1, "c", 9, plaintext_at("h9", 1), None, True)
     apply(metadata, [UnregisterBrokerRecord(2, 6)])
     assert list(metadata.brokers) == [1]
 
@@ -640,7 +643,7 @@ def test_broker_records_replay_into_registrations() -> None:
 )
 def test_registration_changes_must_name_the_current_epoch(record: MetadataRecord) -> None:
     metadata = ClusterMetadata()
-    metadata.replay(RegisterBrokerRecord(1, "a", 5, "h", 1, None))
+    metadata.replay(RegisterBrokerRecord(1, "a", 5, plaintext_at("h", 1), None))
     with pytest.raises(ReplayError):
         metadata.replay(record)
 
@@ -698,7 +701,7 @@ def test_to_records_rebuilds_every_part_of_the_state() -> None:
     metadata = created("orders", 3, 2, {"retention.ms": "5"})
     apply(metadata, metadata.create_topic("other", "id-other", 1, 1, {}))
     apply(metadata, [
-        RegisterBrokerRecord(7, "x", 30, "h", 1, "rack-7"),
+        RegisterBrokerRecord(7, "x", 30, plaintext_at("h", 1), "rack-7"),
         FenceBrokerRecord(2, 12),
         PartitionChangeRecord("id-orders", 1, leader=3, isr=(3,)),
         ProducerIdsRecord(1, 11, 3000),

@@ -30,7 +30,7 @@ from odradek.metadata.records import (
     decode_batch,
     encode_batch,
 )
-from tests.unit.controller_harness import TIMEOUT, Cluster, alter, image
+from tests.unit.controller_harness import TIMEOUT, Cluster, alter, image, plaintext_at
 
 
 def refused(code: ErrorCode) -> Any:
@@ -42,8 +42,9 @@ def refused(code: ErrorCode) -> Any:
 
 def test_a_new_registration_is_fenced_and_remembers_its_offset() -> None:
     cluster = Cluster()
-    records, epoch = cluster.controller.register_broker(1, "inc", "h", 9092, "r1", 0)
-    assert records == [RegisterBrokerRecord(1, "inc", epoch, "h", 9092, "r1", fenced=True)]
+    records, epoch = cluster.controller.register_broker(1, "inc", plaintext_at("h", 9092), "r1", 0)
+    assert records == [RegisterBrokerRecord(1, "inc", epoch, plaintext_at("h", 9092), "r1",
+                                            fenced=True)]
     assert cluster.metadata.brokers == {}
     cluster.commit(records)
     assert cluster.metadata.brokers[1].fenced and cluster.metadata.brokers[1].epoch == epoch
@@ -68,7 +69,7 @@ def test_broker_epochs_keep_increasing_after_a_snapshot_forgot_a_broker() -> Non
     restored = QuorumController()
     restored.replay(cluster.metadata.to_records(), cluster.offset)
     restored.become_active(0)
-    _, epoch = restored.register_broker(3, "inc", "h", 1, None, 0)
+    _, epoch = restored.register_broker(3, "inc", plaintext_at("h", 1), None, 0)
     assert epoch > last
 
 
@@ -76,20 +77,21 @@ def test_the_same_incarnation_registering_again_keeps_its_epoch() -> None:
     cluster = Cluster()
     cluster.start(1)
     epoch = cluster.epochs[1]
-    assert cluster.controller.register_broker(1, "incarnation-1", "localhost", 9091, None,
+    assert cluster.controller.register_broker(1, "incarnation-1",
+                                              plaintext_at("localhost", 9091), None,
                                               5) == ([], epoch)
-    records, again = cluster.controller.register_broker(1, "incarnation-1", "moved", 9999,
-                                                        "r", 5)
+    records, again = cluster.controller.register_broker(1, "incarnation-1",
+                                                        plaintext_at("moved", 9999), "r", 5)
     assert again == epoch
-    assert records == [RegisterBrokerRecord(1, "incarnation-1", epoch, "moved", 9999, "r",
-                                            fenced=False)]
+    assert records == [RegisterBrokerRecord(1, "incarnation-1", epoch,
+                                            plaintext_at("moved", 9999), "r", fenced=False)]
 
 
 def test_another_incarnation_is_refused_while_the_registered_one_is_alive() -> None:
     cluster = Cluster()
     cluster.start(1)
     with refused(ErrorCode.duplicate_broker_registration):
-        cluster.controller.register_broker(1, "impostor", "h", 1, None, TIMEOUT)
+        cluster.controller.register_broker(1, "impostor", plaintext_at("h", 1), None, TIMEOUT)
 
 
 def test_after_a_controller_failover_a_restarted_broker_registers_at_once() -> None:
@@ -101,7 +103,7 @@ def test_after_a_controller_failover_a_restarted_broker_registers_at_once() -> N
     assert cluster.register(1, TIMEOUT + 1, incarnation="after-a-crash") > 0
     cluster.heartbeat(1, TIMEOUT + 2)
     with refused(ErrorCode.duplicate_broker_registration):
-        cluster.controller.register_broker(1, "impostor", "h", 1, None, TIMEOUT + 3)
+        cluster.controller.register_broker(1, "impostor", plaintext_at("h", 1), None, TIMEOUT + 3)
 
 
 def test_another_incarnation_replaces_a_fenced_registration() -> None:
@@ -117,7 +119,8 @@ def test_a_new_incarnation_of_an_expired_leader_takes_over_with_its_leaderships_
     topic = cluster.create("t", 1, 2)
     assert cluster.partition(topic).leader == 1
     cluster.grow_isr(topic, 0, (1, 2))
-    records, _ = cluster.controller.register_broker(1, "restarted", "h", 1, None, TIMEOUT + 1)
+    records, _ = cluster.controller.register_broker(1, "restarted", plaintext_at("h", 1), None,
+                                                    TIMEOUT + 1)
     assert PartitionChangeRecord(topic, 0, leader=2, isr=(2,)) in records
     cluster.commit(records)
     assert cluster.metadata.brokers[1].fenced
@@ -126,7 +129,7 @@ def test_a_new_incarnation_of_an_expired_leader_takes_over_with_its_leaderships_
 
 def test_a_negative_broker_id_is_refused() -> None:
     with refused(ErrorCode.invalid_request):
-        QuorumController().register_broker(-1, "inc", "h", 1, None, 0)
+        QuorumController().register_broker(-1, "inc", plaintext_at("h", 1), None, 0)
 
 
 # --- heartbeats ------------------------------------------------------------------------------
@@ -481,8 +484,8 @@ def step(cluster: Cluster, operation: tuple[Any, ...], now: int, issued: list[in
     elif kind == "register":
         broker, new_incarnation, rack = args
         incarnation = f"{broker}-{now}" if new_incarnation else f"{broker}"
-        epoch = cluster.handle(lambda: controller.register_broker(broker, incarnation, "h", 1,
-                                                                  rack, now))
+        epoch = cluster.handle(lambda: controller.register_broker(
+            broker, incarnation, plaintext_at("h", 1), rack, now))
         if epoch not in issued:
             assert epoch > max(issued, default=0), "broker epochs only increase"
             issued.append(epoch)

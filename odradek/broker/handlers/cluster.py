@@ -61,7 +61,7 @@ def handle_describe_cluster(context: RequestContext, request: Any) -> Result:
         "brokers": [
             {"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
              "rack": b["rack"], "is_fenced": b["is_fenced"]}
-            for b in broker.brokers(include_fenced)
+            for b in broker.brokers(context.listener, include_fenced)
         ],
         "cluster_authorized_operations": CLUSTER_OPERATIONS
         if request.include_cluster_authorized_operations
@@ -140,7 +140,7 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         end = min(len(state.partitions), first + remaining)
         topics.append(describe_topic(broker, state, range(first, end), TOPIC_OPERATIONS,
-                                     NO_ELECTION_RECORDS))
+                                     context.listener, partition_fields=NO_ELECTION_RECORDS))
         if end < len(state.partitions):
             next_cursor = {"topic_name": name, "partition_index": end}
             break

@@ -58,12 +58,14 @@ class _Wanted:
 
 @dataclass(frozen=True, slots=True)
 class _Fetcher:
-    """Who is fetching: a follower's broker id (-1 for consumers), and from v11 a consumer's
-    rack (None before v11, when a consumer may read only from leaders)."""
+    """Who is fetching: a follower's broker id (-1 for consumers), from v11 a consumer's
+    rack (None before v11, when a consumer may read only from leaders), and the listener
+    it came in on."""
 
     version: int
     replica_id: int
     client_rack: str | None
+    listener: str
 
     @property
     def reads_followers(self) -> bool:
@@ -77,7 +79,7 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         return _top_level_error(ErrorCode.fetch_session_id_not_found)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    fetcher = _fetcher(request, context.version)
+    fetcher = _fetcher(request, context.version, context.listener)
     replicas = context.services.replicas
     read = _read(broker, replicas, wanted, request.max_bytes, fetcher)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
@@ -91,14 +93,14 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         fetcher)
 
 
-def _fetcher(request: Any, version: int) -> _Fetcher:
+def _fetcher(request: Any, version: int, listener: str) -> _Fetcher:
     """The follower's broker id (-1 for consumers) is in ReplicaState from v15 (KIP-903)."""
     if version >= FIRST_REPLICA_STATE_VERSION:
         replica_id = int(request.replica_state.replica_id)
     else:
         replica_id = int(request.replica_id)
     rack = request.rack_id if version >= FIRST_RACK_VERSION and replica_id < 0 else None
-    return _Fetcher(version, replica_id, rack)
+    return _Fetcher(version, replica_id, rack, listener)
 
 
 async def _wait_and_read(
@@ -177,7 +179,8 @@ class _Read:
                 if partition.preferred_read_replica != NO_PREFERRED_REPLICA:
                     leaders.add(partition.preferred_read_replica)
         return EncodedBody(encode_fetch_body(self.fetcher.version, self.topics,
-                                             node_endpoints=node_endpoints(broker, leaders)))
+                                             node_endpoints=node_endpoints(broker, leaders,
+                                                                            self.fetcher.listener)))
 
 
 def _read(broker: Broker, replicas: ReplicaManager, wanted: list[_Wanted], max_bytes: int,
@@ -257,12 +260,14 @@ def _read_partition(
     return partition
 
 
-def node_endpoints(broker: Broker, node_ids: set[int]) -> list[NodeEndpoint]:
-    """The endpoints of the leaders named in KIP-951 hints and of preferred read replicas."""
+def node_endpoints(broker: Broker, node_ids: set[int], listener: str) -> list[NodeEndpoint]:
+    """The endpoints on `listener` (the request's) of the leaders named in KIP-951 hints and
+    of preferred read replicas; a broker without one there is left out."""
     return [
-        NodeEndpoint(b.broker_id, b.host, b.port, b.rack)
+        NodeEndpoint(b.broker_id, endpoint.host, endpoint.port, b.rack)
         for node_id in sorted(node_ids)
         if (b := broker.metadata.brokers.get(node_id)) is not None
+        and (endpoint := b.endpoint(listener)) is not None
     ]
 
 

@@ -44,7 +44,7 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
     except CoordinatorUnavailable as error:
         return _no_coordinator(key, error.error_code, None)
     leader = broker.leader_of(runtime.topic, partition)
-    live = {b["node_id"]: b for b in broker.brokers()}
+    live = {b["node_id"]: b for b in broker.brokers(context.listener)}
     if leader in live:
         endpoint = live[leader]
         return {"key": key, "node_id": leader, "host": endpoint["host"],

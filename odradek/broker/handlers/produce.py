@@ -76,7 +76,7 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
     ]
     if unverified:
         return _verify_then_finish(context, request, responses, pending, unverified)
-    return _finish(broker, request, responses, pending)
+    return _finish(context, request, responses, pending)
 
 
 async def _verify_then_finish(context: RequestContext, request: Any,
@@ -103,7 +103,7 @@ async def _verify_then_finish(context: RequestContext, request: Any,
         item.answer.update(produce_partition(broker, context.services.replicas, item.topic, index,
                                              item.records, context.version, pending,
                                              request.acks, None))
-    finished = _finish(broker, request, responses, pending)
+    finished = _finish(context, request, responses, pending)
     return await finished if isinstance(finished, Awaitable) else finished
 
 
@@ -141,10 +141,11 @@ def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
     return code
 
 
-def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
+def _finish(context: RequestContext, request: Any, responses: list[dict[str, Any]],
             pending: list[Pending]) -> Result | Awaitable[Result]:
     """Count errors, then answer: at once, or once the appends are fsynced (as the flush
     policy asks) and, for acks=all, committed."""
+    broker = context.broker
     failed = [
         partition["error_code"]
         for topic in responses
@@ -162,7 +163,7 @@ def _finish(broker: Broker, request: Any, responses: list[dict[str, Any]],
                for p in t["partition_responses"] if "current_leader" in p}
     response = {"responses": responses, "node_endpoints": [
         {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
-        for n in node_endpoints(broker, leaders)]}
+        for n in node_endpoints(broker, leaders, context.listener)]}
     if not pending:
         return response
     if any(not ack.settled() for _, ack in pending):

@@ -14,13 +14,25 @@ from odradek.metadata.image import INTERNAL_TOPICS, MetadataError, TopicState, v
 
 
 def describe_topic(broker: Broker, state: TopicState, indexes: Iterable[int],
-                   authorized_operations: int,
+                   authorized_operations: int, listener: str,
+                   unreachable: ErrorCode = ErrorCode.listener_not_found,
                    partition_fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The topic with its partitions at `indexes` (those it has), each with
-    `partition_fields` added: LEADER_NOT_AVAILABLE for one without a leader, and as offline
-    the replicas on brokers that are fenced or gone."""
-    live = {b["node_id"] for b in broker.brokers()}
+    `partition_fields` added: LEADER_NOT_AVAILABLE for one without a leader, `unreachable`
+    for one whose leader has no endpoint on `listener`, and as offline the replicas on
+    brokers that are fenced or gone."""
+    live = broker.live_broker_ids()
     extra = partition_fields or {}
+    brokers = broker.metadata.brokers
+
+    def error(leader: int) -> ErrorCode:
+        if leader < 0:
+            return ErrorCode.leader_not_available
+        registration = brokers.get(leader)
+        if registration is not None and registration.endpoint(listener) is None:
+            return unreachable
+        return ErrorCode.none
+
     return {
         "error_code": ErrorCode.none,
         "name": state.name,
@@ -28,8 +40,7 @@ def describe_topic(broker: Broker, state: TopicState, indexes: Iterable[int],
         "is_internal": state.name in INTERNAL_TOPICS,
         "partitions": [
             {
-                "error_code": ErrorCode.none if record.leader >= 0
-                else ErrorCode.leader_not_available,
+                "error_code": error(record.leader),
                 "partition_index": index,
                 "leader_id": record.leader,
                 "leader_epoch": record.leader_epoch,
