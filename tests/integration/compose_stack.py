@@ -7,6 +7,7 @@ tests start the named services below and leave Grafana out."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,9 @@ EAST = "localhost:19092,localhost:19093,localhost:19094"
 EAST_INTERNAL = "broker-1:9092,broker-2:9092,broker-3:9092"
 WEST = "localhost:29092"
 PROMETHEUS = "http://localhost:9090"
+PUBLISHED = {"broker-1": 19092, "broker-2": 19093, "broker-3": 19094, "west": 29092,
+             "prometheus": 9090}
+"""compose.yaml's fixed ports on the host (Grafana's 3000 is not started here)."""
 HEALTHY_TIMEOUT_S = 180.0
 ENVIRONMENT = {
     "COMPOSE_PROJECT_NAME": PROJECT,
@@ -64,6 +68,15 @@ def engine_or_skip() -> None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def ports_free() -> None:
+    """Fail at once, naming the port, when another process holds a port the stack
+    publishes (compose would leave that container created but not started)."""
+    for service, port in PUBLISHED.items():
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                pytest.fail(f"port {port} of {service} is taken by another process")
 
 
 class ComposeStack:
@@ -155,6 +168,7 @@ def running_stack(profiles: Sequence[str] = ()) -> Iterator[ComposeStack]:
                        check=True, timeout=900)
         stack = ComposeStack(profiles)
         stack.down()  # what an interrupted run left behind
+        ports_free()
         try:
             stack.up()
             yield stack

@@ -27,6 +27,7 @@ from tests.integration.compose_stack import (
     EAST_INTERNAL,
     NODES,
     PROMETHEUS,
+    PUBLISHED,
     WEST,
     ComposeStack,
     running_stack,
@@ -42,8 +43,6 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.containers
 
-PUBLISHED = {"broker-1": 19092, "broker-2": 19093, "broker-3": 19094, "west": 29092,
-             "prometheus": 9090}
 CONTROLLER_IDS = {"controller-1": 1001, "controller-2": 1002, "controller-3": 1003}
 KILL_AFTER_ACKS = 300
 ACKS_AFTER_KILL = 300
