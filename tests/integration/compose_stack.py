@@ -82,9 +82,11 @@ def ports_free() -> None:
 class ComposeStack:
     """The stack under test; services are named as in compose.yaml."""
 
-    def __init__(self, profiles: Sequence[str] = ()) -> None:
+    def __init__(self, extra: Sequence[str] = ()) -> None:
+        """`extra`: services to start besides SERVICES, each in a profile of its name."""
+        self.services = [*SERVICES, *extra]
         self.compose = DockerCompose(COMPOSE_DIR, compose_file_name="compose.yaml",
-                                     services=SERVICES, profiles=list(profiles), wait=True)
+                                     services=self.services, profiles=list(extra), wait=True)
         self.build_s = 0.0
         self.up_s = 0.0
 
@@ -102,10 +104,14 @@ class ComposeStack:
     def up(self) -> None:
         """Build the images, then `up -d --wait`: back once every health check passes."""
         started = time.monotonic()
-        self.run_compose("build", *SERVICES)
+        self.run_compose("build", *self.services)
         self.build_s = time.monotonic() - started
         started = time.monotonic()
-        self.compose.start()
+        try:
+            self.compose.start()
+        except subprocess.CalledProcessError as failure:
+            raise AssertionError(f"docker compose up failed: {failure.stderr.decode()[-2000:]}"
+                                 f"\n{self.logs()}") from None
         self.up_s = time.monotonic() - started
 
     def down(self) -> None:
@@ -157,16 +163,16 @@ class ComposeStack:
 
 
 @contextmanager
-def running_stack(profiles: Sequence[str] = ()) -> Iterator[ComposeStack]:
-    """The stack, built on the local base images, up and healthy for the block; removed
-    with its volumes after it, whatever happens."""
+def running_stack(extra: Sequence[str] = ()) -> Iterator[ComposeStack]:
+    """The stack (SERVICES and `extra`), built on the local base images, up and healthy for
+    the block; removed with its volumes after it, whatever happens."""
     engine_or_skip()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in ENVIRONMENT.items():
             patch.setenv(name, value)
         subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")],
                        check=True, timeout=900)
-        stack = ComposeStack(profiles)
+        stack = ComposeStack(extra)
         stack.down()  # what an interrupted run left behind
         ports_free()
         try:

@@ -48,6 +48,11 @@ KILL_AFTER_ACKS = 300
 ACKS_AFTER_KILL = 300
 
 
+def create_on_east(topic: NewTopic) -> None:
+    client = admin(EAST)
+    client.create_topics([topic])[topic.topic].result(TIMEOUT)
+
+
 def mirror_available() -> bool:
     """The mirror service (issue 16) is there: `odradek mirror` runs in its image."""
     return importlib.util.find_spec("odradek.mirror.service") is not None
@@ -77,7 +82,7 @@ def test_host_client_produces_and_network_client_consumes(stack: ComposeStack) -
     a container on the compose network through their INTERNAL ones (broker-N:9092): each is
     told the endpoints of the listener it came in on."""
     topic = unique("through-listeners")
-    admin(EAST).create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
+    create_on_east(NewTopic(topic, 3, 3))
     values = [f"record-{i}".encode() for i in range(30)]
     outs = [Out(None, value, now_ms(), (), i % 3) for i, value in enumerate(values)]
     produce_confluent(EAST, topic, outs, {"acks": "all"})
@@ -92,8 +97,8 @@ def test_killed_broker_loses_no_acknowledged_write(stack: ComposeStack) -> None:
     """`docker kill` (SIGKILL) of a broker while a producer writes with acks=all to a
     replication-factor-3 topic with min.insync.replicas=2: every acknowledged record is read
     back, at the offset its acknowledgement named."""
-    admin(EAST).create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={
-        "min.insync.replicas": "2"})])[TOPIC].result(TIMEOUT)
+    create_on_east(NewTopic(TOPIC, PARTITIONS, 3, config={
+        "min.insync.replicas": "2"}))
     ledger = Ledger()
     stop = threading.Event()
     victim = "broker-2"
@@ -122,8 +127,8 @@ def quorum(report: str) -> Any:
     """`odradek quorum describe --REPORT --json` against east, from the host."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert odradek(["quorum", "describe", f"--{report}", "--json",
-                        "--bootstrap-server", EAST]) == 0
+        assert odradek(["quorum", "--bootstrap-server", EAST, "--timeout", "5",
+                        "describe", f"--{report}", "--json"]) == 0
     return json.loads(out.getvalue())
 
 
@@ -138,7 +143,7 @@ def test_restarted_controller_rejoins(stack: ComposeStack) -> None:
     stack.start(victim)
     stack.wait_healthy(victim)
     topic = unique("after-rejoin")
-    admin(EAST).create_topics([NewTopic(topic, 1, 3)])[topic].result(TIMEOUT)
+    create_on_east(NewTopic(topic, 1, 3))
 
     def caught_up() -> bool:
         rows = {row["NodeId"]: row for row in quorum("replication")}
@@ -171,8 +176,7 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     victim, node = "broker-3", 3
     topic = unique("controlled")
     assignment = [[3, 1, 2], [3, 2, 1], [3, 1, 2]]
-    admin(EAST).create_topics([NewTopic(topic, replica_assignment=assignment)])[topic].result(
-        TIMEOUT)
+    create_on_east(NewTopic(topic, -1, replica_assignment=assignment))
     wait_until(lambda: all(p.leader == node and len(p.isrs) == 3
                            for p in partitions(EAST, topic).values()), TIMEOUT,
                "broker 3 leads every partition with a full ISR")
@@ -191,7 +195,7 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
                     "`odradek mirror` does not exist yet, so compose's `mirror` profile is off")
 def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
     topic = unique("mirrored")
-    admin(EAST).create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
+    create_on_east(NewTopic(topic, 3, 3))
     sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (),
                                                  i % 3) for i in range(60)], {"acks": "all"})
     target = f"east.{topic}"
