@@ -41,7 +41,8 @@ from tests.integration.test_replication_faults import (
 )
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.containers
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
+"""The first test waits for the base images and the image builds on a fresh machine."""
 
 CONTROLLER_IDS = {"controller-1": 1001, "controller-2": 1002, "controller-3": 1003}
 KILL_AFTER_ACKS = 300
@@ -176,7 +177,7 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     victim, node = "broker-3", 3
     topic = unique("controlled")
     assignment = [[3, 1, 2], [3, 2, 1], [3, 1, 2]]
-    create_on_east(NewTopic(topic, -1, replica_assignment=assignment))
+    create_on_east(NewTopic(topic, len(assignment), replica_assignment=assignment))
     wait_until(lambda: all(p.leader == node and len(p.isrs) == 3
                            for p in partitions(EAST, topic).values()), TIMEOUT,
                "broker 3 leads every partition with a full ISR")
