@@ -1,20 +1,31 @@
 """What every Odradek process shares: the event loop choice and its watchdog, signal
-handling, periodic background work and the Prometheus endpoint."""
+handling, periodic background work, and the HTTP endpoint with Prometheus' /metrics and the
+/health readiness check."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+import socket
+import threading
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 from odradek.loop_watchdog import LoopWatchdog
 from odradek.process_metrics import ProcessMetrics
 
 log = logging.getLogger("odradek.runtime")
+
+HEALTH_PATH = "/health"
+
+Readiness = Callable[[], str | None]
+"""None when the process is ready to serve, else why it is not (read from the HTTP thread:
+it only reads state the event loop keeps)."""
 
 
 class StartupError(Exception):
@@ -35,16 +46,48 @@ def every(interval_ms: int, work: Callable[[], Coroutine[Any, Any, None]]) -> as
     return asyncio.create_task(loop())
 
 
-def start_metrics(registry: CollectorRegistry, host: str, port: int) -> None:
-    """Serve /metrics on `port` (-1: not at all; 0: a free port)."""
+def start_metrics(registry: CollectorRegistry, host: str, port: int,
+                  readiness: Readiness | None = None) -> int | None:
+    """Serve /metrics on `port` (-1: not at all; 0: a free port) and, with `readiness`,
+    /health: 200 once ready, else 503 with the reason (container health checks and
+    readiness probes). Returns the port served, None when none is."""
     if port < 0:
-        return
+        return None
+    app = _with_health(make_wsgi_app(registry), readiness) if readiness else make_wsgi_app(registry)
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
     try:
-        server, _ = start_http_server(port, addr=host, registry=registry)
+        server = make_server(host, port, app, Server, handler_class=_QuietHandler)
     except OSError as error:
         log.error("metrics endpoint not started on port %d: %s", port, error)
-        return
+        return None
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
     log.info("metrics on http://%s:%d/metrics", host, server.server_port)
+    return server.server_port
+
+
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def _with_health(metrics: Wsgi, readiness: Readiness) -> Wsgi:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != HEALTH_PATH:
+            return metrics(environ, start_response)
+        reason = readiness()
+        status = "200 OK" if reason is None else "503 Service Unavailable"
+        start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"{reason or 'ready'}\n".encode()]
+
+    return app
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape or probe."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 def install_event_loop(prefer_uvloop: bool = True) -> str:

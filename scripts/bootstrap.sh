@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates ./.venv and installs Odradek into it. `--dev` adds everything the tests need,
-# including Debian's kcat, nftables, iproute2 and prometheus (promtool) when they are missing.
-# Idempotent and quiet when nothing changed.
+# including Debian's kcat, nftables, iproute2, prometheus (promtool), docker.io and
+# debootstrap when they are missing. Idempotent and quiet when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,8 @@ if [[ ${1:-} == --dev ]]; then
   command -v nft >/dev/null 2>&1 || missing+=(nftables)  # network-partition tests
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # observability tests
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)  # container tests
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)  # their base image
   if (( ${#missing[@]} )); then
     echo "bootstrap: installing ${missing[*]} from Debian" >&2
     export DEBIAN_FRONTEND=noninteractive

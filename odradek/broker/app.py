@@ -57,6 +57,19 @@ class BrokerApp:
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._sockets: dict[str, socket.socket] = {}
+        self._lifecycle: BrokerLifecycle | None = None
+        self._phase = "recovering its logs"
+        """Why the broker is not ready, or "" while it serves."""
+
+    def readiness(self) -> str | None:
+        """Ready (None) once registered, caught up with the metadata log and unfenced, and
+        until it starts shutting down; the reason otherwise."""
+        lifecycle = self._lifecycle
+        if self._phase or lifecycle is None:
+            return self._phase or "starting"
+        if lifecycle.fenced:
+            return "fenced by the controller"
+        return None
 
     @property
     def registry(self) -> CollectorRegistry:
@@ -115,10 +128,13 @@ class BrokerApp:
             config["broker.rack"],  # type: ignore[arg-type]
             config.integer("broker.heartbeat.interval.ms"), applier.apply,
         )
+        self._lifecycle = lifecycle
+        self._phase = "registering and catching up with the metadata log"
         registering = asyncio.create_task(self._join(lifecycle, applier))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({registering, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not registering.done():
+            self._phase = "shutting down"
             registering.cancel()
             stopping.cancel()
             await asyncio.gather(registering, return_exceptions=True)
@@ -164,9 +180,11 @@ class BrokerApp:
                  ", ".join(f"{name} {s.getsockname()[0]}:{s.getsockname()[1]}"
                            for name, s in self._sockets.items()),
                  self.listeners.inter_broker, broker.cluster_id, broker.log_dir)
+        self._phase = ""
         try:
             await stop.wait()
         finally:
+            self._phase = "shutting down"
             log.info("shutting down")
             await lifecycle.shutdown(self._fenced_in_image)
             for server in servers:
@@ -297,7 +315,8 @@ def run_broker(config: BrokerConfig, prefer_uvloop: bool = True,
     app = BrokerApp(config, BROKER, at_swap_point=at_swap_point)
 
     async def serve(stop: asyncio.Event) -> None:
-        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
+        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"),
+                      app.readiness)
         await app.run(stop, voters)
 
     run_service(serve, prefer_uvloop, app.registry)
@@ -313,7 +332,8 @@ def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
 
     async def serve(stop: asyncio.Event) -> None:
         app.bind()
-        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"))
+        start_metrics(app.registry, app.bind_host, config.integer("metrics.port"),
+                      app.readiness)
         controller_stop = asyncio.Event()
         controlling = asyncio.create_task(controller.run(controller_stop))
         ready = asyncio.create_task(controller.ready.wait())

@@ -32,7 +32,7 @@ from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
 from odradek.raft import RaftConfig, RaftNode
-from odradek.raft.types import Role
+from odradek.raft.types import NO_NODE, Role
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
 from odradek.service_runtime import every, run_service, start_metrics
 
@@ -83,6 +83,19 @@ class ControllerApp:
         self.port = 0
         self.ready = asyncio.Event()
         """Set once the gRPC server listens (then `port` is the bound port)."""
+        self._driver: RaftDriver | None = None
+        self._stopping = False
+
+    def readiness(self) -> str | None:
+        """Ready (None) while this voter knows the quorum's leader; the reason otherwise."""
+        driver = self._driver
+        if self._stopping:
+            return "shutting down"
+        if driver is None:
+            return "starting"
+        if driver.leader == NO_NODE:
+            return "no quorum leader known"
+        return None
 
     def endpoint(self) -> tuple[str, int]:
         host = self.bind[0] if self.bind[0] != "0.0.0.0" else "127.0.0.1"
@@ -139,6 +152,7 @@ class ControllerApp:
         ControllerMetrics(self.registry, driver, machine, channel)
         exporter = ClusterExporter(self.registry, driver, machine, loop,
                                    self.inter_broker_listener)
+        self._driver = driver
         await server.start()
         self.ready.set()
         running = asyncio.create_task(driver.run())
@@ -150,6 +164,7 @@ class ControllerApp:
                  _describe(voters), self.directory)
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        self._stopping = True
         failure = running.exception() if running.done() else None
         if failure is not None:
             log.critical("the Raft driver failed: stopping", exc_info=failure)
@@ -212,7 +227,8 @@ def run_controller(config: BrokerConfig, prefer_uvloop: bool = True) -> None:
     app = ControllerApp(config, resolve(config, CONTROLLER))
 
     async def serve(stop: asyncio.Event) -> None:
-        start_metrics(app.registry, app.bind[0], config.integer("metrics.port"))
+        start_metrics(app.registry, app.bind[0], config.integer("metrics.port"),
+                      app.readiness)
         await app.run(stop)
 
     run_service(serve, prefer_uvloop, app.registry)
