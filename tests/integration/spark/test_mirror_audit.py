@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,35 +29,11 @@ from tests.integration.clients import (
     receive,
     unique,
 )
-from tests.integration.spark.mirroring import ALIAS, CopyLoop, Mirror
+from tests.integration.spark.mirroring import ALIAS, Mirror
 
 ROOT = Path(__file__).resolve().parents[3]
 BUCKET_MS = 600_000
 RECORDS, PARTITIONS = 600, 3
-
-
-@pytest.fixture(scope="module")
-def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _cluster(tmp_path_factory, "east")
-
-
-@pytest.fixture(scope="module")
-def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _cluster(tmp_path_factory, "west")
-
-
-def _cluster(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
-    root = factory.mktemp(name)
-    process = BrokerProcess(root / "data", root / "broker.log")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def mirror(east: BrokerProcess, west: BrokerProcess) -> Mirror:
-    """East mirrored to west: the one fixture to swap for the real mirror service."""
-    return CopyLoop(east.bootstrap, west.bootstrap)
 
 
 class Orders:
