@@ -53,8 +53,8 @@ def start(data: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def produce(bootstrap: str, topic: str, args: argparse.Namespace, start_ms: int) -> None:
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(topic, args.partitions, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
                          "batch.size": 1_000_000, "compression.type": "lz4"})
     value = b"x" * args.size

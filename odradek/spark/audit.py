@@ -40,13 +40,7 @@ BUCKET_COLUMNS = ("topic STRING, target_topic STRING, bucket_start_ms LONG, buck
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-bootstrap", required=True, metavar="HOST:PORT,...")
     parser.add_argument("--target-bootstrap", required=True, metavar="HOST:PORT,...")
-    parser.add_argument("--source-alias", required=True,
-                        help="the source cluster's alias in the mirror config (e.g. east)")
-    parser.add_argument("--replication-policy", choices=("default", "identity"),
-                        default="default", help="default: orders on east is east.orders on "
-                        "the target; identity: the same name")
-    parser.add_argument("--separator", default=".",
-                        help="replication.policy.separator (default .)")
+    add_naming_arguments(parser, alias_required=True)
     parser.add_argument("--topics", default=".*", metavar="REGEX",
                         help="source topics whose whole name matches (default: all but "
                         "internal topics)")
@@ -61,6 +55,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"compacted topic on the target for the results (default "
                         f"{AUDIT_TOPIC}; empty: none)")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
+
+
+def add_naming_arguments(parser: argparse.ArgumentParser, alias_required: bool) -> None:
+    """How a source topic is named on the mirror's target, as MM2's replication policy."""
+    parser.add_argument("--source-alias", required=alias_required,
+                        help="the source cluster's alias in the mirror config (e.g. east)")
+    parser.add_argument("--replication-policy", choices=("default", "identity"),
+                        default="default", help="default: orders on east is east.orders on "
+                        "the target; identity: the same name")
+    parser.add_argument("--separator", default=".",
+                        help="replication.policy.separator (default .)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odradek.spark.audit import add_naming_arguments
 from odradek.spark.audit_rules import target_topic
 from odradek.spark.cut import Cut
 
@@ -51,11 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare the snapshot with the compacted topic (and the mirror)")
     parser.add_argument("--mirror-bootstrap", metavar="HOST:PORT,...",
                         help="with --verify: the cluster holding the mirrored copy")
-    parser.add_argument("--source-alias", help="with --mirror-bootstrap: this cluster's alias "
-                        "in the mirror config")
-    parser.add_argument("--replication-policy", choices=("default", "identity"),
-                        default="default")
-    parser.add_argument("--separator", default=".")
+    add_naming_arguments(parser, alias_required=False)
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
 
 
