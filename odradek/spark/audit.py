@@ -29,6 +29,7 @@ from odradek.spark.audit_rules import (
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from rich.console import Console
 
 AUDIT_TOPIC = "odradek-audit"
 BUCKET_COLUMNS = ("topic STRING, target_topic STRING, bucket_start_ms LONG, bucket_end_ms LONG, "
@@ -179,7 +180,6 @@ def _publish(bootstrap: str, topic: str, result: Audit) -> None:
 
 
 def _print_summary(result: Audit, output: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="mirror audit")
@@ -194,7 +194,7 @@ def _print_summary(result: Audit, output: Path) -> None:
                       str(sum(b.in_grace for b in mine)),
                       str(sum(b.source_count for b in mine)),
                       str(sum(b.target_count for b in mine)))
-    console = Console()
+    console = _console()
     console.print(table)
     for bucket in result.failed:
         console.print(f"{bucket.status}: {bucket.topic} bucket {bucket.bucket_start_ms} "
@@ -205,3 +205,11 @@ def _print_summary(result: Audit, output: Path) -> None:
                       f"{lag.ms} ms")
     verdict = "complete" if result.complete else f"INCOMPLETE ({len(result.failed)} buckets)"
     console.print(f"{verdict}; summary in {output / 'summary.json'}")
+
+
+def _console() -> Console:
+    """Rich's console; off a terminal (logs, CI) wide enough for the whole table."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=140)

@@ -27,6 +27,7 @@ from odradek.spark.cut import Cut
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from rich.console import Console
 
 Key = tuple[str, int, bytes]
 """(topic, partition, key): compaction is per partition."""
@@ -185,7 +186,6 @@ def _text(value: bytes | None) -> str | None:
 
 
 def _print_stats(stats: dict[str, dict[str, int]], output: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="compaction snapshot")
@@ -193,16 +193,15 @@ def _print_stats(stats: dict[str, dict[str, int]], output: Path) -> None:
         table.add_column(column, justify="left" if column == "topic" else "right")
     for topic, row in sorted(stats.items()):
         table.add_row(topic, str(row["records"]), str(row["live"]), str(row["deleted"]))
-    console = Console()
+    console = _console()
     console.print(table)
     console.print(f"snapshot in {output / 'snapshot'}, cut in {output / 'cut.json'}")
 
 
 def _print_differences(found: list[Difference], rewritten: int) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = _console()
     if found:
         table = Table(title="keys whose latest value differs from the snapshot")
         for column in ("where", "topic", "partition", "key", "snapshot", "found"):
@@ -213,3 +212,11 @@ def _print_differences(found: list[Difference], rewritten: int) -> None:
         console.print(table)
     verdict = f"{len(found)} differing keys" if found else "verified: no key differs"
     console.print(f"{verdict} ({rewritten} keys written again after the cut not compared)")
+
+
+def _console() -> Console:
+    """Rich's console; off a terminal (logs, CI) wide enough for the whole table."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
