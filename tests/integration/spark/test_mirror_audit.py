@@ -148,8 +148,10 @@ def test_a_changed_value_is_a_mismatch(spark: SparkSession, east: BrokerProcess,
     orders = Orders(east, west, mirror)
     original = orders.target_records(2)[0]
     delete_before(orders.west, orders.target, 2, 1)  # the original, and nothing else
+    assert original.value is not None
+    changed = original.value.replace(b"amount=", b"amount:")  # as long: only the checksum sees it
     produce_confluent(orders.west, orders.target, [
-        Out(original.key, b"amount=999999", original.timestamp, original.headers, 2)])
+        Out(original.key, changed, original.timestamp, original.headers, 2)])
     code, summary = orders.audit(spark, tmp_path)
     assert code == 1
     assert {b: s for b, s in statuses(summary).items() if s != "complete"} == \
