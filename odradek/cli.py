@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.perf import add_perf_parser
+    from odradek.spark.cli import add_spark_parsers
     from odradek.tools.configs import add_configs_parser
     from odradek.tools.console_consumer import add_consume_parser
     from odradek.tools.console_producer import add_produce_parser
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quorum_parser(commands)
     add_dump_log_parser(commands)
     add_perf_parser(commands)
+    add_spark_parsers(commands)
     return parser
 
 

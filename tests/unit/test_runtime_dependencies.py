@@ -1,6 +1,7 @@
 """Everything `odradek` imports at run time is a runtime dependency: a module found only in
 the `dev` extra makes the first README command crash on a fresh machine (it once did, with
-cramjam)."""
+cramjam). The one exception is an optional extra's own package: `odradek/spark/` may import
+what `odradek[spark]` installs, and nothing outside it may."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ BUILD_ONLY = {"odradek/rpc/codegen.py"}
 def _distribution_name(requirement: str) -> str:
     name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+EXTRA_PACKAGES = {"spark": "odradek/spark/"}
+"""An optional extra, and the only package that may import what it installs."""
 
 
 def runtime_requirements() -> set[str]:
@@ -53,9 +58,29 @@ def test_every_imported_module_comes_from_a_runtime_dependency() -> None:
     missing = {}
     for module, users in imported_top_level_modules().items():
         providers = {_distribution_name(d) for d in distributions.get(module, [module])}
-        if not providers & required:
+        allowed = set(required)
+        for extra, package in EXTRA_PACKAGES.items():
+            if all(user.startswith(package) for user in users):
+                allowed |= _with_extras(extra)
+        if not providers & allowed:
             missing[module] = sorted(users)
     assert not missing, f"imported at run time but not in [project].dependencies: {missing}"
+
+
+def _with_extras(extra: str) -> set[str]:
+    """An optional extra's requirements and what their own extras bring, as installed
+    (`pyspark[sql]` brings pyarrow)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found = set()
+    for requirement in project["optional-dependencies"][extra]:
+        name = _distribution_name(requirement)
+        found.add(name)
+        wanted = re.findall(r"\[([^\]]*)\]", requirement)
+        for own in wanted[0].split(",") if wanted else []:
+            for nested in importlib.metadata.requires(name) or []:
+                if re.search(rf"extra\s*==\s*['\"]{own.strip()}['\"]", nested):
+                    found.add(_distribution_name(nested))
+    return found
 
 
 def test_the_check_sees_lazy_imports_and_names_dev_only_packages() -> None:
@@ -63,3 +88,5 @@ def test_the_check_sees_lazy_imports_and_names_dev_only_packages() -> None:
     assert "confluent_kafka" in modules  # imported inside functions only
     assert "pytest" not in modules
     assert "cramjam" in modules and "cramjam" in runtime_requirements()
+    assert "pyspark" in modules and "pyspark" not in runtime_requirements()
+    assert all(user.startswith("odradek/spark/") for user in modules["pyarrow"])

@@ -1,0 +1,160 @@
+"""The mirroring audit's rules, without IO (Uber's Chaperone: each tier counts its messages
+in fixed event-time buckets and the counts are compared): flag values, topic naming under
+MM2's replication policies, and the classification and summary of the per-bucket counts the
+Spark job computes on each cluster."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+CHECKSUM_MODULUS = 1 << 64
+UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+STATUSES = ("complete", "missing", "extra", "mismatch")
+
+
+def parse_duration(text: str) -> int:
+    """`10m`, `90s`, `1h`, `500ms`, `2d`, or plain milliseconds, as milliseconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)?\s*", text)
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (e.g. 10m, 30s, 1h, 500ms)")
+    return int(match[1]) * UNITS_MS[match[2] or "ms"]
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone), as epoch ms."""
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an ISO-8601 time or epoch milliseconds: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def target_topic(topic: str, source_alias: str, policy: str, separator: str = ".") -> str:
+    """MM2's name for a source topic on the target: DefaultReplicationPolicy prefixes the
+    source cluster's alias (`east.orders`), IdentityReplicationPolicy keeps the name."""
+    if policy == "identity":
+        return topic
+    if policy != "default":
+        raise ValueError(f"unknown replication policy {policy!r}: default or identity")
+    return f"{source_alias}{separator}{topic}"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One cluster's records of one topic partition in one bucket. `checksum` is the sum of
+    the records' 64-bit hashes of (key, value, timestamp, headers): order does not matter,
+    and a lost, added or changed record changes it."""
+
+    topic: str
+    """The source topic's name, on both clusters."""
+    partition: int
+    bucket_start_ms: int
+    count: int
+    bytes: int
+    checksum: int
+    max_timestamp_ms: int
+
+
+@dataclass
+class Bucket:
+    topic: str
+    target_topic: str
+    bucket_start_ms: int
+    bucket_end_ms: int
+    source_count: int = 0
+    target_count: int = 0
+    source_bytes: int = 0
+    target_bytes: int = 0
+    source_checksum: int = 0
+    target_checksum: int = 0
+    status: str = "complete"
+    in_grace: bool = False
+
+
+def classify(bucket: Bucket) -> str:
+    """complete: same count, bytes and checksum; missing: fewer records on the target;
+    extra: more (duplicates included); mismatch: as many records, different content."""
+    if bucket.target_count < bucket.source_count:
+        return "missing"
+    if bucket.target_count > bucket.source_count:
+        return "extra"
+    same = (bucket.source_bytes, bucket.source_checksum) == (bucket.target_bytes,
+                                                              bucket.target_checksum)
+    return "complete" if same else "mismatch"
+
+
+@dataclass
+class Lag:
+    """How far the target trails in one partition: records the source has and the target
+    lacks, and the event-time gap between the newest record on each side."""
+
+    topic: str
+    partition: int
+    records: int
+    ms: int
+
+
+@dataclass
+class Audit:
+    complete: bool
+    buckets: list[Bucket]
+    totals: dict[str, int]
+    worst_lag: Lag | None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"complete": self.complete, **self.settings,
+                "buckets": [asdict(b) for b in self.buckets], "totals": self.totals,
+                "worst_lag": None if self.worst_lag is None else asdict(self.worst_lag)}
+
+    @property
+    def failed(self) -> list[Bucket]:
+        return [b for b in self.buckets if b.status != "complete" and not b.in_grace]
+
+
+def audit(source: Iterable[Counts], target: Iterable[Counts], names: dict[str, str], *,
+          bucket_ms: int, grace_start_ms: int, from_ms: int) -> Audit:
+    """Buckets (every topic and bucket either side has records in) classified; a bucket
+    ending after `grace_start_ms` is still in flight, and does not make the audit fail."""
+    buckets: dict[tuple[str, int], Bucket] = {}
+    newest: dict[tuple[str, int], list[int]] = {}
+    for side, rows in (("source", source), ("target", target)):
+        for row in rows:
+            key = (row.topic, row.bucket_start_ms)
+            bucket = buckets.setdefault(key, Bucket(
+                row.topic, names[row.topic], row.bucket_start_ms,
+                row.bucket_start_ms + bucket_ms))
+            setattr(bucket, f"{side}_count", getattr(bucket, f"{side}_count") + row.count)
+            setattr(bucket, f"{side}_bytes", getattr(bucket, f"{side}_bytes") + row.bytes)
+            checksum = (getattr(bucket, f"{side}_checksum") + row.checksum) % CHECKSUM_MODULUS
+            setattr(bucket, f"{side}_checksum", checksum)
+            partition = newest.setdefault((row.topic, row.partition), [0, 0, from_ms, from_ms])
+            index = 0 if side == "source" else 1
+            partition[index] += row.count
+            partition[2 + index] = max(partition[2 + index], row.max_timestamp_ms)
+    ordered = [buckets[key] for key in sorted(buckets)]
+    for bucket in ordered:
+        bucket.status = classify(bucket)
+        bucket.in_grace = bucket.bucket_end_ms > grace_start_ms
+    lags = [Lag(topic, partition, s_count - t_count, max(0, s_newest - t_newest))
+            for (topic, partition), (s_count, t_count, s_newest, t_newest) in newest.items()]
+    worst = max(lags, key=lambda lag: (lag.ms, lag.records, lag.topic, -lag.partition),
+                default=None)
+    totals = {status: sum(b.status == status for b in ordered) for status in STATUSES}
+    totals.update(buckets=len(ordered), in_grace=sum(b.in_grace for b in ordered),
+                  source_records=sum(b.source_count for b in ordered),
+                  target_records=sum(b.target_count for b in ordered),
+                  source_bytes=sum(b.source_bytes for b in ordered),
+                  target_bytes=sum(b.target_bytes for b in ordered))
+    result = Audit(True, ordered, totals, worst)
+    result.complete = not result.failed
+    return result

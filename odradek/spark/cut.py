@@ -1,0 +1,58 @@
+"""A consistent cut: the end offsets of a set of topics taken once, at the start of a job, and
+a read of every record before them with the `odradek-kafka` source. Everything a job
+reports is about the records before its cut, whatever arrives while it runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from odradek.spark.kafka_client import ClusterLookup
+from odradek.spark.source_options import Subscribe
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+INTERNAL = re.compile(r"__.*|.*\.internal|mm2-.*|(.*\.)?heartbeats|(.*\.)?checkpoints\..*")
+"""Kafka's and MirrorMaker 2's internal topics, which no regex of a job selects."""
+
+Cut = dict[str, dict[str, int]]
+"""{topic: {partition: end offset}}, the JSON Spark's endingOffsets takes."""
+
+
+def matching_topics(bootstrap: str, pattern: str, client: Mapping[str, str] | None = None
+                    ) -> list[str]:
+    """The cluster's topics whose whole name matches `pattern`, internal ones left out."""
+    lookup = ClusterLookup({"bootstrap.servers": bootstrap, **(client or {})})
+    names = lookup.admin.list_topics(timeout=30).topics
+    return sorted(t for t in names if re.fullmatch(pattern, t) and not INTERNAL.fullmatch(t))
+
+
+def take_cut(bootstrap: str, topics: list[str], client: Mapping[str, str] | None = None
+             ) -> Cut:
+    """The end offsets of `topics` now (missing topics have none)."""
+    if not topics:
+        return {}
+    config = {"bootstrap.servers": bootstrap, **(client or {})}
+    lookup = ClusterLookup(config)
+    ends = lookup.latest(lookup.partitions(Subscribe(tuple(topics))))
+    cut: Cut = {}
+    for (topic, partition), offset in sorted(ends.items()):
+        cut.setdefault(topic, {})[str(partition)] = offset
+    return cut
+
+
+def read_to_cut(spark: SparkSession, bootstrap: str, cut: Cut,
+                client: Mapping[str, str] | None = None, **options: Any) -> DataFrame:
+    """Every record before the cut, headers included."""
+    reader = (spark.read.format("odradek-kafka")
+              .option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", ",".join(sorted(cut)))
+              .option("endingOffsets", json.dumps(cut))
+              .option("includeHeaders", "true"))
+    for key, value in {**{f"kafka.{k}": v for k, v in (client or {}).items()},
+                       **options}.items():
+        reader = reader.option(key, str(value))
+    return reader.load()

@@ -1,0 +1,58 @@
+"""The Spark layer: one SparkSession (local[2]) for the whole test session, since a JVM costs
+seconds; every test here carries the `spark` marker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from odradek.spark.session import spark_session
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.spark.mirroring import CopyLoop, Mirror
+from tests.integration.test_compaction import FAST_CLEANER
+
+TEST_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration/spark" in str(item.fspath):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = spark_session("odradek-tests", master="local[2]", conf=TEST_CONF)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from _cluster(tmp_path_factory, "east")
+
+
+@pytest.fixture(scope="module")
+def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from _cluster(tmp_path_factory, "west")
+
+
+def _cluster(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
+    """An `odradek dev` cluster whose cleaner runs every 100 ms."""
+    root = factory.mktemp(name)
+    process = BrokerProcess(root / "data", root / "broker.log", overrides=FAST_CLEANER)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def mirror(east: BrokerProcess, west: BrokerProcess) -> Mirror:
+    """East mirrored to west: the one fixture to swap for the real mirror service."""
+    return CopyLoop(east.bootstrap, west.bootstrap)

@@ -1,0 +1,206 @@
+"""The mirroring audit against two real clusters: a clean mirror audits complete (exit 0);
+deliberate damage on the target (records deleted, extra records, a changed value) is reported
+in exactly the damaged buckets with the right status (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from odradek.spark import audit
+from tests.integration.broker_process import ODRADEK, BrokerProcess
+from tests.integration.clients import (
+    Out,
+    Rec,
+    confluent_consumer,
+    create_topic,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+    receive,
+    unique,
+)
+from tests.integration.spark.mirroring import ALIAS, Mirror
+
+ROOT = Path(__file__).resolve().parents[3]
+BUCKET_MS = 600_000
+RECORDS, PARTITIONS = 600, 3
+
+
+class Orders:
+    """`orders-<id>` on east, three partitions, an hour of records two hours ago (six
+    10-minute buckets, timestamps rising with the offset), and its mirror on west."""
+
+    def __init__(self, east: BrokerProcess, west: BrokerProcess, mirror: Mirror) -> None:
+        self.east, self.west = east.bootstrap, west.bootstrap
+        self.start = (now_ms() - 7_200_000) // BUCKET_MS * BUCKET_MS
+        self.topic = create_topic(self.east, unique("orders"), PARTITIONS)
+        step = 6 * BUCKET_MS // RECORDS
+        produce_confluent(self.east, self.topic, [
+            Out(f"order-{i}".encode(), f"amount={i}".encode(), self.start + i * step,
+                (("region", b"eu"),), i % PARTITIONS) for i in range(RECORDS)])
+        self.target = mirror.replicate(self.topic)
+
+    def target_records(self, partition: int) -> list[Rec]:
+        return read_confluent(self.west, self.target, partitions=(partition,))
+
+    def bucket(self, record: Rec) -> int:
+        return record.timestamp // BUCKET_MS * BUCKET_MS
+
+    def audit(self, spark: SparkSession, output: Path, *extra: str) -> tuple[int, Any]:
+        args = [*self.flags(output), *extra]
+        code = audit.run(_parser().parse_args(args), spark)
+        return code, json.loads((output / "summary.json").read_text())
+
+    def flags(self, output: Path) -> list[str]:
+        return ["--source-bootstrap", self.east, "--target-bootstrap", self.west,
+                "--source-alias", ALIAS, "--replication-policy", "default",
+                "--topics", f"{self.topic}", "--from", str(self.start),
+                "--to", str(self.start + 6 * BUCKET_MS), "--bucket", "10m", "--grace", "5m",
+                "--output", str(output)]
+
+
+def _parser() -> Any:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    audit.add_arguments(parser)
+    return parser
+
+
+def statuses(summary: Any) -> dict[int, str]:
+    return {b["bucket_start_ms"]: b["status"] for b in summary["buckets"]}
+
+
+def delete_before(bootstrap: str, topic: str, partition: int, offset: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, offset)])
+    next(iter(futures.values())).result(20)
+
+
+def test_a_clean_mirror_audits_complete(spark: SparkSession, east: BrokerProcess,
+                                        west: BrokerProcess, mirror: Mirror,
+                                        tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    code, summary = orders.audit(spark, tmp_path)
+    assert code == 0 and summary["complete"] is True
+    assert len(summary["buckets"]) == 6
+    assert set(statuses(summary).values()) == {"complete"}
+    assert all(b["source_count"] == b["target_count"] == 100 for b in summary["buckets"])
+    assert summary["buckets"][0]["topic"] == orders.topic
+    assert summary["buckets"][0]["target_topic"] == f"east.{orders.topic}"
+    assert summary["totals"]["source_records"] == RECORDS
+    assert summary["worst_lag"]["records"] == 0 and summary["worst_lag"]["ms"] == 0
+    table = spark.read.parquet(str(tmp_path / "buckets"))
+    assert table.count() == 6 and {r.status for r in table.collect()} == {"complete"}
+    consumer = confluent_consumer(west.bootstrap, **{"auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(audit.AUDIT_TOPIC, 0, 0)])
+    try:
+        keys = {json.loads(m.key())["bucket_start_ms"] for m in receive(consumer, 6)
+                if json.loads(m.key())["topic"] == orders.topic}
+    finally:
+        consumer.close()
+    assert keys == set(statuses(summary))
+
+
+def test_records_deleted_on_the_target_are_missing(spark: SparkSession, east: BrokerProcess,
+                                                   west: BrokerProcess, mirror: Mirror,
+                                                   tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    deleted = orders.target_records(1)[:120]
+    delete_before(orders.west, orders.target, 1, 120)
+    code, summary = orders.audit(spark, tmp_path)
+    damaged = {orders.bucket(r) for r in deleted}
+    assert code == 1 and summary["complete"] is False
+    assert {b for b, s in statuses(summary).items() if s != "complete"} == damaged
+    assert {s for b, s in statuses(summary).items() if b in damaged} == {"missing"}
+    assert summary["totals"]["target_records"] == RECORDS - 120
+    assert summary["worst_lag"]["partition"] == 1 and summary["worst_lag"]["records"] == 120
+
+
+def test_records_produced_into_the_mirrored_topic_are_extra(
+        spark: SparkSession, east: BrokerProcess, west: BrokerProcess, mirror: Mirror,
+        tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    duplicate = orders.target_records(0)[10]
+    stray = Out(b"stray", b"x", orders.start + 4 * BUCKET_MS + 5, (), 2)
+    produce_confluent(orders.west, orders.target, [
+        Out(duplicate.key, duplicate.value, duplicate.timestamp, duplicate.headers, 0), stray])
+    code, summary = orders.audit(spark, tmp_path)
+    damaged = {orders.bucket(duplicate), orders.start + 4 * BUCKET_MS}
+    assert code == 1
+    assert {b: s for b, s in statuses(summary).items() if s != "complete"} == \
+        dict.fromkeys(damaged, "extra")
+
+
+def test_a_changed_value_is_a_mismatch(spark: SparkSession, east: BrokerProcess,
+                                       west: BrokerProcess, mirror: Mirror,
+                                       tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    original = orders.target_records(2)[0]
+    delete_before(orders.west, orders.target, 2, 1)  # the original, and nothing else
+    assert original.value is not None
+    changed = original.value.replace(b"amount=", b"amount:")  # as long: only the checksum sees it
+    produce_confluent(orders.west, orders.target, [
+        Out(original.key, changed, original.timestamp, original.headers, 2)])
+    code, summary = orders.audit(spark, tmp_path)
+    assert code == 1
+    assert {b: s for b, s in statuses(summary).items() if s != "complete"} == \
+        {orders.bucket(original): "mismatch"}
+
+
+def test_damage_inside_the_grace_period_does_not_fail(spark: SparkSession, east: BrokerProcess,
+                                                      west: BrokerProcess, mirror: Mirror,
+                                                      tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    delete_before(orders.west, orders.target, 0, 1)
+    code, summary = orders.audit(spark, tmp_path, "--grace", "3h")
+    assert code == 0 and summary["complete"] is True
+    assert "missing" in statuses(summary).values()
+    assert all(b["in_grace"] for b in summary["buckets"])
+
+
+def test_spark_submit_runs_the_job(east: BrokerProcess, west: BrokerProcess, mirror: Mirror,
+                                   tmp_path: Path) -> None:
+    orders = Orders(east, west, mirror)
+    delete_before(orders.west, orders.target, 0, 1)
+    submit = Path(sys.executable).parent / "spark-submit"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [str(submit), "--conf", "spark.ui.enabled=false", str(ROOT / "spark/jobs/mirror_audit.py"),
+         *orders.flags(tmp_path)], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "missing" in done.stdout and "INCOMPLETE (1 buckets)" in done.stdout
+    assert json.loads((tmp_path / "summary.json").read_text())["complete"] is False
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--bucket", "ten minutes"], "not a duration"),
+    (["--from", "yesterday"], "not an ISO-8601 time"),
+    (["--topics", "("], "missing ), unterminated subpattern"),
+])
+def test_bad_flags_get_one_line(flags: list[str], message: str, tmp_path: Path) -> None:
+    args = ["audit", "--source-bootstrap", "127.0.0.1:1", "--target-bootstrap", "127.0.0.1:1",
+            "--source-alias", "east", "--output", str(tmp_path), *flags]
+    done = subprocess.run([*ODRADEK, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+def test_the_wrapper_without_pyspark_says_so_in_one_line(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['pyspark'] = None; from odradek.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", code, "audit", "--source-bootstrap", "x",
+                           "--target-bootstrap", "y", "--source-alias", "east", "--output",
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "odradek: PySpark is not installed: pip install 'odradek[spark]'\n"
