@@ -17,6 +17,7 @@ from odradek.broker.server import ConnectionAbort, Response
 from odradek.broker.services import BrokerServices
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
+from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("odradek.broker.dispatch")
 
@@ -36,6 +37,8 @@ class RequestContext:
     listener: str
     """The name of the listener the request came in on: brokers are described to the
     client by their endpoints on it."""
+    principal: KafkaPrincipal = ANONYMOUS
+    """Who the connection is, as TLS or SASL established it."""
 
     @property
     def broker(self) -> Broker:
