@@ -80,27 +80,34 @@ def read_all(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int,
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-test-reader",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
-        result: dict[int, list[Row]] = {}
-        for partition in partitions:
-            tp = TopicPartition(topic, partition)
-            _, end = consumer.get_watermark_offsets(tp, timeout=10)
-            consumer.assign([TopicPartition(topic, partition, 0)])
-            rows: list[Row] = []
-
-            def poll() -> None:
-                message = consumer.poll(0.5)
-                if message is not None and message.error() is None:
-                    rows.append((message.key(), message.value(),  # noqa: B023
-                                 tuple(message.headers() or ()), message.timestamp()[1]))
-
-            def done() -> bool:
-                return bool(consumer.position([tp])[0].offset >= end)  # noqa: B023
-
-            wait_until(done, 60, f"reading {topic}-{partition} to {end}", between=poll)
-            result[partition] = rows
-        return result
+        return {partition: _read_partition(consumer, TopicPartition(topic, partition))
+                for partition in partitions}
     finally:
         consumer.close()
+
+
+def _read_partition(consumer: Consumer, tp: TopicPartition) -> list[Row]:
+    _, end = consumer.get_watermark_offsets(tp, timeout=10)
+    consumer.assign([TopicPartition(tp.topic, tp.partition, 0)])
+    rows: list[Row] = []
+    state = {"next": 0, "drained": False}
+
+    def poll() -> None:
+        message = consumer.poll(0.5)
+        state["drained"] = message is None
+        if message is not None and message.error() is None:
+            rows.append((message.key(), message.value(), tuple(message.headers() or ()),
+                         message.timestamp()[1]))
+            state["next"] = message.offset() + 1
+
+    def done() -> bool:
+        """Every record below `end` returned: the last one was, or nothing more comes and
+        the position is past the transaction markers at the end."""
+        at_end = consumer.position([tp])[0].offset >= end
+        return bool(state["next"] >= end or (state["drained"] and at_end))
+
+    wait_until(done, 60, f"reading {tp.topic}-{tp.partition} to {end}", between=poll)
+    return rows
 
 
 def produce(bootstrap: str, topic: str, rows: Sequence[tuple[int, bytes, bytes]],
