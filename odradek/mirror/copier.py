@@ -203,15 +203,17 @@ class PartitionCopier:
             await self.producer.add_partitions(self._transaction_partitions())
         stamp = ProducerStamp(self.producer.producer_id, self.producer.producer_epoch,
                               self.settings.exactly_once)
-        syncs: list[Sync] = []
-        downstream = self.downstream
+        batches = []
+        sequence = self.producer.sequence(self._target_tp)
         for chunk in selection.chunks:
-            batch, _ = stamp_batches([chunk], stamp, self.producer.sequence(self._target_tp))
-            base = await self.producer.produce(self._target_tp, batch, chunk.record_count)
+            batch, sequence = stamp_batches([chunk], stamp, sequence)
+            batches.append((batch, chunk.record_count))
+        bases = await self.producer.produce_all(self._target_tp, batches)
+        syncs: list[Sync] = []
+        for chunk, base in zip(selection.chunks, bases, strict=True):
             starts, self._shift = stretch_starts([chunk.upstream], base, self._shift)
             syncs += starts
-            downstream = base + chunk.record_count
-        assert downstream is not None
+        downstream = bases[-1] + selection.chunks[-1].record_count
         syncs.append((selection.next_offset, downstream))
         if self.settings.exactly_once:
             await self._write_progress(Progress(

@@ -31,6 +31,7 @@ ADD_PARTITIONS_TO_TXN = (24, 3)
 END_TXN = (26, 3)
 TRANSACTION_KEY_TYPE = 1
 ACKS_ALL = -1
+PRODUCE_TIMEOUT_MS = 30_000
 RETRY_BACKOFF_S = 0.1
 """The Java clients' retry.backoff.ms."""
 CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.02
@@ -144,15 +145,40 @@ class MirrorProducer:
         await self._retrying("EndTxn", attempt)
         self._in_transaction.clear()
 
-    async def produce(self, key: TopicPartition, batch: bytes, record_count: int,
-                      timeout_ms: int = 30_000) -> int:
+    def _produce_request(self, key: TopicPartition, batch: bytes) -> Any:
+        return build_request(*PRODUCE, {
+            "transactional_id": self.transactional_id, "acks": ACKS_ALL,
+            "timeout": PRODUCE_TIMEOUT_MS, "topic_data": [{"name": key[0], "partition_data": [
+                {"index": key[1], "records": batch}]}]})
+
+    async def produce_all(self, key: TopicPartition,
+                          batches: list[tuple[bytes, int]]) -> list[int]:
+        """Write whole batches (stamped with consecutive sequences from `sequence(key)`),
+        each with its record count; their base offsets. A Produce request carries one batch
+        per partition, so they go as back-to-back requests in one round trip; from the
+        first one not written, they are sent again one at a time, with `produce`'s retries
+        (the broker recognises a batch it already has by its sequence)."""
+        offsets: list[int] = []
+        try:
+            responses = await self.cluster.send_all_to_leader(
+                *key, [self._produce_request(key, batch) for batch, _ in batches])
+        except KafkaClientError:
+            responses = []
+        for (_, count), response in zip(batches, responses, strict=False):
+            (answer,) = response.responses[0].partition_responses
+            if answer.error_code != ErrorCode.none:
+                break
+            offsets.append(answer.base_offset)
+            self._sequences[key] = (self.sequence(key) + count) % (1 << 31)
+        for batch, count in batches[len(offsets):]:
+            offsets.append(await self.produce(key, batch, count))
+        return offsets
+
+    async def produce(self, key: TopicPartition, batch: bytes, record_count: int) -> int:
         """Write one whole batch (stamped with `sequence(key)`) with acks=all; its base
         offset. The partition's sequence moves on by `record_count`."""
         topic, partition = key
-        request = build_request(*PRODUCE, {
-            "transactional_id": self.transactional_id, "acks": ACKS_ALL, "timeout": timeout_ms,
-            "topic_data": [{"name": topic, "partition_data": [
-                {"index": partition, "records": batch}]}]})
+        request = self._produce_request(key, batch)
 
         async def attempt() -> int:
             try:

@@ -79,15 +79,22 @@ def read_all(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int,
     """Every committed record of the partitions, in order."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-test-reader",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
+    # its watermark is the high watermark: a read_committed one is the last stable offset,
+    # short of a transaction whose markers are still being written
+    ends = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-test-reader",
+                     "isolation.level": "read_uncommitted"})
     try:
-        return {partition: _read_partition(consumer, TopicPartition(topic, partition))
+        return {partition: _read_partition(consumer, TopicPartition(topic, partition),
+                                           ends.get_watermark_offsets(
+                                               TopicPartition(topic, partition), timeout=10)[1])
                 for partition in partitions}
     finally:
         consumer.close()
+        ends.close()
 
 
-def _read_partition(consumer: Consumer, tp: TopicPartition) -> list[Row]:
-    _, end = consumer.get_watermark_offsets(tp, timeout=10)
+def _read_partition(consumer: Consumer, tp: TopicPartition, end: int) -> list[Row]:
+    """The committed records below `end`, the high watermark."""
     consumer.assign([TopicPartition(tp.topic, tp.partition, 0)])
     rows: list[Row] = []
     state = {"next": 0, "drained": False}
