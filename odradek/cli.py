@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "controller.quorum.voters)", "controller")
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
+    from odradek.mirror.cli import add_mirror_parser
     from odradek.perf import add_perf_parser
     from odradek.tools.configs import add_configs_parser
     from odradek.tools.console_consumer import add_consume_parser
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quorum_parser(commands)
     add_dump_log_parser(commands)
     add_perf_parser(commands)
+    add_mirror_parser(commands)
     return parser
 
 
