@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,9 +17,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from odradek.clock import now_ms
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Checkpoint, FormatError, OffsetSync
+from odradek.mirror.metrics import Windowed
 from odradek.mirror.translation import (
     OffsetTranslator,
     TopicPartition,
@@ -30,8 +31,6 @@ from odradek.mirror.translation import (
 
 log = logging.getLogger("odradek.mirror.checkpoints")
 CHECKPOINT_LATENCY = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms"
-LATENCY_WINDOW_MS = 60_000
-"""Kafka's metrics keep two 30 s samples for min, max and avg; so do we."""
 
 
 class CheckpointLatency(Collector):
@@ -41,32 +40,24 @@ class CheckpointLatency(Collector):
     LABELS = ("source", "target", "group", "topic", "partition")
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self._samples: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+        self._stats: dict[tuple[str, ...], Windowed] = {}
         registry.register(self)
 
     def observe(self, flow: Flow, checkpoint: Checkpoint, latency_ms: float) -> None:
         labels = (flow.source, flow.target, checkpoint.group, checkpoint.topic,
                   str(checkpoint.partition))
-        now = time.monotonic()
-        samples = self._samples.setdefault(labels, [])
-        samples.append((now, latency_ms))
-        cutoff = now - LATENCY_WINDOW_MS / 1000
-        while len(samples) > 1 and samples[0][0] < cutoff:
-            samples.pop(0)
+        self._stats.setdefault(labels, Windowed()).record(latency_ms, now_ms())
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        families = {suffix: GaugeMetricFamily(CHECKPOINT_LATENCY + suffix,
-                                              f"checkpoint latency in ms ({name})",
-                                              labels=self.LABELS)
+        families = [GaugeMetricFamily(CHECKPOINT_LATENCY + suffix,
+                                      f"checkpoint latency in ms ({name})", labels=self.LABELS)
                     for suffix, name in (("", "last"), ("_min", "min"), ("_max", "max"),
-                                         ("_avg", "avg"))}
-        for labels, samples in self._samples.items():
-            values = [value for _, value in samples]
-            families[""].add_metric(labels, values[-1])
-            families["_min"].add_metric(labels, min(values))
-            families["_max"].add_metric(labels, max(values))
-            families["_avg"].add_metric(labels, sum(values) / len(values))
-        yield from families.values()
+                                         ("_avg", "avg"))]
+        now = now_ms()
+        for labels, stat in self._stats.items():
+            for family, value in zip(families, (stat.last, *stat.stats(now)), strict=True):
+                family.add_metric(labels, value)
+        yield from families
 
 
 class OffsetSyncReader:
@@ -135,12 +126,12 @@ class CheckpointEmitter:
     async def emit(self) -> int:
         """Checkpoint every group with new translatable offsets; returns how many were
         written."""
-        now_ms = time.time() * 1000
+        now = now_ms()
         interval = self.flow.refresh_groups_interval_ms
         if self._groups_refreshed_ms < 0 or (
-                interval >= 0 and now_ms - self._groups_refreshed_ms >= interval):
+                interval >= 0 and now - self._groups_refreshed_ms >= interval):
             await self.refresh_groups()
-            self._groups_refreshed_ms = now_ms
+            self._groups_refreshed_ms = now
         await self.syncs.poll()
         if not self.syncs.ready:
             return 0
@@ -149,7 +140,7 @@ class CheckpointEmitter:
             offsets = await self.source.group_offsets(group)
             rename = {topic: self.flow.checkpoint_topic(topic) for topic, _ in offsets
                       if self.flow.should_checkpoint_topic(topic)}
-            timestamp_ms = int(time.time() * 1000)
+            timestamp_ms = now_ms()
             last = self.last.setdefault(group, {})
             for checkpoint in checkpoints_for_group(group, offsets, self.syncs.translator,
                                                     rename, last):
@@ -166,7 +157,7 @@ class CheckpointEmitter:
                    ) -> Callable[[KafkaError | None, Message], None]:
         def done(error: KafkaError | None, _message: Message) -> None:
             if error is None:
-                self.latency.observe(self.flow, checkpoint, time.time() * 1000 - timestamp_ms)
+                self.latency.observe(self.flow, checkpoint, now_ms() - timestamp_ms)
         return done
 
     async def sync_group_offsets(self) -> None:

@@ -5,8 +5,7 @@ target's `heartbeats` topic every `emit.heartbeats.interval.seconds`. With flows
 
 from __future__ import annotations
 
-import time
-
+from odradek.clock import now_ms
 from odradek.mirror.clients import ClusterClient
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Heartbeat
@@ -23,8 +22,7 @@ class HeartbeatEmitter:
                                self.flow.topic_replication_factor("heartbeats"))
 
     async def beat(self) -> None:
-        now_ms = int(time.time() * 1000)
-        heartbeat = Heartbeat(self.flow.source, self.flow.target, now_ms)
-        self.target.produce(self.flow.heartbeats_topic, heartbeat.key(), heartbeat.value(),
-                            now_ms)
+        now = now_ms()
+        heartbeat = Heartbeat(self.flow.source, self.flow.target, now)
+        self.target.produce(self.flow.heartbeats_topic, heartbeat.key(), heartbeat.value(), now)
         await self.target.flush()

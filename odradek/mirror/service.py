@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -18,24 +17,13 @@ from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, Off
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow, MirrorConfig, Side
 from odradek.mirror.heartbeats import HeartbeatEmitter
+from odradek.mirror.replicator import FlowReplicator
 from odradek.mirror.topic_sync import TopicSync
 from odradek.service_runtime import run_service, start_metrics
 
 log = logging.getLogger("odradek.mirror")
 Work = Callable[[], Awaitable[object]]
 
-
-class Replicator(Protocol):
-    """The data path of one flow (mirrordata's FlowReplicator)."""
-
-    async def start(self) -> None: ...
-
-    def set_topics(self, partitions: Mapping[str, int]) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-ReplicatorFactory = Callable[[Flow, MirrorConfig, CollectorRegistry], Replicator]
 
 
 @dataclass
@@ -81,15 +69,13 @@ async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = N
 class MirrorService:
     """Every job of every pair this process runs, and their clients."""
 
-    def __init__(self, config: MirrorConfig, registry: CollectorRegistry,
-                 replicator: ReplicatorFactory | None) -> None:
+    def __init__(self, config: MirrorConfig, registry: CollectorRegistry) -> None:
         self.config = config
-        self._replicator = replicator
         self.registry = registry
         self.health = ClusterHealth()
         self.latency = CheckpointLatency(registry)
         self.clients: dict[str, ClusterClient] = {}
-        self.replicators: dict[str, Replicator] = {}
+        self.replicators: dict[str, FlowReplicator] = {}
         self.readers: list[OffsetSyncReader] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -117,17 +103,13 @@ class MirrorService:
     def _start_flow(self, flow: Flow) -> None:
         source, target = self.client(flow, flow.source), self.client(flow, flow.target)
         topics = TopicSync(flow, source, target, self.client(flow, flow.offset_syncs_cluster))
-        replicator = None
-        if self._replicator is not None:
-            replicator = self._replicator(flow, self.config, self.registry)
-            self.replicators[flow.name] = replicator
+        replicator = self.replicators[flow.name] = FlowReplicator(flow, self.config,
+                                                                  self.registry)
         started = False
 
         async def refresh() -> None:
             nonlocal started
             replicated = await topics.refresh()
-            if replicator is None:
-                return
             if not started:
                 await replicator.start()
                 started = True
@@ -175,7 +157,7 @@ def run_mirror(config: MirrorConfig, prefer_uvloop: bool = True) -> None:
     registry = CollectorRegistry()
 
     async def serve(stop: asyncio.Event) -> None:
-        service = MirrorService(config, registry, _data_path())
+        service = MirrorService(config, registry)
         start_metrics(registry, "0.0.0.0", config.metrics_port)
         service.start()
         await stop.wait()
@@ -185,12 +167,3 @@ def run_mirror(config: MirrorConfig, prefer_uvloop: bool = True) -> None:
 
     run_service(serve, prefer_uvloop)
 
-
-def _data_path() -> ReplicatorFactory | None:
-    """mirrordata's FlowReplicator, once its branch is merged."""
-    try:
-        from odradek.mirror.replicator import FlowReplicator
-    except ImportError:
-        log.warning("no data path in this build: topics, heartbeats and checkpoints only")
-        return None
-    return FlowReplicator
