@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from odradek.clock import now_ms
-from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
+from odradek.mirror.clients import CLIENT_LOG, ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Checkpoint, FormatError, OffsetSync
 from odradek.mirror.metrics import Windowed
@@ -73,15 +74,22 @@ class OffsetSyncReader:
             "group.id": f"mirror-offset-syncs-{uuid.uuid4()}",
             "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True,
-        })
+        }, logger=CLIENT_LOG)
         self._consumer.assign([KafkaTopicPartition(flow.offset_syncs_topic, 0,
                                                    OFFSET_BEGINNING)])
         self.ready = False
+        self._closed = False
+        self._consuming = threading.Lock()
+        """Held by the thread in consume(): close() must not destroy the consumer under it."""
+
+    def _consume(self) -> list[Message]:
+        with self._consuming:
+            return [] if self._closed else self._consumer.consume(1000, 0.2)
 
     async def poll(self) -> None:
         """Add what the topic holds now to the translator."""
         while True:
-            messages = await asyncio.to_thread(self._consumer.consume, 1000, 0.2)
+            messages = await asyncio.to_thread(self._consume)
             for message in messages:
                 self._add(message)
             if not messages or self.ready and len(messages) < 1000:
@@ -102,7 +110,9 @@ class OffsetSyncReader:
             log.warning("skipping an offset sync that is not MM2's format: %s", bad)
 
     def close(self) -> None:
-        self._consumer.close()
+        with self._consuming:
+            self._closed = True
+            self._consumer.close()
 
 
 @dataclass

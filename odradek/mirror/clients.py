@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -34,6 +35,10 @@ from odradek.mirror.topic_rules import SourceConfig
 from odradek.mirror.translation import GroupOffset
 
 log = logging.getLogger("odradek.mirror")
+CLIENT_LOG = logging.getLogger("odradek.mirror.librdkafka")
+"""librdkafka's own logs: one line per failed connection attempt, so off unless asked for
+(`--log-level DEBUG` does not reach it); ClusterHealth reports the changes of state."""
+CLIENT_LOG.setLevel(logging.CRITICAL)
 T = TypeVar("T")
 TIMEOUT_S = 15.0
 ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
@@ -50,16 +55,23 @@ class ClusterUnavailable(Exception):
 
 
 class ClusterHealth:
-    """Which clusters answered their last call; logs the changes only."""
+    """Which clusters answered their last call; logs the changes only. A call that failed
+    after it started is stale once a later call succeeded (a flush that timed out while the
+    cluster came back), and changes nothing."""
 
     def __init__(self) -> None:
         self._down: dict[str, str] = {}
+        self._last_ok: dict[str, float] = {}
 
     def ok(self, alias: str) -> None:
+        self._last_ok[alias] = time.monotonic()
         if self._down.pop(alias, None) is not None:
             log.info("cluster %s is reachable again", alias)
 
-    def failed(self, alias: str, error: BaseException) -> None:
+    def failed(self, alias: str, error: object, started: float | None = None) -> None:
+        """`started`: when the failed call began (time.monotonic()); None: just now."""
+        if started is not None and started < self._last_ok.get(alias, float("-inf")):
+            return
         if alias not in self._down:
             log.warning("cluster %s is unreachable, retrying with backoff: %s", alias, error)
         self._down[alias] = str(error)
@@ -83,15 +95,17 @@ class ClusterClient:
         self.alias = alias
         self._health = health
         try:
-            self._admin = AdminClient({**admin_config, "client.id": f"mirror-{alias}-admin"})
+            self._admin = AdminClient({**admin_config, "client.id": f"mirror-{alias}-admin"},
+                                      logger=CLIENT_LOG)
             self._producer = Producer({**producer_config, "client.id": f"mirror-{alias}",
-                                       "enable.idempotence": True})
+                                       "enable.idempotence": True}, logger=CLIENT_LOG)
         except (KafkaException, TypeError, ValueError) as error:
             raise MirrorConfigError(f"{alias}: bad client config: {error}") from None
 
     async def _call(self, what: str, future: Future[T], tolerate: frozenset[int] = frozenset()
                     ) -> T | None:
         """The future's result; None when it failed with an error code in `tolerate`."""
+        started = time.monotonic()
         try:
             result = await asyncio.wait_for(asyncio.wrap_future(future), TIMEOUT_S)
         except (KafkaException, TimeoutError) as error:
@@ -99,7 +113,7 @@ class ClusterClient:
             if code is not None and code.code() in tolerate:
                 self._health.ok(self.alias)
                 return None
-            self._health.failed(self.alias, error)
+            self._health.failed(self.alias, error, started)
             raise ClusterUnavailable(self.alias, f"{what}: {error or 'timed out'}") from None
         self._health.ok(self.alias)
         return result
@@ -110,10 +124,11 @@ class ClusterClient:
         return result
 
     async def _thread(self, what: str, call: Any, *args: Any) -> Any:
+        started = time.monotonic()
         try:
             result = await asyncio.to_thread(call, *args)
         except KafkaException as error:
-            self._health.failed(self.alias, error)
+            self._health.failed(self.alias, error, started)
             raise ClusterUnavailable(self.alias, error) from None
         self._health.ok(self.alias)
         return result
@@ -190,7 +205,7 @@ class ClusterClient:
 
     async def commit_group_offsets(self, group: str,
                                    offsets: Mapping[tuple[str, int], GroupOffset]) -> None:
-        partitions = [TopicPartition(topic, partition, value.offset, value.metadata or None)
+        partitions = [TopicPartition(topic, partition, value.offset, metadata=value.metadata)
                       for (topic, partition), value in sorted(offsets.items())]
         request = [ConsumerGroupTopicPartitions(group, partitions)]
         future = self._admin.alter_consumer_group_offsets(request,
@@ -206,10 +221,11 @@ class ClusterClient:
 
     async def flush(self) -> None:
         """Wait until every queued record is delivered (or failed)."""
+        started = time.monotonic()
         remaining = await self._thread("flush", self._producer.flush, TIMEOUT_S)
         if remaining:
             error = TimeoutError(f"{remaining} records not delivered")
-            self._health.failed(self.alias, error)
+            self._health.failed(self.alias, error, started)
             raise ClusterUnavailable(self.alias, error)
 
 
