@@ -122,10 +122,13 @@ class PartitionCopier:
                             error)
                 self.fenced = True
                 return
-            except (ProducerError, ReadError, KafkaClientError, InvalidRecordsError) as error:
+            except Exception as error:  # noqa: BLE001 - every failure ends the session alike
                 failure = f"{type(error).__name__}: {error}"
                 if failure != self._failure:
-                    log.warning("%s: %s; retrying with backoff", self.name, failure)
+                    expected = isinstance(error, (ProducerError, ReadError, KafkaClientError,
+                                                  InvalidRecordsError))
+                    log.warning("%s: %s; retrying with backoff", self.name, failure,
+                                exc_info=not expected)
                     self._failure = failure
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, SESSION_BACKOFF_S[1])
@@ -160,9 +163,9 @@ class PartitionCopier:
         self._shift = None
         self._flushed_position = self.position
         self._flushed_at = now_ms()
-        if self._failure is not None:
-            log.info("%s: copying again from upstream offset %d", self.name, self.position)
-            self._failure = None
+        log.info("%s: copying from upstream offset %d (producer %d epoch %d)", self.name,
+                 self.position, self.producer.producer_id, self.producer.producer_epoch)
+        self._failure = None
         self._fetching = self._fetch(self.position)
         while not self._stopping:
             try:

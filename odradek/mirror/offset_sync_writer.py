@@ -18,6 +18,7 @@ from odradek.protocol.record_codec import build_batch
 log = logging.getLogger("odradek.mirror.offset_syncs")
 
 PARTITION = 0
+STOP_TIMEOUT_S = 5.0
 
 
 class OffsetSyncWriter:
@@ -28,6 +29,7 @@ class OffsetSyncWriter:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready = False
+        self._stopping = False
         self.written = 0
 
     def start(self) -> None:
@@ -37,15 +39,17 @@ class OffsetSyncWriter:
         self._pending += [OffsetSync(topic, partition, u, d) for u, d in syncs]
         self._wake.set()
 
-    async def stop(self) -> None:
-        """Write what is pending (within the producer's delivery timeout), then stop."""
+    async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Write what is pending, for up to `timeout_s`, then stop."""
         if self._task is None:
             return
-        self._wake.set()
         self._stopping = True
-        await self._task
-
-    _stopping = False
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self._task, timeout_s)
+        except TimeoutError:
+            log.warning("stopped with %d offset syncs not written to %s", len(self._pending),
+                        self.topic)
 
     async def _run(self) -> None:
         key = (self.topic, PARTITION)
