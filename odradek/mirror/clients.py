@@ -73,7 +73,8 @@ class ClusterHealth:
         if started is not None and started < self._last_ok.get(alias, float("-inf")):
             return
         if alias not in self._down:
-            log.warning("cluster %s is unreachable, retrying with backoff: %s", alias, error)
+            log.warning("cluster %s is unreachable, retrying with backoff: %s", alias,
+                        error or type(error).__name__)
         self._down[alias] = str(error)
 
     def down(self) -> dict[str, str]:
@@ -234,6 +235,8 @@ def _done(future: Future[None]) -> Future[bool]:
     done: Future[bool] = Future()
 
     def finish(source: Future[None]) -> None:
+        if done.cancelled():  # the caller gave up waiting (a timeout, a stop)
+            return
         error = source.exception()
         if error is not None:
             done.set_exception(error)

@@ -28,9 +28,9 @@ Work = Callable[[], Awaitable[object]]
 
 @dataclass
 class Backoff:
-    """Exponential: 0.5 s doubling to 30 s, back to the start after a success."""
+    """Exponential: 0.5 s doubling to 10 s, back to the start after a success."""
     first_ms: int = 500
-    max_ms: int = 30_000
+    max_ms: int = 10_000
     _next_ms: int = field(default=0, init=False)
 
     def next_ms(self) -> int:
