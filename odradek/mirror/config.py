@@ -77,6 +77,7 @@ DEFAULTS: dict[str, str] = {
     "tasks.max": "1",
     "offset.storage.replication.factor": "3",
     "offset.storage.partitions": "25",
+    "offset.flush.interval.ms": "60000",
     # ours: MM2 needs KIP-618 and a worker setting; the mirror is exactly-once by default
     "exactly.once.support": "enabled",
 }
@@ -94,6 +95,8 @@ IGNORED = frozenset({
 })
 """MM2's (or Connect's) keys that the mirror accepts and has no use for: the only filters
 and policies are the defaults, and there are no Connect workers or converters."""
+
+METRICS_PORT_DEFAULT = 9404
 
 _CLIENT_GLOBAL_PREFIXES = ("security.protocol", "ssl.", "sasl.")
 """Top-level client configs that apply to every cluster (MirrorClientConfig's client
@@ -309,6 +312,8 @@ class MirrorConfig:
     """Every ordered pair with replication or heartbeats on, whose target this process
     serves (MM2's herders)."""
     warnings: tuple[str, ...]
+    metrics_port: int = METRICS_PORT_DEFAULT
+    """Ours, as the broker's `metrics.port`: the Prometheus endpoint (-1: none; 0: any)."""
 
     @property
     def flows(self) -> tuple[Flow, ...]:
@@ -335,7 +340,8 @@ def _known_key(key: str) -> bool:
 
 def _top_level_key(key: str) -> bool:
     """Keys that MM2 reads at the top level besides the flow settings."""
-    return (key in ("clusters", "exactly.once.source.support") or _known_key(key)
+    return (key in ("clusters", "exactly.once.source.support", "metrics.port")
+            or _known_key(key)
             or key.startswith(_CLIENT_GLOBAL_PREFIXES)
             or key.startswith(("replication.policy.", "config.providers.", "offset.storage.",
                                "config.storage.", "status.storage.", "key.converter.",
@@ -468,7 +474,12 @@ def parse_mirror_config(raw: Mapping[str, str], only_targets: Iterable[str] | No
             pairs.append(_flow(source, target, enabled, settings, cluster_props))
     if not any(pair.enabled for pair in pairs):
         warnings.append("no flow is enabled (set <source>-><target>.enabled = true)")
-    return MirrorConfig(clusters, tuple(pairs), tuple(warnings))
+    try:
+        metrics_port = int(top.get("metrics.port", METRICS_PORT_DEFAULT))
+    except ValueError:
+        raise MirrorConfigError(f"metrics.port: expected an integer, got "
+                                f"{top['metrics.port']!r}") from None
+    return MirrorConfig(clusters, tuple(pairs), tuple(warnings), metrics_port)
 
 
 def _only_targets(clusters: Sequence[str], only: Iterable[str] | None) -> set[str]:
