@@ -80,6 +80,10 @@ class ClusterHealth:
     def down(self) -> dict[str, str]:
         return dict(self._down)
 
+    def reached(self, alias: str) -> bool:
+        """Whether a call to the cluster has succeeded yet."""
+        return alias in self._last_ok
+
 
 def client_error(error: BaseException) -> KafkaError | None:
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0],

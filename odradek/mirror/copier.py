@@ -215,6 +215,7 @@ class PartitionCopier:
             syncs += starts
         downstream = bases[-1] + selection.chunks[-1].record_count
         syncs.append((selection.next_offset, downstream))
+        self._shift = downstream - selection.next_offset
         if self.settings.exactly_once:
             await self._write_progress(Progress(
                 selection.next_offset - 1,

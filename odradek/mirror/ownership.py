@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
@@ -41,6 +43,7 @@ class GroupOwnership:
                  revoked: Handler) -> None:
         self.group = group
         self._config: dict[str, Any] = {
+            "client.id": f"odradek-mirror-{socket.gethostname()}-{os.getpid()}",
             "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
             **{k: v for k, v in client.items() if k in _CLIENT_KEYS},

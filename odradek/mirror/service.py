@@ -135,6 +135,18 @@ class MirrorService:
         self._tasks.append(asyncio.create_task(repeat(name, interval_ms, work, setup),
                                                name=name))
 
+    def readiness(self) -> str | None:
+        """None once every cluster of a flow has answered and none is failing (the /health
+        of container health checks and readiness probes); else why not."""
+        down = self.health.down()
+        if down:
+            return "unreachable: " + "; ".join(f"{alias}: {error}"
+                                               for alias, error in sorted(down.items()))
+        aliases = sorted({alias for flow in self.config.flows
+                          for alias in (flow.source, flow.target)})
+        waiting = [alias for alias in aliases if not self.health.reached(alias)]
+        return f"not reached yet: {', '.join(waiting)}" if waiting else None
+
     async def stop(self) -> None:
         """Stop the jobs, then the data path (which commits what is in flight), then
         deliver what the jobs queued."""
@@ -158,7 +170,7 @@ def run_mirror(config: MirrorConfig, prefer_uvloop: bool = True) -> None:
 
     async def serve(stop: asyncio.Event) -> None:
         service = MirrorService(config, registry)
-        start_metrics(registry, "0.0.0.0", config.metrics_port)
+        start_metrics(registry, "0.0.0.0", config.metrics_port, service.readiness)
         service.start()
         await stop.wait()
         log.info("stopping")

@@ -436,10 +436,6 @@ def test_sigterm_stops_cleanly(mirror: MirrorProcess) -> None:
     assert "Traceback" not in mirror.logs()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the data path's stretch rule compares each record with the previous record, not with "
-    "the last position sync: after a commit at the source's transaction marker, the next "
-    "mirror transaction's records get no sync and translate one offset short"))
 def test_checkpoints_are_exact_inside_a_later_mirror_transaction(
         mirror: MirrorProcess, east: BrokerProcess, west: BrokerProcess) -> None:
     topic = create_topic(east.bootstrap, unique("exact"))
