@@ -38,6 +38,9 @@ REQUEST_TIMEOUT_S = 30.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
 """The Java producer's transaction.timeout.ms and delivery.timeout.ms defaults."""
+TASK_SHUTDOWN_GRACEFUL_TIMEOUT_S = 5.0
+"""Kafka Connect's task.shutdown.graceful.timeout.ms default: how long a stopping copier may
+take to finish its transaction before it is abandoned."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,16 @@ class FlowReplicator:
         stopping = [self._copiers.pop(key) for key in keys if key in self._copiers]
         for copier, _ in stopping:
             await copier.stop()
-        await asyncio.gather(*(task for _, task in stopping), return_exceptions=True)
+        tasks = [task for _, task in stopping]
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=TASK_SHUTDOWN_GRACEFUL_TIMEOUT_S)
+            for task in late:  # its open transaction is aborted when the partition's next
+                task.cancel()  # owner fences the transactional id
+            if late:
+                log.warning("%d copiers did not finish within %.0f s; their transactions in "
+                            "flight are left to be aborted", len(late),
+                            TASK_SHUTDOWN_GRACEFUL_TIMEOUT_S)
+            await asyncio.gather(*tasks, return_exceptions=True)
         for copier, _ in stopping:
             copier.source.close()
             copier.target.close()

@@ -398,6 +398,38 @@ def test_identity_replication_policy_keeps_names(
         assert identity.stop() == 0
 
 
+def test_checkpoints_are_exact_inside_a_later_mirror_transaction(
+        mirror: MirrorProcess, east: BrokerProcess, west: BrokerProcess) -> None:
+    topic = create_topic(east.bootstrap, unique("exact"))
+    remote = f"east.{topic}"
+    producer = Producer({"bootstrap.servers": east.bootstrap, "transactional.id": unique("tx")})
+    producer.init_transactions()
+    for batch in range(2):  # two source transactions, mirrored one after the other
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, value=f"x-{batch * 10 + i}".encode())
+        producer.commit_transaction()
+        wait_until(lambda n=(batch + 1) * 10: remote in partition_counts(west.bootstrap) and len(
+            read_all(west.bootstrap, remote)) == n, TIMEOUT, f"{remote} mirrored")
+    landed = {m.value(): m.offset() for m in read_all(west.bootstrap, remote)}
+    source = {m.offset(): m.value() for m in read_all(east.bootstrap, topic)}
+    group = unique("exact")
+    client = admin(east.bootstrap)
+    for committed in (5, 15):  # in the first and in the second mirror transaction
+        request = [ConsumerGroupTopicPartitions(group, [CTopicPartition(topic, 0, committed)])]
+        client.alter_consumer_group_offsets(request)[group].result(TIMEOUT)
+        expected = landed[source[min(u for u in source if u >= committed)]]
+
+        def downstream(c: int = committed) -> int | None:
+            found = [mm2_codec.checkpoint(m.key(), m.value())
+                     for m in read_all(west.bootstrap, "east.checkpoints.internal")]
+            return next((x.downstream for x in reversed(found)
+                         if x.group == group and x.upstream == c), None)
+
+        wait_until(lambda: downstream() is not None, TIMEOUT, f"checkpoint of {committed}")
+        assert downstream() == expected, (committed, downstream(), expected)
+
+
 @pytest.mark.parametrize(("lines", "message"), [
     (["north.bootstrap.servers = 127.0.0.1:1"], "unknown cluster alias 'north'"),
     (["east->north.enabled = true"], "flow names cluster 'north'"),
@@ -434,35 +466,3 @@ def test_sigterm_stops_cleanly(mirror: MirrorProcess) -> None:
     assert mirror.stop() == 0
     assert "stopped" in mirror.logs()
     assert "Traceback" not in mirror.logs()
-
-
-def test_checkpoints_are_exact_inside_a_later_mirror_transaction(
-        mirror: MirrorProcess, east: BrokerProcess, west: BrokerProcess) -> None:
-    topic = create_topic(east.bootstrap, unique("exact"))
-    remote = f"east.{topic}"
-    producer = Producer({"bootstrap.servers": east.bootstrap, "transactional.id": unique("tx")})
-    producer.init_transactions()
-    for batch in range(2):  # two source transactions, mirrored one after the other
-        producer.begin_transaction()
-        for i in range(10):
-            producer.produce(topic, value=f"x-{batch * 10 + i}".encode())
-        producer.commit_transaction()
-        wait_until(lambda n=(batch + 1) * 10: remote in partition_counts(west.bootstrap) and len(
-            read_all(west.bootstrap, remote)) == n, TIMEOUT, f"{remote} mirrored")
-    landed = {m.value(): m.offset() for m in read_all(west.bootstrap, remote)}
-    source = {m.offset(): m.value() for m in read_all(east.bootstrap, topic)}
-    group = unique("exact")
-    client = admin(east.bootstrap)
-    for committed in (5, 15):  # in the first and in the second mirror transaction
-        request = [ConsumerGroupTopicPartitions(group, [CTopicPartition(topic, 0, committed)])]
-        client.alter_consumer_group_offsets(request)[group].result(TIMEOUT)
-        expected = landed[source[min(u for u in source if u >= committed)]]
-
-        def downstream(c: int = committed) -> int | None:
-            found = [mm2_codec.checkpoint(m.key(), m.value())
-                     for m in read_all(west.bootstrap, "east.checkpoints.internal")]
-            return next((x.downstream for x in reversed(found)
-                         if x.group == group and x.upstream == c), None)
-
-        wait_until(lambda: downstream() is not None, TIMEOUT, f"checkpoint of {committed}")
-        assert downstream() == expected, (committed, downstream(), expected)
