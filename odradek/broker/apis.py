@@ -47,6 +47,7 @@ from odradek.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
 )
+from odradek.broker.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -85,6 +86,8 @@ API_TABLE: list[Api] = [
     Api(14, 0, 5, handle_sync_group),
     Api(15, 0, 6, handle_describe_groups),
     Api(16, 0, 5, handle_list_groups),
+    # SaslHandshake v0 (raw tokens without SaslAuthenticate) is deprecated and not served
+    Api(17, 1, 1, handle_sasl_handshake),
     Api(18, 0, 4, handle_api_versions),
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),
@@ -99,6 +102,7 @@ API_TABLE: list[Api] = [
     Api(32, 1, 4, handle_describe_configs),
     Api(33, 0, 2, handle_alter_configs),
     Api(35, 1, 4, handle_describe_log_dirs),
+    Api(36, 0, 2, handle_sasl_authenticate),
     Api(37, 0, 3, handle_create_partitions),
     Api(42, 0, 2, handle_delete_groups),
     Api(43, 0, 2, handle_elect_leaders),
