@@ -48,6 +48,10 @@ from odradek.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from odradek.broker.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
+from odradek.broker.handlers.scram_credentials import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -110,6 +114,8 @@ API_TABLE: list[Api] = [
     Api(45, 0, 1, handle_alter_partition_reassignments),
     Api(46, 0, 0, handle_list_partition_reassignments),
     Api(47, 0, 0, handle_offset_delete),
+    Api(50, 0, 0, handle_describe_user_scram_credentials),
+    Api(51, 0, 0, handle_alter_user_scram_credentials),
     Api(55, 0, 2, handle_describe_quorum),
     Api(60, 0, 2, handle_describe_cluster),
     Api(61, 0, 0, handle_describe_producers),
