@@ -90,8 +90,9 @@ API_TABLE: list[Api] = [
     Api(14, 0, 5, handle_sync_group),
     Api(15, 0, 6, handle_describe_groups),
     Api(16, 0, 5, handle_list_groups),
-    # SaslHandshake v0 (raw tokens without SaslAuthenticate) is deprecated and not served
-    Api(17, 1, 1, handle_sasl_handshake),
+    # SaslHandshake v0 (raw tokens without SaslAuthenticate) is deprecated and refused, but
+    # listed: librdkafka before 2.x.y sees no SASL support unless the range includes v0.
+    Api(17, 1, 1, handle_sasl_handshake, advertised_min_version=0),
     Api(18, 0, 4, handle_api_versions),
     Api(19, 2, 7, handle_create_topics),
     Api(20, 1, 6, handle_delete_topics),

@@ -82,7 +82,7 @@ class ListenerSecurity:
             return PlainServer(self.plain_users)
         scram = ScramMechanism.from_name(mechanism)
         assert scram is not None
-        return ScramServer(scram, self._scram_credentials, secrets.token_urlsafe(24))
+        return ScramServer(scram, self._scram_credentials, secrets.token_hex(16))
 
     def open_session(self, transport: asyncio.BaseTransport, peer: str) -> Session:
         """A new connection's session: named by its client certificate on SSL listeners,

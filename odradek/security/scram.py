@@ -208,7 +208,9 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
             raise ScramError(f"Invalid SCRAM client final message format: {text}")
-        if match["nonce"] != self._nonce:
+        # Kafka checks only that the nonce ends with the server-first one: librdkafka before
+        # 2.1 sends the client nonce twice
+        if not match["nonce"].endswith(self._nonce):
             raise ScramError("Invalid client nonce in the final client message.")
         try:
             channel = base64.b64decode(match["channel"], validate=True)

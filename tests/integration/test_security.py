@@ -7,6 +7,7 @@ the connection with Kafka's error codes; bad SASL frames close that connection o
 from __future__ import annotations
 
 import asyncio
+import base64
 import shutil
 import socket
 import ssl
@@ -244,7 +245,9 @@ def round_trip_kafkajs(secure: SecureBroker, listener: str, topic: str) -> list[
         "op": "consume", "args": {"groupId": unique("g"), "topic": topic,
                                   "count": len(VALUES)}}, security=security)
     assert all("ok" in result for result in results), (results, log)
-    return [item["value"].encode() for item in results[1]["ok"]]
+    values = [item["value"] for item in results[1]["ok"]]
+    return [value.encode() if isinstance(value, str) else base64.b64decode(value["base64"])
+            for value in values]
 
 
 VALUES = [b"one", b"two", b"three"]
@@ -259,8 +262,8 @@ CLIENTS = {"confluent-kafka": round_trip_confluent, "kafka-python": round_trip_k
 def test_client_produces_and_consumes_over_each_protocol(secure: SecureBroker, client: str,
                                                          listener: str) -> None:
     topic = unique(f"sec-{client}-{listener}")
-    AdminClient({"bootstrap.servers": secure.process.bootstrap}).create_topics(
-        [NewTopic(topic, 1, 1)])[topic].result(20)
+    admin = AdminClient({"bootstrap.servers": secure.process.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
     assert sorted(CLIENTS[client](secure, listener, topic)) == sorted(VALUES)
 
 

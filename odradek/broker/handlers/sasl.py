@@ -50,7 +50,9 @@ def handle_sasl_authenticate(context: RequestContext, request: Any) -> Result:
     try:
         answer, lifetime_ms = sasl.authenticate(bytes(request.auth_bytes), now_ms())
     except SaslAuthenticationFailed as error:
-        raise AuthenticationFailure(str(error), {
+        # the log says why (the client is told only what Kafka tells it)
+        reason = f"{error} ({error.__cause__})" if error.__cause__ else str(error)
+        raise AuthenticationFailure(reason, {
             "error_code": ErrorCode.sasl_authentication_failed, "error_message": str(error),
             "auth_bytes": b""}) from None
     except IllegalSaslState as error:
