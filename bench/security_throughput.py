@@ -3,8 +3,9 @@ PLAINTEXT, in one run against one `odradek dev` broker serving all three listene
 
 Each listener gets its own one-partition topic; confluent-kafka produces `--mb` MiB of
 1 KiB records (acks=all, uncompressed) and a consumer assigned to the partition reads them
-back; the order of the listeners rotates between reps and the best rep counts. Certificates come from `cryptography` (the
-test CA). Usage: `.venv/bin/python bench/security_throughput.py [--mb 64] [--reps 3]`.
+back; the order of the listeners rotates between reps and the best rep counts. Certificates
+come from `cryptography` (the test CA).
+Usage: `.venv/bin/python bench/security_throughput.py [--mb 64] [--reps 3]`.
 """
 
 from __future__ import annotations

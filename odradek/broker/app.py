@@ -57,11 +57,12 @@ class BrokerApp:
         self.listeners = resolve(config, roles, bool(config["controller.quorum.voters"]))
         self.config = config
         self.at_swap_point = at_swap_point
-        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
-        self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self.security = {endpoint.name: ListenerSecurity(config, endpoint, self._scram_credential)
                          for endpoint in self.listeners.broker}
-        """How each Kafka listener's connections are secured (checked at start-up)."""
+        """How each Kafka listener's connections are secured (checked before anything is
+        written)."""
+        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
+        self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._sockets: dict[str, socket.socket] = {}
         self._lifecycle: BrokerLifecycle | None = None
