@@ -23,10 +23,12 @@ from odradek.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -116,6 +118,8 @@ class ClusterMetadata:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.next_producer_id = 0
         """The first id of the next block of producer ids."""
+        self.scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = {}
+        """SCRAM credentials by user and mechanism type."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -157,6 +161,11 @@ class ClusterMetadata:
                     raise ReplayError(f"{record} does not advance the next producer id "
                                       f"{self.next_producer_id}")
                 self.next_producer_id = next_id
+            case UserScramCredentialRecord(name=name, mechanism=mechanism):
+                self.scram_credentials[(name, mechanism)] = record
+            case RemoveUserScramCredentialRecord(name=name, mechanism=mechanism):
+                if self.scram_credentials.pop((name, mechanism), None) is None:
+                    raise ReplayError(f"{record}: no such credential")
 
     def _registration(self, record: MetadataRecord, broker_id: int,
                       epoch: int) -> BrokerRegistration:
@@ -208,6 +217,7 @@ class ClusterMetadata:
             for resource, configs in sorted(self.broker_configs.items())
             for key, value in sorted(configs.items())
         ]
+        records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
             records += [state.partitions[p] for p in sorted(state.partitions)]
