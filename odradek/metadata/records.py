@@ -118,6 +118,26 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL (Kafka's AccessControlEntryRecord): the codes are those of
+    odradek/security/acls.py; `id` names it for removal."""
+
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    id: str
+
+
 MetadataRecord = (
     TopicRecord
     | PartitionRecord
@@ -129,6 +149,8 @@ MetadataRecord = (
     | FenceBrokerRecord
     | UnfenceBrokerRecord
     | ProducerIdsRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
 )
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(MetadataRecord)}

@@ -1,0 +1,55 @@
+"""ACLs and ACL filters as the controller contract's `Acl` messages, and back: the broker
+and the controller share these conversions."""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar
+
+from odradek.rpc import controller_pb2 as pb
+from odradek.security.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+
+
+def acl_message(acl: AclBinding | AclFilter) -> pb.Acl:
+    return pb.Acl(resource_type=acl.resource_type, resource_name=acl.resource_name,
+                  pattern_type=acl.pattern_type, principal=acl.principal, host=acl.host,
+                  operation=acl.operation, permission_type=acl.permission_type)
+
+
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def _member(kind: type[E], code: int) -> E:
+    """A code Kafka does not know is UNKNOWN (0), which validation refuses."""
+    return kind(code) if code in kind._value2member_map_ else kind(0)
+
+
+def _codes(message: pb.Acl) -> tuple[ResourceType, PatternType, AclOperation,
+                                     AclPermissionType]:
+    return (_member(ResourceType, message.resource_type),
+            _member(PatternType, message.pattern_type),
+            _member(AclOperation, message.operation),
+            _member(AclPermissionType, message.permission_type))
+
+
+def acl_binding(message: pb.Acl) -> AclBinding:
+    resource_type, pattern_type, operation, permission_type = _codes(message)
+    return AclBinding(resource_type, message.resource_name, pattern_type, message.principal,
+                      message.host, operation, permission_type)
+
+
+def acl_filter(message: pb.Acl) -> AclFilter:
+    resource_type, pattern_type, operation, permission_type = _codes(message)
+
+    def optional(name: str) -> str | None:
+        return getattr(message, name) if message.HasField(name) else None
+
+    return AclFilter(resource_type, optional("resource_name"), pattern_type,
+                     optional("principal"), optional("host"), operation, permission_type)
