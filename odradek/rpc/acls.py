@@ -3,9 +3,6 @@ and the controller share these conversions."""
 
 from __future__ import annotations
 
-import enum
-from typing import TypeVar
-
 from odradek.rpc import controller_pb2 as pb
 from odradek.security.acls import (
     AclBinding,
@@ -14,6 +11,7 @@ from odradek.security.acls import (
     AclPermissionType,
     PatternType,
     ResourceType,
+    from_code,
 )
 
 
@@ -23,20 +21,12 @@ def acl_message(acl: AclBinding | AclFilter) -> pb.Acl:
                   operation=acl.operation, permission_type=acl.permission_type)
 
 
-E = TypeVar("E", bound=enum.IntEnum)
-
-
-def _member(kind: type[E], code: int) -> E:
-    """A code Kafka does not know is UNKNOWN (0), which validation refuses."""
-    return kind(code) if code in kind._value2member_map_ else kind(0)
-
-
 def _codes(message: pb.Acl) -> tuple[ResourceType, PatternType, AclOperation,
                                      AclPermissionType]:
-    return (_member(ResourceType, message.resource_type),
-            _member(PatternType, message.pattern_type),
-            _member(AclOperation, message.operation),
-            _member(AclPermissionType, message.permission_type))
+    return (from_code(ResourceType, message.resource_type),
+            from_code(PatternType, message.pattern_type),
+            from_code(AclOperation, message.operation),
+            from_code(AclPermissionType, message.permission_type))
 
 
 def acl_binding(message: pb.Acl) -> AclBinding:

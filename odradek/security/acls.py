@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TypeVar
 
 CLUSTER_NAME = "kafka-cluster"
 """The one CLUSTER resource's name."""
@@ -166,6 +167,15 @@ def _check_principal(principal: str) -> None:
     if not separator or not kind or not name:
         raise InvalidAclError(f"Could not parse principal from `{principal}` (no colon is "
                               "present separating the principal type from the principal name)")
+
+
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def from_code(kind: type[E], code: int) -> E:
+    """The member of a Kafka code; a code Kafka does not know is UNKNOWN (0), which
+    validation refuses."""
+    return kind(code) if code in kind._value2member_map_ else kind(0)
 
 
 def enum_named(kind: type[enum.IntEnum], text: str) -> enum.IntEnum:
