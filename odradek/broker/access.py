@@ -42,8 +42,9 @@ class Gate:
 
 
 def top_level_error(request: Any, code: ErrorCode) -> Mapping[str, Any]:
-    """The refusal of a request whose response has a top-level error code."""
-    return {"error_code": code}
+    """The refusal of a request whose response has a top-level error code (and a message
+    where it has room for one)."""
+    return {"error_code": code, "error_message": f"{code.name.upper()}: not authorized"}
 
 
 @dataclass(frozen=True, slots=True)
