@@ -69,6 +69,11 @@ from odradek.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
 )
+from odradek.broker.handlers.sasl import handle_sasl_authenticate, handle_sasl_handshake
+from odradek.broker.handlers.scram_credentials import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -87,6 +92,12 @@ from odradek.broker.handlers.transactions import (
     refuse_txn_offset_commit,
     refuse_write_txn_markers,
 )
+
+
+def refuse_alter_user_scram_credentials(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Each user named, refused (the response has no top-level error code)."""
+    users = dict.fromkeys(c.name for c in (*request.deletions, *request.upsertions))
+    return {"results": [{"user": user, "error_code": code} for user in users]}
 
 
 def handle_api_versions(context: RequestContext, request: Any) -> Result:
@@ -117,6 +128,8 @@ API_TABLE: list[Api] = [
     Api(15, 0, 6, handle_describe_groups, access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
     Api(16, 0, 5, handle_list_groups,
         access=Access(checks=checks((CLUSTER, Op.DESCRIBE), (GROUP, Op.DESCRIBE)))),
+    # SaslHandshake v0 (raw tokens without SaslAuthenticate) is deprecated and not served
+    Api(17, 1, 1, handle_sasl_handshake, access=PUBLIC),
     Api(18, 0, 4, handle_api_versions, access=PUBLIC),
     Api(19, 2, 7, handle_create_topics, access=Access(checks=checks(
         (CLUSTER, Op.CREATE), (TOPIC, Op.CREATE), (TOPIC, Op.DESCRIBE_CONFIGS)))),
@@ -148,6 +161,7 @@ API_TABLE: list[Api] = [
         (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(35, 1, 4, handle_describe_log_dirs,
         access=Access(gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_log_dirs)),
+    Api(36, 0, 2, handle_sasl_authenticate, access=PUBLIC),
     Api(37, 0, 3, handle_create_partitions, access=Access(checks=checks((TOPIC, Op.ALTER)))),
     Api(42, 0, 2, handle_delete_groups, access=Access(checks=checks((GROUP, Op.DELETE)))),
     Api(43, 0, 2, handle_elect_leaders,
@@ -160,6 +174,10 @@ API_TABLE: list[Api] = [
         access=Access(gates=(cluster(Op.DESCRIBE),))),
     Api(47, 0, 0, handle_offset_delete,
         access=Access(gates=(group(Op.DELETE),), checks=checks((TOPIC, Op.READ)))),
+    Api(50, 0, 0, handle_describe_user_scram_credentials,
+        access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(51, 0, 0, handle_alter_user_scram_credentials, access=Access(
+        gates=(cluster(Op.ALTER),), refusal=refuse_alter_user_scram_credentials)),
     Api(55, 0, 2, handle_describe_quorum, access=Access(gates=(cluster(Op.DESCRIBE),))),
     Api(60, 0, 2, handle_describe_cluster, access=Access(checks=checks((CLUSTER, Op.DESCRIBE)))),
     Api(61, 0, 0, handle_describe_producers, access=Access(checks=checks((TOPIC, Op.READ)))),

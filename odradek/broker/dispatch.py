@@ -1,8 +1,11 @@
 """Routes each request frame to its handler; the handler table is the one source of the
-APIs and versions the broker supports, and ApiVersions answers from it."""
+APIs and versions the broker supports, and ApiVersions answers from it. On a SASL listener a
+connection's requests first pass its SASL state (odradek/security/sasl.py): until it has
+authenticated only the SASL requests (and one ApiVersions) get through."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -16,11 +19,14 @@ from odradek.broker.access import AUTHORIZATION_ERRORS, Access, Pair
 from odradek.broker.broker import Broker
 from odradek.broker.server import ConnectionAbort, Response
 from odradek.broker.services import BrokerServices
+from odradek.broker.session import Session
+from odradek.clock import now_ms
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
 from odradek.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from odradek.security.authorizer import all_operations
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
+from odradek.security.sasl import IllegalSaslState
 
 log = logging.getLogger("odradek.broker.dispatch")
 
@@ -42,6 +48,8 @@ class RequestContext:
     client by their endpoints on it."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who the connection is, as TLS or SASL established it."""
+    session: Session | None = None
+    """The connection's session (the SASL requests change it)."""
     declared: frozenset[Pair] = frozenset()
     """What the API's Access declares it may check (see access.py)."""
 
@@ -100,6 +108,15 @@ class RequestContext:
                                                         resource_type, name)
 
 
+class AuthenticationFailure(Exception):
+    """A handler's answer that ends the connection: it is sent after
+    connection.failed.authentication.delay.ms, then the connection closes."""
+
+    def __init__(self, reason: str, result: Mapping[str, Any]) -> None:
+        super().__init__(reason)
+        self.result = result
+
+
 @dataclass(frozen=True, slots=True)
 class Api:
     key: int
@@ -140,12 +157,18 @@ class Dispatcher:
         self.apis = {api.key: api for api in apis}
         self.listener = listener
 
-    def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
+    def __call__(self, frame: bytes | bytearray, session: Session
+                 ) -> Response | Awaitable[Response]:
         started = time.perf_counter()
         try:
             header, offset = codec.decode_header(frame)
         except RequestDecodeError as error:
             raise ConnectionAbort(f"bad request header: {error}") from None
+        if session.sasl is not None:
+            try:
+                session.sasl.check(header.api_key, now_ms())
+            except IllegalSaslState as error:
+                raise ConnectionAbort(str(error)) from None
         api = self.apis.get(header.api_key)
         if api is None:
             raise ConnectionAbort(f"unknown API key {header.api_key}")
@@ -160,12 +183,16 @@ class Dispatcher:
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
         access = api.access
         assert access is not None
-        context = RequestContext(self.services, header, peer, self.listener,
-                                 declared=access.declared)
+        context = RequestContext(self.services, header, session.peer, self.listener,
+                                 session.principal, session, declared=access.declared)
         refusal = self._refusal(access, context, request) if access.gates else None
         if refusal is not None:
             return self._finish(api, header, refusal, started)
-        result = api.handler(context, request)
+        try:
+            result = api.handler(context, request)
+        except AuthenticationFailure as failure:
+            answer = self._finish(api, header, failure.result, started)
+            return _close_later(str(failure), answer, session.failed_authentication_delay_ms)
         if inspect.isawaitable(result):
             return self._finish_later(api, header, result, started)
         return self._finish(api, header, result, started)
@@ -221,3 +248,11 @@ class Dispatcher:
             f"{api.name} v{header.api_version} unsupported "
             f"(supported {api.min_version}-{api.max_version})"
         )
+
+
+async def _close_later(reason: str, answer: Response, delay_ms: int) -> Response:
+    """Kafka's delayed close of a connection that failed authentication: the answer goes out
+    after the delay (so that guessing passwords is slow), then the connection closes."""
+    if delay_ms:
+        await asyncio.sleep(delay_ms / 1000)
+    raise ConnectionAbort(reason, final_response=answer)

@@ -4,7 +4,8 @@ Like Kafka, a connection executes one request at a time: frames are queued as th
 and the next is dispatched only when the previous request's handler has completed, so
 responses leave in request order. Reading pauses while the queue is full or the peer is
 not reading its responses. A connection whose bytes cannot be framed or decoded is closed
-with a log line; others are unaffected.
+with a log line; others are unaffected. Each connection has a Session (who it is), which its
+listener opens once the connection (and its TLS handshake) is made.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
+from odradek.broker.session import Session
 from odradek.protocol.frames import FrameDecoder, FrameError
 
 log = logging.getLogger("odradek.broker.server")
@@ -22,8 +24,11 @@ log = logging.getLogger("odradek.broker.server")
 Response = Sequence[bytes | memoryview] | None
 """The buffers of one response frame, or None when the request gets no response."""
 
-Dispatch = Callable[[bytes | bytearray, str], Response | Awaitable[Response]]
-"""Handles one frame from a peer; raises ConnectionAbort to drop the connection."""
+Dispatch = Callable[[bytes | bytearray, Session], Response | Awaitable[Response]]
+"""Handles one frame of a connection; raises ConnectionAbort to drop the connection."""
+OpenSession = Callable[[asyncio.BaseTransport, str], Session]
+"""A new connection's session from its transport and peer; raises ConnectionAbort to refuse
+the connection."""
 
 MAX_QUEUED_FRAMES = 8
 """Reading pauses once this many received frames wait for dispatch."""
@@ -34,7 +39,12 @@ WRITE_BUFFER_HIGH = 4 << 20
 
 
 class ConnectionAbort(Exception):
-    """The request is unusable (bad header or body): close this connection only."""
+    """The request is unusable (bad header or body) or refused (failed authentication):
+    close this connection only, after writing `final_response` if there is one."""
+
+    def __init__(self, reason: str, final_response: Response = None) -> None:
+        super().__init__(reason)
+        self.final_response = final_response
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -45,8 +55,11 @@ class KafkaConnection(asyncio.Protocol):
         dispatch: Dispatch,
         max_request_bytes: int,
         connections: set[KafkaConnection] | None = None,
+        open_session: OpenSession = lambda transport, peer: Session(peer),
     ) -> None:
         self._dispatch = dispatch
+        self._open_session = open_session
+        self._session = Session("?")
         self._decoder = FrameDecoder(max_request_bytes)
         self._connections = connections
         self._queue: deque[bytes | bytearray] = deque()
@@ -65,6 +78,10 @@ class KafkaConnection(asyncio.Protocol):
         self._transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         if self._connections is not None:
             self._connections.add(self)
+        try:
+            self._session = self._open_session(transport, self._peer)
+        except ConnectionAbort as error:
+            self._abort(str(error))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._close()
@@ -106,7 +123,7 @@ class KafkaConnection(asyncio.Protocol):
             frame = queue.popleft()
             self._queued_bytes -= len(frame)
             try:
-                result = self._dispatch(frame, self._peer)
+                result = self._dispatch(frame, self._session)
             except Exception as error:
                 self._fail(error)
                 return
@@ -162,6 +179,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, ConnectionAbort):
+            if error.final_response is not None:
+                self._write(error.final_response)
+                self._close_after_writing(str(error))
+                return
             self._abort(str(error))
         else:
             self._abort(f"request failed: {error!r}", exc=error)
@@ -170,6 +191,12 @@ class KafkaConnection(asyncio.Protocol):
         log.warning("closing connection from %s: %s", self._peer, reason, exc_info=exc)
         if self._transport is not None and not self._closed:
             self._transport.abort()
+        self._close()
+
+    def _close_after_writing(self, reason: str) -> None:
+        log.info("closing connection from %s: %s", self._peer, reason)
+        if self._transport is not None and not self._closed:
+            self._transport.close()
         self._close()
 
     def _close(self) -> None:

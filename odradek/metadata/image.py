@@ -25,10 +25,12 @@ from odradek.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from odradek.security.acls import (
     AclBinding,
@@ -133,6 +135,8 @@ class ClusterMetadata:
         """The ACLs by their ids."""
         self.acl_version = 0
         """Counts changes of `acls`: an authorizer rebuilds its index when it moves."""
+        self.scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = {}
+        """SCRAM credentials by user and mechanism type."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -181,6 +185,11 @@ class ClusterMetadata:
                     raise ReplayError(f"{record} does not advance the next producer id "
                                       f"{self.next_producer_id}")
                 self.next_producer_id = next_id
+            case UserScramCredentialRecord(name=name, mechanism=mechanism):
+                self.scram_credentials[(name, mechanism)] = record
+            case RemoveUserScramCredentialRecord(name=name, mechanism=mechanism):
+                if self.scram_credentials.pop((name, mechanism), None) is None:
+                    raise ReplayError(f"{record}: no such credential")
 
     def _registration(self, record: MetadataRecord, broker_id: int,
                       epoch: int) -> BrokerRegistration:
@@ -233,6 +242,7 @@ class ClusterMetadata:
             for key, value in sorted(configs.items())
         ]
         records += [_acl_record(acl_id, acl) for acl_id, acl in sorted(self.acls.items())]
+        records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
             records += [state.partitions[p] for p in sorted(state.partitions)]

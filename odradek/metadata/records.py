@@ -138,6 +138,26 @@ class RemoveAccessControlEntryRecord:
     id: str
 
 
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as
+    Kafka's record of that name: the salt and the keys derived from the salted password,
+    base64; never the password. It replaces any earlier one of the user and mechanism."""
+
+    name: str
+    mechanism: int
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    name: str
+    mechanism: int
+
+
 MetadataRecord = (
     TopicRecord
     | PartitionRecord
@@ -151,6 +171,8 @@ MetadataRecord = (
     | ProducerIdsRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
+    | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
 )
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(MetadataRecord)}

@@ -263,6 +263,9 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    refused_with(CLUSTER_DENIED)),
     "OffsetDelete": (0, {"group_id": GROUP, "topics": [{"name": SECRET, "partitions": [
         {"partition_index": 0}]}]}, refused_with(GROUP_DENIED)),
+    "DescribeUserScramCredentials": (0, {"users": None}, refused_with(CLUSTER_DENIED)),
+    "AlterUserScramCredentials": (0, {"deletions": [{"name": "alice", "mechanism": 1}],
+                                      "upsertions": []}, refused_with(CLUSTER_DENIED)),
     "DescribeQuorum": (1, {"topics": [{"topic_name": "__cluster_metadata",
                                        "partitions": PARTITION}]},
                        refused_with(CLUSTER_DENIED)),

@@ -15,6 +15,7 @@ from odradek.broker.server import (
     KafkaConnection,
     Response,
 )
+from odradek.broker.session import Session
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -59,7 +60,8 @@ class Handler:
         self.calls: list[bytes] = []
         self.gates: dict[bytes, asyncio.Future[None]] = {}
 
-    def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
+    def __call__(self, frame: bytes | bytearray,
+                 session: Session) -> Response | Awaitable[Response]:
         frame = bytes(frame)
         self.calls.append(frame)
         if frame == b"abort":
