@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.mirror.cli import add_mirror_parser
     from odradek.perf import add_perf_parser
     from odradek.spark.cli import add_spark_parsers
+    from odradek.tools.acls import add_acls_parser
     from odradek.tools.configs import add_configs_parser
     from odradek.tools.console_consumer import add_consume_parser
     from odradek.tools.console_producer import add_produce_parser
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_parser(commands)
     add_topics_parser(commands)
     add_configs_parser(commands)
+    add_acls_parser(commands)
     add_produce_parser(commands)
     add_consume_parser(commands)
     add_groups_parser(commands)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from odradek.replication.read_replica import RACK_AWARE_SELECTOR
 from odradek.replication.throttle import valid_entry
+from odradek.security.authorizer import STANDARD_AUTHORIZER, valid_super_users
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
@@ -306,6 +307,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("replica.lag.time.max.ms", L, 30000, "A follower that has not caught up "
               "with the leader's log end for this long leaves the ISR.", at_least(1),
               read_only=True),
+    ConfigDef("authorizer.class.name", ConfigType.CLASS, "", "The authorizer: "
+              f"{STANDARD_AUTHORIZER} enforces the ACLs of the metadata log; empty, none.",
+              one_of("", STANDARD_AUTHORIZER), read_only=True),
+    ConfigDef("super.users", S, "", "Principals allowed everything, separated by ';' "
+              "(User:admin;User:broker).", valid_super_users, read_only=True),
+    ConfigDef("allow.everyone.if.no.acl.found", B, False, "Allow an action on a resource no "
+              "ACL names.", read_only=True),
     ConfigDef("replica.selector.class", ConfigType.CLASS, None, "How a leader picks the "
               "replica a consumer fetches from (KIP-392): unset keeps consumers on leaders; "
               f"{RACK_AWARE_SELECTOR} sends them to a replica in their client.rack.",

@@ -7,11 +7,32 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import (
+    CLUSTER,
+    GROUP,
+    PUBLIC,
+    TOPIC,
+    TXN,
+    Access,
+    Op,
+    checks,
+    cluster,
+    group,
+    transactional_id,
+)
 from odradek.broker.dispatch import Api, RequestContext, Result
+from odradek.broker.handlers.acls import (
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+    refuse_create_acls,
+    refuse_delete_acls,
+)
 from odradek.broker.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_log_dirs,
     handle_describe_topic_partitions,
+    refuse_describe_log_dirs,
 )
 from odradek.broker.handlers.configs import (
     handle_alter_configs,
@@ -19,7 +40,7 @@ from odradek.broker.handlers.configs import (
     handle_incremental_alter_configs,
 )
 from odradek.broker.handlers.delete_records import handle_delete_records
-from odradek.broker.handlers.elections import handle_elect_leaders
+from odradek.broker.handlers.elections import handle_elect_leaders, refuse_elect_leaders
 from odradek.broker.handlers.fetch import handle_fetch
 from odradek.broker.handlers.groups import (
     handle_consumer_group_describe,
@@ -40,6 +61,7 @@ from odradek.broker.handlers.offsets import (
     handle_offset_commit,
     handle_offset_delete,
     handle_offset_fetch,
+    refuse_offset_commit,
 )
 from odradek.broker.handlers.produce import handle_produce
 from odradek.broker.handlers.quorum import handle_describe_quorum
@@ -67,7 +89,15 @@ from odradek.broker.handlers.transactions import (
     handle_list_transactions,
     handle_txn_offset_commit,
     handle_write_txn_markers,
+    refuse_txn_offset_commit,
+    refuse_write_txn_markers,
 )
+
+
+def refuse_alter_user_scram_credentials(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Each user named, refused (the response has no top-level error code)."""
+    users = dict.fromkeys(c.name for c in (*request.deletions, *request.upsertions))
+    return {"results": [{"user": user, "error_code": code} for user in users]}
 
 
 def handle_api_versions(context: RequestContext, request: Any) -> Result:
@@ -77,54 +107,89 @@ def handle_api_versions(context: RequestContext, request: Any) -> Result:
 API_TABLE: list[Api] = [
     # Produce v0-v2 are listed but refused, as Kafka 4 does (KAFKA-18659): librdkafka before
     # 2.11 turns compression off unless ApiVersions shows Produce overlapping v0-v2.
-    Api(0, 3, 12, handle_produce, advertised_min_version=0),
-    Api(1, 4, 17, handle_fetch),
-    Api(2, 1, 10, handle_list_offsets),
-    Api(3, 0, 12, handle_metadata),
-    Api(8, 2, 9, handle_offset_commit),
-    Api(9, 1, 9, handle_offset_fetch),
-    Api(10, 0, 6, handle_find_coordinator),
-    Api(11, 0, 9, handle_join_group),
-    Api(12, 0, 4, handle_heartbeat),
-    Api(13, 0, 5, handle_leave_group),
-    Api(14, 0, 5, handle_sync_group),
-    Api(15, 0, 6, handle_describe_groups),
-    Api(16, 0, 5, handle_list_groups),
+    Api(0, 3, 12, handle_produce, advertised_min_version=0,
+        access=Access(checks=checks((TXN, Op.WRITE), (TOPIC, Op.WRITE)))),
+    Api(1, 4, 17, handle_fetch,
+        access=Access(checks=checks((CLUSTER, Op.CLUSTER_ACTION), (TOPIC, Op.READ)))),
+    Api(2, 1, 10, handle_list_offsets, access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
+    Api(3, 0, 12, handle_metadata, access=Access(checks=checks(
+        (TOPIC, Op.DESCRIBE), (CLUSTER, Op.CREATE), (TOPIC, Op.CREATE)))),
+    Api(8, 2, 9, handle_offset_commit, access=Access(
+        gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)),
+        refusal=refuse_offset_commit)),
+    Api(9, 1, 9, handle_offset_fetch,
+        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
+    Api(10, 0, 6, handle_find_coordinator,
+        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE)))),
+    Api(11, 0, 9, handle_join_group, access=Access(gates=(group(Op.READ),))),
+    Api(12, 0, 4, handle_heartbeat, access=Access(gates=(group(Op.READ),))),
+    Api(13, 0, 5, handle_leave_group, access=Access(gates=(group(Op.READ),))),
+    Api(14, 0, 5, handle_sync_group, access=Access(gates=(group(Op.READ),))),
+    Api(15, 0, 6, handle_describe_groups, access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(16, 0, 5, handle_list_groups,
+        access=Access(checks=checks((CLUSTER, Op.DESCRIBE), (GROUP, Op.DESCRIBE)))),
     # SaslHandshake v0 (raw tokens without SaslAuthenticate) is deprecated and refused, but
     # listed: librdkafka before 2.x.y sees no SASL support unless the range includes v0.
-    Api(17, 1, 1, handle_sasl_handshake, advertised_min_version=0),
-    Api(18, 0, 4, handle_api_versions),
-    Api(19, 2, 7, handle_create_topics),
-    Api(20, 1, 6, handle_delete_topics),
-    Api(21, 0, 2, handle_delete_records),
-    Api(22, 0, 5, handle_init_producer_id),
-    Api(23, 2, 4, handle_offset_for_leader_epoch),
-    Api(24, 0, 5, handle_add_partitions_to_txn),
-    Api(25, 0, 4, handle_add_offsets_to_txn),
-    Api(26, 0, 5, handle_end_txn),
-    Api(27, 1, 1, handle_write_txn_markers),
-    Api(28, 0, 5, handle_txn_offset_commit),
-    Api(32, 1, 4, handle_describe_configs),
-    Api(33, 0, 2, handle_alter_configs),
-    Api(35, 1, 4, handle_describe_log_dirs),
-    Api(36, 0, 2, handle_sasl_authenticate),
-    Api(37, 0, 3, handle_create_partitions),
-    Api(42, 0, 2, handle_delete_groups),
-    Api(43, 0, 2, handle_elect_leaders),
-    Api(44, 0, 1, handle_incremental_alter_configs),
-    Api(45, 0, 1, handle_alter_partition_reassignments),
-    Api(46, 0, 0, handle_list_partition_reassignments),
-    Api(47, 0, 0, handle_offset_delete),
-    Api(50, 0, 0, handle_describe_user_scram_credentials),
-    Api(51, 0, 0, handle_alter_user_scram_credentials),
-    Api(55, 0, 2, handle_describe_quorum),
-    Api(60, 0, 2, handle_describe_cluster),
-    Api(61, 0, 0, handle_describe_producers),
-    Api(65, 0, 0, handle_describe_transactions),
-    Api(66, 0, 1, handle_list_transactions),
-    Api(68, 0, 1, handle_consumer_group_heartbeat),
-    Api(69, 0, 1, handle_consumer_group_describe),
-    Api(75, 0, 0, handle_describe_topic_partitions),
+    Api(17, 1, 1, handle_sasl_handshake, advertised_min_version=0, access=PUBLIC),
+    Api(18, 0, 4, handle_api_versions, access=PUBLIC),
+    Api(19, 2, 7, handle_create_topics, access=Access(checks=checks(
+        (CLUSTER, Op.CREATE), (TOPIC, Op.CREATE), (TOPIC, Op.DESCRIBE_CONFIGS)))),
+    Api(20, 1, 6, handle_delete_topics,
+        access=Access(checks=checks((TOPIC, Op.DELETE), (TOPIC, Op.DESCRIBE)))),
+    Api(21, 0, 2, handle_delete_records, access=Access(checks=checks((TOPIC, Op.DELETE)))),
+    Api(22, 0, 5, handle_init_producer_id, access=Access(checks=checks(
+        (TXN, Op.WRITE), (CLUSTER, Op.IDEMPOTENT_WRITE), (TOPIC, Op.WRITE)))),
+    Api(23, 2, 4, handle_offset_for_leader_epoch,
+        access=Access(checks=checks((CLUSTER, Op.CLUSTER_ACTION), (TOPIC, Op.DESCRIBE)))),
+    Api(24, 0, 5, handle_add_partitions_to_txn, access=Access(checks=checks(
+        (TXN, Op.WRITE), (TOPIC, Op.WRITE), (CLUSTER, Op.CLUSTER_ACTION)))),
+    Api(25, 0, 4, handle_add_offsets_to_txn,
+        access=Access(gates=(transactional_id(Op.WRITE), group(Op.READ)))),
+    Api(26, 0, 5, handle_end_txn, access=Access(gates=(transactional_id(Op.WRITE),))),
+    Api(27, 1, 1, handle_write_txn_markers, access=Access(
+        gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_write_txn_markers)),
+    Api(28, 0, 5, handle_txn_offset_commit, access=Access(
+        gates=(transactional_id(Op.WRITE), group(Op.READ)), checks=checks((TOPIC, Op.READ)),
+        refusal=refuse_txn_offset_commit)),
+    Api(29, 1, 3, handle_describe_acls, access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(30, 1, 3, handle_create_acls,
+        access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_create_acls)),
+    Api(31, 1, 3, handle_delete_acls,
+        access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_delete_acls)),
+    Api(32, 1, 4, handle_describe_configs, access=Access(checks=checks(
+        (TOPIC, Op.DESCRIBE_CONFIGS), (CLUSTER, Op.DESCRIBE_CONFIGS)))),
+    Api(33, 0, 2, handle_alter_configs, access=Access(checks=checks(
+        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+    Api(35, 1, 4, handle_describe_log_dirs,
+        access=Access(gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_log_dirs)),
+    Api(36, 0, 2, handle_sasl_authenticate, access=PUBLIC),
+    Api(37, 0, 3, handle_create_partitions, access=Access(checks=checks((TOPIC, Op.ALTER)))),
+    Api(42, 0, 2, handle_delete_groups, access=Access(checks=checks((GROUP, Op.DELETE)))),
+    Api(43, 0, 2, handle_elect_leaders,
+        access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_elect_leaders)),
+    Api(44, 0, 1, handle_incremental_alter_configs, access=Access(checks=checks(
+        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+    Api(45, 0, 1, handle_alter_partition_reassignments,
+        access=Access(gates=(cluster(Op.ALTER),))),
+    Api(46, 0, 0, handle_list_partition_reassignments,
+        access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(47, 0, 0, handle_offset_delete,
+        access=Access(gates=(group(Op.DELETE),), checks=checks((TOPIC, Op.READ)))),
+    Api(50, 0, 0, handle_describe_user_scram_credentials,
+        access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(51, 0, 0, handle_alter_user_scram_credentials, access=Access(
+        gates=(cluster(Op.ALTER),), refusal=refuse_alter_user_scram_credentials)),
+    Api(55, 0, 2, handle_describe_quorum, access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(60, 0, 2, handle_describe_cluster, access=Access(checks=checks((CLUSTER, Op.DESCRIBE)))),
+    Api(61, 0, 0, handle_describe_producers, access=Access(checks=checks((TOPIC, Op.READ)))),
+    Api(65, 0, 0, handle_describe_transactions,
+        access=Access(checks=checks((TXN, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
+    Api(66, 0, 1, handle_list_transactions, access=Access(checks=checks((TXN, Op.DESCRIBE)))),
+    Api(68, 0, 1, handle_consumer_group_heartbeat, access=Access(gates=(group(Op.READ),))),
+    Api(69, 0, 1, handle_consumer_group_describe,
+        access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(75, 0, 0, handle_describe_topic_partitions,
+        access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
 ]
 
 

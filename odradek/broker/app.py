@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
+from odradek.broker.authorization import authorizer_for
 from odradek.broker.broker import Broker
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
@@ -296,7 +297,8 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     # after the transaction coordinator, which registers the transaction metrics
     producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
                                      broker.metrics.producer_ids_allocated.inc)
-    return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers)
+    return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
+                          authorizer_for(broker))
 
 
 async def _alter_partition(client: ControllerClient, registration: Registration, topic_id: str,

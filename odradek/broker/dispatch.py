@@ -9,12 +9,13 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import AUTHORIZATION_ERRORS, Access, Pair
 from odradek.broker.broker import Broker
 from odradek.broker.server import ConnectionAbort, Response
 from odradek.broker.services import BrokerServices
@@ -22,6 +23,8 @@ from odradek.broker.session import Session
 from odradek.clock import now_ms
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
+from odradek.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from odradek.security.authorizer import all_operations
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.security.sasl import IllegalSaslState
 
@@ -47,6 +50,8 @@ class RequestContext:
     """Who the connection is, as TLS or SASL established it."""
     session: Session | None = None
     """The connection's session (the SASL requests change it)."""
+    declared: frozenset[Pair] = frozenset()
+    """What the API's Access declares it may check (see access.py)."""
 
     @property
     def broker(self) -> Broker:
@@ -56,6 +61,51 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def host(self) -> str:
+        """The client's address, as ACL hosts name it."""
+        return self.peer.rsplit(":", 1)[0]
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType,
+                name: str = CLUSTER_NAME) -> bool:
+        """Whether the principal may do `operation` on the resource; always without an
+        authorizer. The pair must be among the API's declared ones."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        assert (resource_type, operation) in self.declared, (
+            f"{codec.api_name(self.header.api_key)} checks {operation.name} on "
+            f"{resource_type.name} without declaring it in its Access")
+        return authorizer.authorize(str(self.principal), self.host, operation, resource_type,
+                                    name)
+
+    def allowed_names(self, operation: AclOperation, resource_type: ResourceType,
+                      names: Iterable[str]) -> set[str]:
+        """Those of `names` the principal may do `operation` on, each checked once."""
+        unique = set(names)
+        if self.services.authorizer is None:
+            return unique
+        return {name for name in unique if self.allowed(operation, resource_type, name)}
+
+    def allowed_on_some(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether some resource of the type may allow `operation` (Kafka's
+        authorizeByResourceType)."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        assert (resource_type, operation) in self.declared
+        return authorizer.current.authorize_by_resource_type(
+            str(self.principal), self.host, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The bit field of what the principal may do on the resource (every operation of
+        its type without an authorizer)."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return all_operations(resource_type)
+        return authorizer.current.authorized_operations(str(self.principal), self.host,
+                                                        resource_type, name)
 
 
 class AuthenticationFailure(Exception):
@@ -75,6 +125,8 @@ class Api:
     handler: Handler
     advertised_min_version: int | None = None
     """A lower minimum to list in ApiVersions than the one served (see apis.py, Produce)."""
+    access: Access | None = None
+    """What the API needs authorized; every API must declare it (see access.py)."""
     name: str = field(init=False)
     """Kafka's request name (`Produce`, `ApiVersions`), as metrics label it."""
 
@@ -83,10 +135,23 @@ class Api:
         object.__setattr__(self, "name", name)
 
 
+class UndeclaredAccess(ValueError):
+    """An API of the table declares no Access."""
+
+
+def undeclared(apis: Iterable[Api]) -> list[str]:
+    """The names of the APIs that declare no authorization."""
+    return [api.name for api in apis
+            if api.access is None or not api.access.declares_something]
+
+
 class Dispatcher:
     """The requests of one listener's connections."""
 
     def __init__(self, services: BrokerServices, apis: list[Api], listener: str) -> None:
+        missing = undeclared(apis)
+        if missing:
+            raise UndeclaredAccess(f"APIs without a declared Access: {', '.join(missing)}")
         self.services = services
         self.broker = services.broker
         self.apis = {api.key: api for api in apis}
@@ -116,8 +181,13 @@ class Dispatcher:
                 f"malformed request: {error} (first bytes {frame[:48].hex()})"
             ) from None
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
+        access = api.access
+        assert access is not None
         context = RequestContext(self.services, header, session.peer, self.listener,
-                                 session.principal, session)
+                                 session.principal, session, declared=access.declared)
+        refusal = self._refusal(access, context, request) if access.gates else None
+        if refusal is not None:
+            return self._finish(api, header, refusal, started)
         try:
             result = api.handler(context, request)
         except AuthenticationFailure as failure:
@@ -126,6 +196,14 @@ class Dispatcher:
         if inspect.isawaitable(result):
             return self._finish_later(api, header, result, started)
         return self._finish(api, header, result, started)
+
+    def _refusal(self, access: Access, context: RequestContext, request: Any) -> Result:
+        """The response to a request one of its API's gates refuses (None: all allow it)."""
+        for gate in access.gates:
+            name = CLUSTER_NAME if gate.name is None else gate.name(request)
+            if not context.allowed(gate.operation, gate.resource_type, name):
+                return access.refusal(request, AUTHORIZATION_ERRORS[gate.resource_type])
+        return None
 
     async def _finish_later(
         self, api: Api, header: RequestHeader, pending: Awaitable[Result], started: float

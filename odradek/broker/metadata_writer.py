@@ -13,6 +13,8 @@ from odradek.broker.controller_client import ControllerClient, ControllerUnavail
 from odradek.metadata.image import MetadataError
 from odradek.metadata.records import ConfigRecord, MetadataRecord
 from odradek.rpc import controller_pb2 as pb
+from odradek.rpc.acls import acl_binding, acl_message
+from odradek.security.acls import AclBinding, AclFilter
 
 
 def _entries(configs: Mapping[str, str | None]) -> list[pb.ConfigEntry]:
@@ -125,6 +127,22 @@ class MetadataWriter:
         )
         for result in response.results:
             _raise_for(result.error)
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> list[MetadataError | None]:
+        """Create ACLs; the outcome of each."""
+        response = await self._call(lambda s: s.CreateAcls, pb.CreateAclsRequest(
+            creations=[acl_message(acl) for acl in acls]))
+        return [None if r.code == ErrorCode.none else MetadataError(ErrorCode(r.code), r.message)
+                for r in response.results]
+
+    async def delete_acls(self, filters: Sequence[AclFilter]
+                          ) -> list[list[AclBinding] | MetadataError]:
+        """Delete the ACLs each filter matches; per filter, those deleted or its error."""
+        response = await self._call(lambda s: s.DeleteAcls, pb.DeleteAclsRequest(
+            filters=[acl_message(f) for f in filters]))
+        return [MetadataError(ErrorCode(r.error.code), r.error.message)
+                if r.error.code != ErrorCode.none else [acl_binding(m) for m in r.deleted]
+                for r in response.results]
 
     async def alter_user_scram_credentials(
         self, deletions: Sequence[tuple[str, int]],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from odradek.broker.authorization import BrokerAuthorizer
 from odradek.broker.broker import Broker
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
@@ -28,3 +29,5 @@ class BrokerServices:
     txns: TransactionCoordinatorRuntime
     markers: MarkerWriter
     """Transaction markers appended to partitions this broker leads."""
+    authorizer: BrokerAuthorizer | None = None
+    """The ACLs' decisions; None when `authorizer.class.name` is empty."""

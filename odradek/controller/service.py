@@ -25,6 +25,7 @@ from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch
 from odradek.raft.types import NotLeaderError
 from odradek.rpc import controller_pb2 as pb
 from odradek.rpc import controller_pb2_grpc
+from odradek.rpc.acls import acl_binding, acl_filter, acl_message
 
 log = logging.getLogger("odradek.controller.service")
 
@@ -32,7 +33,8 @@ T = TypeVar("T")
 
 
 def new_topic_id() -> str:
-    """A random topic id: the shell draws it, the metadata core only records it."""
+    """A random id of a topic or an ACL: the shell draws it, the metadata core only records
+    it."""
     return str(uuid.uuid4())
 
 
@@ -306,6 +308,38 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                                   is None else self._failure(failure)[0])
             for (topic, partition), failure in outcomes.items()
         ]
+
+    async def CreateAcls(  # noqa: N802
+        self, request: pb.CreateAclsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateAclsResponse:
+        acls = [acl_binding(message) for message in request.creations]
+        try:
+            outcomes = await self.write(
+                lambda: self.machine.controller.create_acls(acls, new_topic_id))
+        except (NotController, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.CreateAclsResponse(error=code, controller=hint)
+        return pb.CreateAclsResponse(
+            error=error(), metadata_offset=self.machine.applied,
+            results=[error() if failure is None else self._failure(failure)[0]
+                     for failure in outcomes])
+
+    async def DeleteAcls(  # noqa: N802
+        self, request: pb.DeleteAclsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteAclsResponse:
+        filters = [acl_filter(message) for message in request.filters]
+        try:
+            outcomes = await self.write(lambda: self.machine.controller.delete_acls(filters))
+        except (NotController, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.DeleteAclsResponse(error=code, controller=hint)
+        return pb.DeleteAclsResponse(
+            error=error(), metadata_offset=self.machine.applied,
+            results=[pb.DeleteAclsResult(error=self._failure(outcome)[0])
+                     if isinstance(outcome, MetadataError)
+                     else pb.DeleteAclsResult(error=error(),
+                                              deleted=[acl_message(acl) for acl in outcome])
+                     for outcome in outcomes])
 
     async def AllocateProducerIds(  # noqa: N802
         self, request: pb.AllocateProducerIdsRequest, context: grpc.aio.ServicerContext

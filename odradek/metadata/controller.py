@@ -29,6 +29,7 @@ from odradek.metadata.records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from odradek.security.acls import AclBinding, AclFilter
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 """Kafka's broker.session.timeout.ms."""
@@ -373,6 +374,18 @@ class QuorumController:
         self, resource_name: str, changes: Mapping[str, str | None]
     ) -> list[MetadataRecord]:
         return self.metadata.alter_broker_configs(resource_name, changes)
+
+    # --- ACLs ---------------------------------------------------------------------------
+
+    def create_acls(
+        self, acls: Sequence[AclBinding], new_id: Callable[[], str]
+    ) -> tuple[list[MetadataRecord], list[MetadataError | None]]:
+        return self.metadata.create_acls(acls, new_id)
+
+    def delete_acls(
+        self, filters: Sequence[AclFilter]
+    ) -> tuple[list[MetadataRecord], list[list[AclBinding] | MetadataError]]:
+        return self.metadata.delete_acls(filters)
 
 
 def _check_epoch(registration: BrokerRegistration, broker_epoch: int) -> None:

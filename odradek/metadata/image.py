@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
@@ -15,6 +15,7 @@ from odradek.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
+    AccessControlEntryRecord,
     ConfigRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -22,6 +23,7 @@ from odradek.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     ResourceType,
@@ -30,6 +32,17 @@ from odradek.metadata.records import (
     UnregisterBrokerRecord,
     UserScramCredentialRecord,
 )
+from odradek.security.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    InvalidAclError,
+    PatternType,
+    validate_filter,
+    validate_new_acl,
+)
+from odradek.security.acls import ResourceType as AclResourceType
 
 MAX_TOPIC_NAME_LENGTH = 249
 METADATA_TOPIC = "__cluster_metadata"
@@ -118,6 +131,10 @@ class ClusterMetadata:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.next_producer_id = 0
         """The first id of the next block of producer ids."""
+        self.acls: dict[str, AclBinding] = {}
+        """The ACLs by their ids."""
+        self.acl_version = 0
+        """Counts changes of `acls`: an authorizer rebuilds its index when it moves."""
         self.scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = {}
         """SCRAM credentials by user and mechanism type."""
 
@@ -156,6 +173,13 @@ class ClusterMetadata:
             case UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
                 registration = self._registration(record, broker_id, epoch)
                 self.brokers[broker_id] = replace(registration, fenced=False)
+            case AccessControlEntryRecord(id=acl_id):
+                self.acls[acl_id] = _binding(record)
+                self.acl_version += 1
+            case RemoveAccessControlEntryRecord(id=acl_id):
+                if self.acls.pop(acl_id, None) is None:
+                    raise ReplayError(f"{record}: no such ACL")
+                self.acl_version += 1
             case ProducerIdsRecord(next_producer_id=next_id):
                 if next_id <= self.next_producer_id:
                     raise ReplayError(f"{record} does not advance the next producer id "
@@ -217,6 +241,7 @@ class ClusterMetadata:
             for resource, configs in sorted(self.broker_configs.items())
             for key, value in sorted(configs.items())
         ]
+        records += [_acl_record(acl_id, acl) for acl_id, acl in sorted(self.acls.items())]
         records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
@@ -434,3 +459,53 @@ class ClusterMetadata:
         return [
             ConfigRecord(ResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
         ]
+
+    def create_acls(
+        self, acls: Sequence[AclBinding], new_id: Callable[[], str]
+    ) -> tuple[list[MetadataRecord], list[MetadataError | None]]:
+        """Kafka's AclControlManager.createAcls: (records, an outcome per ACL). An ACL that
+        exists already succeeds without a record; `new_id` draws the id of a new one."""
+        existing = set(self.acls.values())
+        records: list[MetadataRecord] = []
+        outcomes: list[MetadataError | None] = []
+        for acl in acls:
+            try:
+                validate_new_acl(acl)
+            except InvalidAclError as error:
+                outcomes.append(MetadataError(ErrorCode.invalid_request, str(error)))
+                continue
+            if acl not in existing:
+                existing.add(acl)
+                records.append(_acl_record(new_id(), acl))
+            outcomes.append(None)
+        return records, outcomes
+
+    def delete_acls(
+        self, filters: Sequence[AclFilter]
+    ) -> tuple[list[MetadataRecord], list[list[AclBinding] | MetadataError]]:
+        """Kafka's AclControlManager.deleteAcls: (records, per filter the ACLs it removes or
+        its error); an ACL several filters match is removed once."""
+        removed: dict[str, MetadataRecord] = {}
+        outcomes: list[list[AclBinding] | MetadataError] = []
+        for acl_filter in filters:
+            try:
+                validate_filter(acl_filter)
+            except InvalidAclError as error:
+                outcomes.append(MetadataError(ErrorCode.invalid_request, str(error)))
+                continue
+            matched = [(i, acl) for i, acl in self.acls.items() if acl_filter.matches(acl)]
+            removed.update((i, RemoveAccessControlEntryRecord(i)) for i, _ in matched)
+            outcomes.append([acl for _, acl in matched])
+        return list(removed.values()), outcomes
+
+
+def _binding(record: AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(AclResourceType(record.resource_type), record.resource_name,
+                      PatternType(record.pattern_type), record.principal, record.host,
+                      AclOperation(record.operation), AclPermissionType(record.permission_type))
+
+
+def _acl_record(acl_id: str, acl: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(acl_id, int(acl.resource_type), acl.resource_name,
+                                    int(acl.pattern_type), acl.principal, acl.host,
+                                    int(acl.operation), int(acl.permission_type))

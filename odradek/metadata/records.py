@@ -119,6 +119,26 @@ class ProducerIdsRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL (Kafka's AccessControlEntryRecord): the codes are those of
+    odradek/security/acls.py; `id` names it for removal."""
+
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
 class UserScramCredentialRecord:
     """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as
     Kafka's record of that name: the salt and the keys derived from the salted password,
@@ -149,6 +169,8 @@ MetadataRecord = (
     | FenceBrokerRecord
     | UnfenceBrokerRecord
     | ProducerIdsRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
     | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord
 )

@@ -6,12 +6,14 @@ import asyncio
 import logging
 import shutil
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import TOPIC, Op
 from odradek.broker.dispatch import RequestContext, Result
-from odradek.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
+from odradek.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, cluster_operations
 from odradek.broker.handlers.topic_description import describe_topic, missing_topic_error
 from odradek.metadata.image import INTERNAL_TOPICS
 
@@ -20,24 +22,6 @@ log = logging.getLogger("odradek.broker.cluster")
 BROKERS_ENDPOINT = 1
 CONTROLLERS_ENDPOINT = 2
 ZERO_UUID = uuid.UUID(int=0)
-
-# Kafka's AclOperation codes.
-READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8
-CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 12
-
-
-def _bitfield(*operations: int) -> int:
-    return sum(1 << operation for operation in set(operations))
-
-
-# Without an authorizer Kafka grants every operation a resource type supports.
-CLUSTER_OPERATIONS = _bitfield(
-    CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE
-)
-TOPIC_OPERATIONS = _bitfield(
-    READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS
-)
-
 
 # --- DescribeCluster ---------------------------------------------------------------------
 
@@ -63,13 +47,18 @@ def handle_describe_cluster(context: RequestContext, request: Any) -> Result:
              "rack": b["rack"], "is_fenced": b["is_fenced"]}
             for b in broker.brokers(context.listener, include_fenced)
         ],
-        "cluster_authorized_operations": CLUSTER_OPERATIONS
+        "cluster_authorized_operations": cluster_operations(context)
         if request.include_cluster_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
 # --- DescribeLogDirs ---------------------------------------------------------------------
+
+
+def refuse_describe_log_dirs(request: Any, code: ErrorCode) -> Mapping[str, Any]:
+    """No log dirs, and the error where the version has room for it (v3+), as Kafka."""
+    return {"error_code": code, "results": []}
 
 
 async def handle_describe_log_dirs(context: RequestContext, request: Any) -> Result:
@@ -118,6 +107,9 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
     describe_all = not request.topics
     names = set(broker.metadata.topics) if describe_all else {t.name for t in request.topics}
     names = {name for name in names if name >= start}
+    describable = context.allowed_names(Op.DESCRIBE, TOPIC, names)
+    if describe_all:
+        names = describable
     if cursor is not None and not describe_all and cursor.topic_name not in names:
         return _invalid(request, "DescribeTopicPartitionsRequest topic list should contain the "
                                  f"cursor topic: {cursor.topic_name}")
@@ -133,13 +125,17 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         state = broker.metadata.topics.get(name)
+        if name not in describable:
+            topics.append(_missing_topic(context, name, ErrorCode.topic_authorization_failed))
+            continue
         if state is None:
             if not describe_all:
-                topics.append(_missing_topic(name))
+                topics.append(_missing_topic(context, name, missing_topic_error(name)))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         end = min(len(state.partitions), first + remaining)
-        topics.append(describe_topic(broker, state, range(first, end), TOPIC_OPERATIONS,
+        topics.append(describe_topic(broker, state, range(first, end),
+                                     context.authorized_operations(TOPIC, name),
                                      context.listener, partition_fields=NO_ELECTION_RECORDS))
         if end < len(state.partitions):
             next_cursor = {"topic_name": name, "partition_index": end}
@@ -148,14 +144,15 @@ def handle_describe_topic_partitions(context: RequestContext, request: Any) -> R
     return {"topics": topics, "next_cursor": next_cursor}
 
 
-def _missing_topic(name: str) -> dict[str, Any]:
+def _missing_topic(context: RequestContext, name: str, code: ErrorCode) -> dict[str, Any]:
     return {
-        "error_code": missing_topic_error(name),
+        "error_code": code,
         "name": name,
         "topic_id": ZERO_UUID,
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
-        "topic_authorized_operations": TOPIC_OPERATIONS,
+        "topic_authorized_operations": context.authorized_operations(TOPIC, name)
+        if code != ErrorCode.topic_authorization_failed else AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 

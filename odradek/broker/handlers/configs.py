@@ -15,9 +15,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import AUTHORIZATION_ERRORS, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
-from odradek.broker.metadata_writer import MetadataWriter
 from odradek.config import (
     BROKER_CONFIGS,
     INT_MAX,
@@ -33,6 +33,8 @@ from odradek.config import (
 )
 from odradek.metadata.image import MetadataError, validate_topic_name
 from odradek.metadata.records import MetadataRecord, ResourceType
+from odradek.security.acls import CLUSTER_NAME, AclOperation
+from odradek.security.acls import ResourceType as AclResourceType
 
 TOPIC = ResourceType.TOPIC
 BROKER = ResourceType.BROKER
@@ -71,6 +73,7 @@ def handle_describe_configs(context: RequestContext, request: Any) -> Result:
     results = []
     for resource in request.resources:
         try:
+            _authorize(context, resource, Op.DESCRIBE_CONFIGS)
             configs = _describe(broker, resource, include_synonyms, include_docs)
         except MetadataError as error:
             results.append(_resource_result(resource, error.error_code, error.message))
@@ -196,17 +199,29 @@ def _broker_entry(
 
 async def handle_alter_configs(context: RequestContext, request: Any) -> Result:
     """Legacy AlterConfigs: the request's configs replace the resource's whole set."""
-    return {"responses": await _alter_each(context.broker, context.services.writer, request,
-                                            incremental=False)}
+    return {"responses": await _alter_each(context, request, incremental=False)}
 
 
 async def handle_incremental_alter_configs(context: RequestContext, request: Any) -> Result:
-    return {"responses": await _alter_each(context.broker, context.services.writer, request,
-                                            incremental=True)}
+    return {"responses": await _alter_each(context, request, incremental=True)}
 
 
-async def _alter_each(broker: Broker, writer: MetadataWriter, request: Any,
+def _authorize(context: RequestContext, resource: Any, operation: AclOperation) -> None:
+    """A topic's configs take the operation on the topic; a broker's, on the cluster.
+    Raises MetadataError with TOPIC_ or CLUSTER_AUTHORIZATION_FAILED."""
+    if resource.resource_type == TOPIC:
+        acl_resource, name = AclResourceType.TOPIC, resource.resource_name
+    else:
+        acl_resource, name = AclResourceType.CLUSTER, CLUSTER_NAME
+    if not context.allowed(operation, acl_resource, name):
+        raise MetadataError(AUTHORIZATION_ERRORS[acl_resource],
+                            f"{operation.name} of {RESOURCE_TYPES[resource.resource_type]} "
+                            f"{resource.resource_name!r} is not authorized.")
+
+
+async def _alter_each(context: RequestContext, request: Any,
                       incremental: bool) -> list[dict[str, Any]]:
+    broker, writer = context.broker, context.services.writer
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
@@ -217,6 +232,7 @@ async def _alter_each(broker: Broker, writer: MetadataWriter, request: Any,
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise MetadataError(ErrorCode.invalid_request,
                                     "Each resource must appear at most once.")
+            _authorize(context, resource, Op.ALTER_CONFIGS)
             records = _alter_records(broker, resource, incremental)
             await writer.alter_configs(records, request.validate_only)
         except MetadataError as error:

@@ -11,6 +11,7 @@ from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.handlers.partitions import answer_each_partition
 from odradek.log.partition import OffsetOutOfRangeError
+from odradek.security.acls import AclOperation
 
 HIGH_WATERMARK = -1
 INVALID_LOW_WATERMARK = -1
@@ -20,7 +21,8 @@ def handle_delete_records(context: RequestContext, request: Any) -> Result:
     broker = context.broker
     return {
         "topics": answer_each_partition(
-            request.topics, lambda topic, p: _delete(broker, topic, p.partition_index, p.offset)
+            context, AclOperation.DELETE, request.topics,
+            lambda topic, p: _delete(broker, topic, p.partition_index, p.offset),
         )
     }
 

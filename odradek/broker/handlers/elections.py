@@ -3,6 +3,7 @@ the answer comes once this broker has applied the outcome."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,3 +33,11 @@ async def handle_elect_leaders(context: RequestContext, request: Any) -> Result:
             {"topic": topic, "partition_result": results} for topic, results in by_topic.items()
         ],
     }
+
+
+def refuse_elect_leaders(request: Any, code: ErrorCode) -> Mapping[str, Any]:
+    """The error on the request and on each partition it names (v0 has no top-level one)."""
+    return {"error_code": code, "replica_election_results": [
+        {"topic": t.topic, "partition_result": [
+            {"partition_id": p, "error_code": code} for p in t.partitions]}
+        for t in request.topic_partitions or ()]}

@@ -24,6 +24,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
 from odradek.broker.replica_manager import ReplicaManager
@@ -62,6 +63,8 @@ class _Wanted:
     read_committed: bool
     log_start_offset: int
     """A follower's own log start offset (-1 from consumers and before v5)."""
+    refused: bool = False
+    """The fetcher may not read it: TOPIC_AUTHORIZATION_FAILED."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,7 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
     fetcher = _fetcher(request, context.version, context.listener)
+    _authorize(context, fetcher, wanted)
     replicas = context.services.replicas
     read = _read(broker, replicas, wanted, request.max_bytes, fetcher)
     max_wait_ms = int(request.max_wait.total_seconds() * 1000)
@@ -99,6 +103,19 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
     return _wait_and_read(
         broker, replicas, wanted, waiter, request.max_bytes, request.min_bytes, max_wait_ms,
         fetcher)
+
+
+def _authorize(context: RequestContext, fetcher: _Fetcher, wanted: list[_Wanted]) -> None:
+    """As Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
+    topic (checked once per topic)."""
+    if fetcher.replica_id >= 0:
+        if not context.allowed(Op.CLUSTER_ACTION, CLUSTER):
+            for item in wanted:
+                item.refused = True
+        return
+    readable = context.allowed_names(Op.READ, TOPIC, (w.topic for w in wanted if w.topic))
+    for item in wanted:
+        item.refused = item.topic is not None and item.topic not in readable
 
 
 def _fetcher(request: Any, version: int, listener: str) -> _Fetcher:
@@ -224,6 +241,8 @@ def _read_partition(
 ) -> FetchedPartition:
     if item.topic is None:
         return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
+    if item.refused:
+        return FetchedPartition(item.partition, ErrorCode.topic_authorization_failed)
     key = (item.topic, item.partition)
     log_, code = broker.leader_log(*key)
     leading = log_ is not None

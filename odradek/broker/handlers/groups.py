@@ -11,6 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TXN, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
@@ -37,6 +38,9 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
     broker = context.broker
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return _no_coordinator(key, ErrorCode.invalid_request, f"Unknown key type {key_type}")
+    resource_type = GROUP if key_type == GROUP_KEY else TXN
+    if not context.allowed(Op.DESCRIBE, resource_type, key):
+        return _no_coordinator(key, AUTHORIZATION_ERRORS[resource_type], None)
     runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
     await runtime.ensure_loaded()
     try:
@@ -142,10 +146,12 @@ async def handle_list_groups(context: RequestContext, request: Any) -> Result:
         return {"error_code": ErrorCode.none, "groups": []}
     states = getattr(request, "states_filter", ())
     types = getattr(request, "types_filter", ())
+    every = context.allowed(Op.DESCRIBE, CLUSTER)
     listed = [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
          "group_type": g.group_type}
         for shard in groups.shards.values() for g in shard.list_groups(states, types)
+        if every or context.allowed(Op.DESCRIBE, GROUP, g.group_id)
     ]
     return {"error_code": ErrorCode.none, "groups": listed}
 
@@ -155,15 +161,37 @@ async def handle_describe_groups(context: RequestContext, request: Any) -> Resul
     await groups.ensure_loaded()
     described = []
     for group_id in request.groups:
-        try:
-            _, shard = groups.shard_for(group_id)
-        except CoordinatorUnavailable as error:
-            described.append({"group_id": group_id, "error_code": error.error_code,
+        shard, code = _describable(context, group_id)
+        if shard is None:
+            described.append({"group_id": group_id, "error_code": code,
                               "group_state": "", "protocol_type": "", "protocol_data": "",
                               "members": [], "authorized_operations": -(2**31)})
             continue
-        described.append(shard.describe_group(group_id, context.version))
+        described.append(_with_operations(
+            context, request, shard.describe_group(group_id, context.version)))
     return {"groups": described}
+
+
+def _describable(context: RequestContext, group_id: str
+                 ) -> tuple[GroupCoordinatorShard | None, ErrorCode]:
+    """The shard of a group the principal may DESCRIBE, or why there is none."""
+    if not context.allowed(Op.DESCRIBE, GROUP, group_id):
+        return None, ErrorCode.group_authorization_failed
+    try:
+        _, shard = context.services.groups.shard_for(group_id)
+    except CoordinatorUnavailable as error:
+        return None, error.error_code
+    return shard, ErrorCode.none
+
+
+def _with_operations(context: RequestContext, request: Any,
+                     described: dict[str, Any]) -> dict[str, Any]:
+    """A described group with its authorized operations, when the request asks for them."""
+    if getattr(request, "include_authorized_operations", False) and not described.get(
+            "error_code"):
+        described["authorized_operations"] = context.authorized_operations(
+            GROUP, described["group_id"])
+    return described
 
 
 async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
@@ -171,6 +199,10 @@ async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
     await groups.ensure_loaded()
     results = []
     for group_id in request.groups_names:
+        if not context.allowed(Op.DELETE, GROUP, group_id):
+            results.append({"group_id": group_id,
+                            "error_code": ErrorCode.group_authorization_failed})
+            continue
         try:
             code = await groups.run(group_id, partial(_delete_group, group_id))
         except CoordinatorUnavailable as error:
@@ -219,14 +251,14 @@ async def handle_consumer_group_describe(context: RequestContext, request: Any) 
     await groups.ensure_loaded()
     described = []
     for group_id in request.group_ids:
-        try:
-            _, shard = groups.shard_for(group_id)
-        except CoordinatorUnavailable as error:
-            described.append({"group_id": group_id, "error_code": error.error_code,
+        shard, code = _describable(context, group_id)
+        if shard is None:
+            described.append({"group_id": group_id, "error_code": code,
                               "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
                               "assignor_name": "", "members": [],
                               "authorized_operations": -(2**31)})
             continue
-        described.append(shard.consumer_group_describe(group_id))
+        described.append(_with_operations(context, request,
+                                          shard.consumer_group_describe(group_id)))
     return {"groups": described}
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import leader_epoch_error
@@ -14,16 +15,23 @@ from odradek.broker.replica_manager import ReplicaManager
 
 
 def handle_offset_for_leader_epoch(context: RequestContext, request: Any) -> Result:
+    """Followers (CLUSTER_ACTION on the cluster) may ask about any topic; others need
+    DESCRIBE on each."""
     broker = context.broker
     replicas = context.services.replicas
+    names = [topic.topic for topic in request.topics]
+    allowed = (set(names) if context.allowed(Op.CLUSTER_ACTION, CLUSTER)
+               else context.allowed_names(Op.DESCRIBE, TOPIC, names))
+    refused = {"error_code": ErrorCode.topic_authorization_failed}
     return {
         "topics": [
             {
                 "topic": topic.topic,
                 "partitions": [
                     {"partition": p.partition,
-                     **_end_offset(broker, replicas, topic.topic, p.partition,
-                                   p.current_leader_epoch, p.leader_epoch)}
+                     **(_end_offset(broker, replicas, topic.topic, p.partition,
+                                    p.current_leader_epoch, p.leader_epoch)
+                        if topic.topic in allowed else refused)}
                     for p in topic.partitions
                 ],
             }

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.partitions import answer_each_partition
+from odradek.security.acls import AclOperation
 
 LATEST = -1
 EARLIEST = -2
@@ -24,7 +25,7 @@ def handle_list_offsets(context: RequestContext, request: Any) -> Result:
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     return {
         "topics": answer_each_partition(
-            request.topics,
+            context, AclOperation.DESCRIBE, request.topics,
             lambda topic, p: _lookup(broker, topic, p.partition_index, p.timestamp, committed),
         )
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import GROUP, TOPIC, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.coordinator import CommitPartition, FetchedOffset, OffsetCommitRequest
@@ -16,15 +18,26 @@ MULTI_GROUP_FETCH_VERSION = 8
 NO_LEADER_EPOCH = -1
 
 
+def refuse_offset_commit(request: Any, code: ErrorCode) -> Mapping[str, Any]:
+    """Every partition of a commit to a group the principal may not READ."""
+    return {"topics": [
+        {"name": topic.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions]}
+        for topic in request.topics]}
+
+
 async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
     broker = context.broker
     version = context.version
     partitions: list[CommitPartition] = []
     refused: dict[tuple[str, int], ErrorCode] = {}
+    readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         state = broker.metadata.topics.get(topic.name)
         for p in topic.partitions:
-            if state is None or p.partition_index not in state.partitions:
+            if topic.name not in readable:
+                refused[(topic.name, p.partition_index)] = ErrorCode.topic_authorization_failed
+            elif state is None or p.partition_index not in state.partitions:
                 refused[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
                 continue
             partitions.append(CommitPartition(
@@ -57,12 +70,24 @@ async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
 def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id: str | None,
                  member_epoch: int, require_stable: bool) -> tuple[ErrorCode, list[dict[str, Any]]]:
     """A group's committed offsets; with `require_stable` (KIP-447), a partition an open
-    transaction has committed an offset for answers UNSTABLE_OFFSET_COMMIT instead."""
+    transaction has committed an offset for answers UNSTABLE_OFFSET_COMMIT instead. It takes
+    DESCRIBE on the group; topics without DESCRIBE are left out, or, when named, answered
+    TOPIC_AUTHORIZATION_FAILED."""
+    if not context.allowed(Op.DESCRIBE, GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
     wanted: dict[str, list[int]] | None = None
+    hidden: list[dict[str, Any]] = []
     if topics is not None:
         wanted = {}
+        describable = context.allowed_names(Op.DESCRIBE, TOPIC, (t.name for t in topics))
         for topic in topics:
-            wanted.setdefault(topic.name, []).extend(topic.partition_indexes)
+            if topic.name in describable:
+                wanted.setdefault(topic.name, []).extend(topic.partition_indexes)
+            else:
+                hidden.append({"name": topic.name, "partitions": [
+                    {"partition_index": p, "committed_offset": -1,
+                     "error_code": ErrorCode.topic_authorization_failed}
+                    for p in topic.partition_indexes]})
     try:
         _, shard = context.services.groups.shard_for(group_id)
     except CoordinatorUnavailable as error:
@@ -72,6 +97,9 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
     except GroupError as error:
         return error.error_code, []
     by_topic: dict[str, list[FetchedOffset]] = defaultdict(list)
+    if topics is None:
+        shown = context.allowed_names(Op.DESCRIBE, TOPIC, (o.topic for o in fetched))
+        fetched = [o for o in fetched if o.topic in shown]
     for offset in fetched:
         by_topic[offset.topic].append(offset)
     unstable = {(o.topic, o.partition) for o in fetched if require_stable
@@ -85,7 +113,7 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
              else ErrorCode.none}
             for o in offsets]}
         for name, offsets in by_topic.items()
-    ]
+    ] + hidden
 
 
 async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
@@ -106,7 +134,9 @@ async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
 async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     groups = context.services.groups
     await groups.ensure_loaded()
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
+              if t.name in readable]
     try:
         code, errors = await groups.run(
             request.group_id, lambda shard, now: shard.delete_offsets(request.group_id, wanted))
@@ -117,7 +147,8 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     return {"error_code": ErrorCode.none, "topics": [
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index,
-             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)}
+             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)
+             if t.name in readable else ErrorCode.topic_authorization_failed}
             for p in t.partitions]}
         for t in request.topics
     ]}

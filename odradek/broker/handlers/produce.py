@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import TOPIC, TXN, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
@@ -59,6 +60,7 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
     acks = request.acks
     pending: list[Pending] = []
     unverified: list[_Unverified] = []
+    writable = _writable(context, request)
     responses = [
         {
             "name": topic.name,
@@ -67,8 +69,9 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
                     broker, replicas, topic.name, data.index, data.records, context.version,
                     pending, acks, unverified,
                 )
-                if acks in VALID_ACKS
-                else _error(data.index, ErrorCode.invalid_required_acks)
+                if acks in VALID_ACKS and topic.name in writable
+                else _error(data.index, ErrorCode.invalid_required_acks
+                            if acks not in VALID_ACKS else _refusal(context, request))
                 for data in topic.partition_data
             ],
         }
@@ -77,6 +80,22 @@ def handle_produce(context: RequestContext, request: Any) -> Result | Awaitable[
     if unverified:
         return _verify_then_finish(context, request, responses, pending, unverified)
     return _finish(context, request, responses, pending)
+
+
+def _writable(context: RequestContext, request: Any) -> set[str]:
+    """The topics the producer may write to: none without WRITE on its transactional id,
+    else those it has WRITE on (checked once per topic, before any batch is looked at)."""
+    txn_id = request.transactional_id
+    if txn_id is not None and not context.allowed(Op.WRITE, TXN, txn_id):
+        return set()
+    return context.allowed_names(Op.WRITE, TOPIC, (topic.name for topic in request.topic_data))
+
+
+def _refusal(context: RequestContext, request: Any) -> ErrorCode:
+    txn_id = request.transactional_id
+    if txn_id is not None and not context.allowed(Op.WRITE, TXN, txn_id):
+        return ErrorCode.transactional_id_authorization_failed
+    return ErrorCode.topic_authorization_failed
 
 
 async def _verify_then_finish(context: RequestContext, request: Any,

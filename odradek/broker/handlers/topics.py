@@ -8,6 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.topic_creation import DEFAULT, create_topic, or_default
@@ -19,6 +20,9 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
     broker = context.broker
     results = []
     seen: set[str] = set()
+    names = [topic.name for topic in request.topics]
+    creatable = (set(names) if context.allowed(Op.CREATE, CLUSTER)
+                 else context.allowed_names(Op.CREATE, TOPIC, names))
     for topic in request.topics:
         result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
         if topic.name in seen:
@@ -26,6 +30,10 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
                             "error_message": f"Duplicate topic name {topic.name} in request"})
             continue
         seen.add(topic.name)
+        if topic.name not in creatable:
+            results.append({**result, "error_code": ErrorCode.topic_authorization_failed,
+                            "error_message": "Authorization failed."})
+            continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
         if assignments and (topic.num_partitions != DEFAULT or topic.replication_factor != DEFAULT):
             results.append({**result, "error_code": ErrorCode.invalid_request,
@@ -42,7 +50,10 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
             results.append({**result, "error_code": error.error_code,
                             "error_message": error.message})
             continue
-        results.append({**result, **_created(broker, topic, topic_id, configs, assignments)})
+        created = _created(broker, topic, topic_id, configs, assignments)
+        if not context.allowed(Op.DESCRIBE_CONFIGS, TOPIC, topic.name):
+            created.update(configs=[], topic_config_error_code=ErrorCode.topic_authorization_failed)
+        results.append({**result, **created})
     return {"topics": results}
 
 
@@ -93,6 +104,11 @@ async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
                                   "error_code": ErrorCode.unknown_topic_id})
                 continue
         result = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none}
+        refused = ((topic_id is not None and not context.allowed(Op.DESCRIBE, TOPIC, name))
+                   or not context.allowed(Op.DELETE, TOPIC, name))
+        if refused:
+            responses.append({**result, "error_code": ErrorCode.topic_authorization_failed})
+            continue
         if not broker.config["delete.topic.enable"]:
             responses.append({**result, "error_code": ErrorCode.topic_deletion_disabled})
             continue
@@ -108,6 +124,10 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
     results = []
     for topic in request.topics:
         result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        if not context.allowed(Op.ALTER, TOPIC, topic.name):
+            results.append({**result, "error_code": ErrorCode.topic_authorization_failed,
+                            "error_message": "The topic authorization is failed."})
+            continue
         assignments = (
             [list(a.broker_ids) for a in topic.assignments]
             if topic.assignments is not None

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.access import CLUSTER, TOPIC, TXN, Op
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.producer_ids import ProducerIdsUnavailable
 from odradek.clock import now_ms
 from odradek.group.coordinator import CommitPartition, OffsetCommitRequest
-from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.metadata.image import INTERNAL_TOPICS, OFFSETS_TOPIC
 from odradek.txn.producer_state import NO_SEQUENCE
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
@@ -35,7 +37,11 @@ def _ms(value: Any) -> int:
 
 async def handle_init_producer_id(context: RequestContext, request: Any) -> Result:
     """An idempotent producer (no transactional.id) gets a fresh producer id at epoch 0; a
-    transactional one goes to its transaction coordinator."""
+    transactional one goes to its transaction coordinator. The first needs IDEMPOTENT_WRITE
+    on the cluster or WRITE on some topic (KIP-679), the second WRITE on its id."""
+    refusal = _init_refusal(context, request.transactional_id)
+    if refusal is not None:
+        return _init_error(refusal)
     producer_ids = context.services.producer_ids
     try:
         await producer_ids.ensure_available()
@@ -55,6 +61,16 @@ async def handle_init_producer_id(context: RequestContext, request: Any) -> Resu
                                    producer_ids.take)))
     except CoordinatorUnavailable as error:
         return _init_error(error.error_code)
+
+
+def _init_refusal(context: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is not None:
+        if context.allowed(Op.WRITE, TXN, transactional_id):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    if context.allowed(Op.IDEMPOTENT_WRITE, CLUSTER) or context.allowed_on_some(Op.WRITE, TOPIC):
+        return None
+    return ErrorCode.cluster_authorization_failed
 
 
 def _init_error(code: ErrorCode) -> dict[str, Any]:
@@ -92,12 +108,20 @@ def _by_topic(results: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
 
 
 async def handle_add_partitions_to_txn(context: RequestContext, request: Any) -> Result:
+    """A producer's (before v4) needs WRITE on its transactional id and on each topic; a
+    broker's verification (v4 on) needs CLUSTER_ACTION."""
     if context.version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
         partitions = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+        transactional_id = request.v3_and_below_transactional_id
+        refused = _add_partitions_refusal(context, transactional_id, partitions)
+        if refused:
+            return {"results_by_topic_v3_and_below": _by_topic(refused)}
         _, results = await _add_partitions(
-            context, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            context, transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, partitions, verify_only=False)
         return {"results_by_topic_v3_and_below": _by_topic(results)}
+    if not context.allowed(Op.CLUSTER_ACTION, CLUSTER):
+        return {"error_code": ErrorCode.cluster_authorization_failed}
     answers = []
     for txn in request.transactions:
         partitions = [(t.name, p) for t in txn.topics for p in t.partitions]
@@ -106,6 +130,20 @@ async def handle_add_partitions_to_txn(context: RequestContext, request: Any) ->
         answers.append({"transactional_id": txn.transactional_id,
                         "topic_results": _by_topic(results)})
     return {"error_code": ErrorCode.none, "results_by_transaction": answers}
+
+
+def _add_partitions_refusal(context: RequestContext, transactional_id: str,
+                            partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """As Kafka: without WRITE on the id, every partition is refused; else those of topics
+    without WRITE are, and the others OPERATION_NOT_ATTEMPTED. Empty: all allowed."""
+    if not context.allowed(Op.WRITE, TXN, transactional_id):
+        return {key: ErrorCode.transactional_id_authorization_failed for key in partitions}
+    writable = context.allowed_names(Op.WRITE, TOPIC, (t for t, _ in partitions
+                                                       if t not in INTERNAL_TOPICS))
+    if all(t in writable or t in INTERNAL_TOPICS for t, _ in partitions):
+        return {}
+    return {(t, p): ErrorCode.operation_not_attempted if t in writable or t in INTERNAL_TOPICS
+            else ErrorCode.topic_authorization_failed for t, p in partitions}
 
 
 async def handle_add_offsets_to_txn(context: RequestContext, request: Any) -> Result:
@@ -134,12 +172,20 @@ async def handle_end_txn(context: RequestContext, request: Any) -> Result:
         return {"error_code": error.error_code, "producer_id": -1, "producer_epoch": -1}
 
 
+def refuse_txn_offset_commit(request: Any, code: ErrorCode) -> Mapping[str, Any]:
+    return {"topics": [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
+        for t in request.topics]}
+
+
 async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Result:
-    """Offsets written into the producer's transaction; they apply when it commits."""
+    """Offsets written into the producer's transaction; they apply when it commits. Topics
+    without READ are refused."""
+    readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
     partitions = [
         CommitPartition(t.name, p.partition_index, p.committed_offset,
                         getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-        for t in request.topics for p in t.partitions
+        for t in request.topics for p in t.partitions if t.name in readable
     ]
     commit = OffsetCommitRequest(
         request.group_id, getattr(request, "generation_id", -1),
@@ -156,9 +202,17 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
     return {"topics": [
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index,
-             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)}
+             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)
+             if t.name in readable else ErrorCode.topic_authorization_failed}
             for p in t.partitions]}
         for t in request.topics]}
+
+
+def refuse_write_txn_markers(request: Any, code: ErrorCode) -> Mapping[str, Any]:
+    return {"markers": [{"producer_id": m.producer_id, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p, "error_code": code} for p in t.partition_indexes]}
+        for t in m.topics]} for m in request.markers]}
 
 
 async def handle_write_txn_markers(context: RequestContext, request: Any) -> Result:
@@ -184,6 +238,10 @@ async def handle_describe_transactions(context: RequestContext, request: Any) ->
     await txns.ensure_loaded()
     states = []
     for transactional_id in request.transactional_ids:
+        if not context.allowed(Op.DESCRIBE, TXN, transactional_id):
+            states.append(_no_transaction(transactional_id,
+                                          ErrorCode.transactional_id_authorization_failed))
+            continue
         try:
             _, shard = txns.shard_for(transactional_id)
         except CoordinatorUnavailable as error:
@@ -202,7 +260,8 @@ async def handle_describe_transactions(context: RequestContext, request: Any) ->
             "producer_id": described["producer_id"],
             "producer_epoch": described["producer_epoch"],
             "topics": [{"topic": topic, "partitions": list(parts)}
-                       for topic, parts in described["topics"]],
+                       for topic, parts in described["topics"]
+                       if context.allowed(Op.DESCRIBE, TOPIC, topic)],
         })
     return {"transaction_states": states}
 
@@ -228,6 +287,7 @@ async def handle_list_transactions(context: RequestContext, request: Any) -> Res
             listed += shard.list_transactions(
                 states & KNOWN_STATES if states else set(), set(request.producer_id_filters),
                 getattr(request, "duration_filter", -1), now_ms())
+    listed = [t for t in listed if context.allowed(Op.DESCRIBE, TXN, t["transactional_id"])]
     return {"error_code": ErrorCode.none, "unknown_state_filters": unknown,
             "transaction_states": listed}
 
@@ -236,10 +296,13 @@ async def handle_describe_producers(context: RequestContext, request: Any) -> Re
     """The producers whose state each partition (led here) keeps."""
     broker = context.broker
     topics = []
+    readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         partitions = []
         for index in topic.partition_indexes:
             log_, code = broker.leader_log(topic.name, index)
+            if topic.name not in readable:
+                log_, code = None, ErrorCode.topic_authorization_failed
             if log_ is None:
                 partitions.append({"partition_index": index, "error_code": code,
                                    "error_message": None, "active_producers": []})
