@@ -44,13 +44,15 @@ odradek.io/cluster: {{ include "odradek.clusterAlias" .root }}
 {{- printf "%s:%s" $image (.root.Values.image.tag | default .root.Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* A pod spec's imagePullSecrets, empty without image.pullSecrets: callers indent it
+inside a `with`, so that nothing is written when there are none. */}}
 {{- define "odradek.imagePullSecrets" -}}
-{{- with .Values.image.pullSecrets }}
+{{- with .Values.image.pullSecrets -}}
 imagePullSecrets:
 {{- range . }}
   - name: {{ . }}
 {{- end }}
-{{- end }}
+{{- end -}}
 {{- end -}}
 
 {{/* The pool whose pods are the brokers: `broker`, or `combined` in combined mode. */}}

@@ -75,7 +75,7 @@ spec:
       labels:
         {{- include "odradek.podLabels" $ctx | nindent 8 }}
     spec:
-      {{- include "odradek.imagePullSecrets" $root | nindent 6 }}
+      {{- with include "odradek.imagePullSecrets" $root }}{{ . | nindent 6 }}{{ end }}
       {{- if $nodeInfo }}
       serviceAccountName: {{ include "odradek.fullname" $root }}-node-info
       {{- end }}
