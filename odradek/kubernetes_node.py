@@ -63,12 +63,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] = environ) ->
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", required=True, type=Path, metavar="DIR")
     parser.add_argument("--zone-label", default=ZONE_LABEL)
+    parser.add_argument("--service-account", type=Path, default=SERVICE_ACCOUNT, metavar="DIR",
+                        help=f"its token and ca.crt (default {SERVICE_ACCOUNT})")
     args = parser.parse_args(argv)
     name = env.get("NODE_NAME")
     try:
         if not name:
             raise OSError("NODE_NAME is not set (the downward API's spec.nodeName)")
-        rack, address = node_facts(read_node(api_server(env), name), args.zone_label)
+        rack, address = node_facts(read_node(api_server(env), name, args.service_account),
+                                   args.zone_label)
         (args.output / "rack").write_text(rack)
         (args.output / "node-address").write_text(address)
     except urllib.error.HTTPError as error:
