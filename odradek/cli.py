@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "controller.quorum.voters)", "controller")
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
+    from odradek.mirror.cli import add_mirror_parser
     from odradek.perf import add_perf_parser
     from odradek.spark.cli import add_spark_parsers
     from odradek.tools.configs import add_configs_parser
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dump_log_parser(commands)
     add_perf_parser(commands)
     add_spark_parsers(commands)
+    add_mirror_parser(commands)
     return parser
 
 

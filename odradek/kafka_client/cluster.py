@@ -44,6 +44,11 @@ class ConnectionPool:
         """`request` (a kio entity) to the broker at `address`: its response entity. The
         connection is opened if there is none; a failure drops it, so that the next request
         opens a new one, and raises BrokerConnectionError naming the address."""
+        (response,) = await self.send_all(address, [request])
+        return response
+
+    async def send_all(self, address: Address, requests: list[Any]) -> list[Any]:
+        """Several requests to one broker in one round trip (`BrokerConnection.send_all`)."""
         async with self._turns.setdefault(address, asyncio.Lock()):
             try:
                 connection = self._connections.get(address)
@@ -51,7 +56,7 @@ class ConnectionPool:
                     connection = await BrokerConnection.connect(*address, self.client_id,
                                                                 self.timeout_s)
                     self._connections[address] = connection
-                return await connection.send(request, self.timeout_s)
+                return await connection.send_all(requests, self.timeout_s)
             except BrokerConnectionError as error:
                 self._connections.pop(address, None)
                 raise BrokerConnectionError(f"{address[0]}:{address[1]}: {error}") from None
@@ -145,3 +150,14 @@ class KafkaCluster:
 
     async def send_to_leader(self, topic: str, partition: int, request: Any) -> Any:
         return await self.send_to_broker(await self.leader(topic, partition), request)
+
+    async def send_all_to_leader(self, topic: str, partition: int,
+                                 requests: list[Any]) -> list[Any]:
+        """Several requests to a partition's leader in one round trip."""
+        address = (await self.brokers()).get(await self.leader(topic, partition))
+        if address is None:
+            await self.metadata([])
+            address = self._brokers.get(await self.leader(topic, partition))
+        if address is None:
+            raise UnknownBrokerError(f"the leader of {topic}-{partition} has no address")
+        return await self.connections.send_all(address, requests)

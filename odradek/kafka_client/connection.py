@@ -50,28 +50,45 @@ class BrokerConnection:
 
     async def send(self, request: Any, timeout: float) -> Any:
         """Send a kio request entity; the decoded response entity of the same version."""
-        api_key, version = int(request.__api_key__), int(request.__version__)
-        self._correlation_id += 1
-        flexible = is_flexible(api_key, version)
-        header = _HEADER.pack(api_key, version, self._correlation_id, len(self._client_id))
-        header += self._client_id + (b"\x00" if flexible else b"")
-        payload = header + encode_body(request)
+        (response,) = await self.send_all([request], timeout)
+        return response
+
+    async def send_all(self, requests: list[Any], timeout: float) -> list[Any]:
+        """Send the requests back to back, then read their responses in order (a broker
+        handles one connection's requests in order): one round trip for all of them."""
+        payloads = []
+        first_id = self._correlation_id + 1
+        for request in requests:
+            api_key, version = int(request.__api_key__), int(request.__version__)
+            self._correlation_id += 1
+            flexible = is_flexible(api_key, version)
+            header = _HEADER.pack(api_key, version, self._correlation_id, len(self._client_id))
+            header += self._client_id + (b"\x00" if flexible else b"")
+            payload = header + encode_body(request)
+            payloads.append(INT32.pack(len(payload)) + payload)
         try:
-            self._writer.write(INT32.pack(len(payload)) + payload)
+            self._writer.writelines(payloads)
             async with asyncio.timeout(timeout):
                 await self._writer.drain()
-                (size,) = INT32.unpack(await self._reader.readexactly(4))
-                frame = await self._reader.readexactly(size)
+                frames = []
+                for _ in requests:
+                    (size,) = INT32.unpack(await self._reader.readexactly(4))
+                    frames.append(await self._reader.readexactly(size))
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
             self.close()
             raise BrokerConnectionError(f"{type(error).__name__}: {error}") from None
+        return [self._decode(request, frame, first_id + index)
+                for index, (request, frame) in enumerate(zip(requests, frames, strict=True))]
+
+    def _decode(self, request: Any, frame: bytes, expected_id: int) -> Any:
+        api_key, version = int(request.__api_key__), int(request.__version__)
         (correlation_id,) = INT32.unpack_from(frame, 0)
-        if correlation_id != self._correlation_id:
+        if correlation_id != expected_id:
             self.close()
             raise BrokerConnectionError(f"correlation id {correlation_id}, expected "
-                                        f"{self._correlation_id}")
+                                        f"{expected_id}")
         try:
-            position = skip_tagged_fields(frame, 4) if flexible else 4
+            position = skip_tagged_fields(frame, 4) if is_flexible(api_key, version) else 4
             response, _ = _response_reader(api_key, version)(frame, position)
         except Exception as error:  # kio raises several types on garbage; all mean the same
             self.close()

@@ -7,7 +7,6 @@ east to west. One stack serves the module; each test leaves it healthy."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import threading
@@ -54,14 +53,9 @@ def create_on_east(topic: NewTopic) -> None:
     client.create_topics([topic])[topic.topic].result(TIMEOUT)
 
 
-def mirror_available() -> bool:
-    """The mirror service (issue 16) is there: `odradek mirror` runs in its image."""
-    return importlib.util.find_spec("odradek.mirror.service") is not None
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[ComposeStack]:
-    with running_stack(["mirror"] if mirror_available() else []) as running:
+    with running_stack(["mirror"]) as running:
         print(f"\ncompose: images built in {running.build_s:.1f}s, "
               f"up -d --wait returned after {running.up_s:.1f}s")
         yield running
@@ -159,7 +153,7 @@ def prometheus_targets() -> list[dict[str, Any]]:
 
 
 def test_prometheus_scrapes_every_process(stack: ComposeStack) -> None:
-    running = set(NODES) | ({"mirror"} if mirror_available() else set())
+    running = set(NODES) | {"mirror"}
 
     def every_process_up() -> bool:
         up = {t["labels"]["instance"] for t in prometheus_targets() if t["health"] == "up"}
@@ -192,8 +186,6 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     stack.wait_healthy(victim)
 
 
-@pytest.mark.skipif(not mirror_available(), reason="the mirror (issue 16) has not landed: "
-                    "`odradek mirror` does not exist yet, so compose's `mirror` profile is off")
 def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
     topic = unique("mirrored")
     create_on_east(NewTopic(topic, 3, 3))

@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "replication")
 LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config")
 """The modules of `log/` that are pure rules; the rest of `log/` is the storage layer."""
+MIRROR_CORE_MODULES = ("odradek.mirror.config", "odradek.mirror.policy",
+                       "odradek.mirror.formats", "odradek.mirror.translation")
+"""The mirror's cores; its shell (service, topic sync, replicator) sits beside them."""
 NO_IO = frozenset({
     "asyncio", "concurrent", "grpc", "multiprocessing", "random", "secrets", "selectors",
     "signal", "socket", "ssl", "subprocess", "threading", "time", "uvloop",
@@ -102,7 +105,7 @@ def core_modules() -> list[str]:
     cores = [name for name in MODULES
              if any(name == f"odradek.{p}" or name.startswith(f"odradek.{p}.")
                     for p in CORE_PACKAGES)]
-    return sorted([*cores, *LOG_RULE_MODULES])
+    return sorted([*cores, *LOG_RULE_MODULES, *MIRROR_CORE_MODULES])
 
 
 def log_modules() -> list[str]:

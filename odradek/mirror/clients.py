@@ -1,0 +1,251 @@
+"""The mirror's admin and producer clients of one cluster (confluent-kafka), awaitable from
+the event loop, and the record of which clusters answer: a cluster that stops answering is
+logged once when it goes away and once when it is back, not at every retry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from odradek.mirror.config import MirrorConfigError
+from odradek.mirror.topic_rules import SourceConfig
+from odradek.mirror.translation import GroupOffset
+
+log = logging.getLogger("odradek.mirror")
+CLIENT_LOG = logging.getLogger("odradek.mirror.librdkafka")
+"""librdkafka's own logs: one line per failed connection attempt, so off unless asked for
+(`--log-level DEBUG` does not reach it); ClusterHealth reports the changes of state."""
+CLIENT_LOG.setLevel(logging.CRITICAL)
+T = TypeVar("T")
+TIMEOUT_S = 15.0
+ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
+                                 ConsumerGroupState.PREPARING_REBALANCING,
+                                 ConsumerGroupState.COMPLETING_REBALANCING})
+
+
+class ClusterUnavailable(Exception):
+    """A call to a cluster failed; the caller backs off and retries."""
+
+    def __init__(self, alias: str, error: object) -> None:
+        super().__init__(f"cluster {alias}: {error}")
+        self.alias = alias
+
+
+class ClusterHealth:
+    """Which clusters answered their last call; logs the changes only. A call that failed
+    after it started is stale once a later call succeeded (a flush that timed out while the
+    cluster came back), and changes nothing."""
+
+    def __init__(self) -> None:
+        self._down: dict[str, str] = {}
+        self._last_ok: dict[str, float] = {}
+
+    def ok(self, alias: str) -> None:
+        self._last_ok[alias] = time.monotonic()
+        if self._down.pop(alias, None) is not None:
+            log.info("cluster %s is reachable again", alias)
+
+    def failed(self, alias: str, error: object, started: float | None = None) -> None:
+        """`started`: when the failed call began (time.monotonic()); None: just now."""
+        if started is not None and started < self._last_ok.get(alias, float("-inf")):
+            return
+        if alias not in self._down:
+            log.warning("cluster %s is unreachable, retrying with backoff: %s", alias,
+                        error or type(error).__name__)
+        self._down[alias] = str(error)
+
+    def down(self) -> dict[str, str]:
+        return dict(self._down)
+
+    def reached(self, alias: str) -> bool:
+        """Whether a call to the cluster has succeeded yet."""
+        return alias in self._last_ok
+
+
+def client_error(error: BaseException) -> KafkaError | None:
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0],
+                                                                       KafkaError):
+        return error.args[0]
+    return None
+
+
+class ClusterClient:
+    """The admin client and a producer of one cluster, created from its client configs."""
+
+    def __init__(self, alias: str, admin_config: Mapping[str, str],
+                 producer_config: Mapping[str, str], health: ClusterHealth) -> None:
+        self.alias = alias
+        self._health = health
+        try:
+            self._admin = AdminClient({**admin_config, "client.id": f"mirror-{alias}-admin"},
+                                      logger=CLIENT_LOG)
+            self._producer = Producer({**producer_config, "client.id": f"mirror-{alias}",
+                                       "enable.idempotence": True}, logger=CLIENT_LOG)
+        except (KafkaException, TypeError, ValueError) as error:
+            raise MirrorConfigError(f"{alias}: bad client config: {error}") from None
+
+    async def _call(self, what: str, future: Future[T], tolerate: frozenset[int] = frozenset()
+                    ) -> T | None:
+        """The future's result; None when it failed with an error code in `tolerate`."""
+        started = time.monotonic()
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(future), TIMEOUT_S)
+        except (KafkaException, TimeoutError) as error:
+            code = client_error(error)
+            if code is not None and code.code() in tolerate:
+                self._health.ok(self.alias)
+                return None
+            self._health.failed(self.alias, error, started)
+            raise ClusterUnavailable(self.alias, f"{what}: {error or 'timed out'}") from None
+        self._health.ok(self.alias)
+        return result
+
+    async def _required(self, what: str, future: Future[T]) -> T:
+        result = await self._call(what, future)
+        assert result is not None
+        return result
+
+    async def _thread(self, what: str, call: Any, *args: Any) -> Any:
+        started = time.monotonic()
+        try:
+            result = await asyncio.to_thread(call, *args)
+        except KafkaException as error:
+            self._health.failed(self.alias, error, started)
+            raise ClusterUnavailable(self.alias, error) from None
+        self._health.ok(self.alias)
+        return result
+
+    async def topics(self) -> dict[str, int]:
+        """Every topic of the cluster and its partition count."""
+        metadata = await self._thread("list topics", self._admin.list_topics, None, TIMEOUT_S)
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items()
+                if topic.error is None}
+
+    async def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                           configs: Mapping[str, str]) -> bool:
+        """Create a topic; False when it exists already."""
+        new = NewTopic(topic, partitions, replication_factor, config=dict(configs))
+        future = self._admin.create_topics([new], request_timeout=TIMEOUT_S)[topic]
+        created = await self._call(f"create topic {topic}", _done(future),
+                                   frozenset({KafkaError.TOPIC_ALREADY_EXISTS}))
+        if created:
+            log.info("created topic %s on %s with %d partitions", topic, self.alias, partitions)
+        return bool(created)
+
+    async def grow_topic(self, topic: str, partitions: int) -> None:
+        future = self._admin.create_partitions([NewPartitions(topic, partitions)],
+                                               request_timeout=TIMEOUT_S)[topic]
+        if await self._call(f"create partitions of {topic}", _done(future),
+                            frozenset({KafkaError.INVALID_PARTITIONS})):
+            log.info("increased %s on %s to %d partitions", topic, self.alias, partitions)
+
+    async def topic_configs(self, topics: Sequence[str]) -> dict[str, list[SourceConfig]]:
+        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+        result = {}
+        for resource, future in self._admin.describe_configs(
+                resources, request_timeout=TIMEOUT_S).items():
+            entries = await self._call(f"describe configs of {resource.name}", future,
+                                       frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART}))
+            if entries is None:
+                continue
+            result[resource.name] = [
+                SourceConfig(entry.name, entry.value, entry.is_default, entry.is_read_only,
+                             entry.is_sensitive,
+                             entry.source == ConfigSource.STATIC_BROKER_CONFIG.value)
+                for entry in entries.values()]
+        return result
+
+    async def alter_topic_configs(self, topic: str, updates: Mapping[str, str | None]) -> None:
+        entries = [ConfigEntry(name, value or "", incremental_operation=(
+            AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET))
+            for name, value in updates.items()]
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        for future in self._admin.incremental_alter_configs(
+                [resource], request_timeout=TIMEOUT_S).values():
+            await self._call(f"alter configs of {topic}", future)
+
+    async def groups(self) -> list[str]:
+        listing = await self._required("list groups", self._admin.list_consumer_groups(
+            request_timeout=TIMEOUT_S))
+        return sorted(group.group_id for group in listing.valid)
+
+    async def group_offsets(self, group: str) -> dict[tuple[str, int], GroupOffset]:
+        request = [ConsumerGroupTopicPartitions(group)]
+        future = self._admin.list_consumer_group_offsets(request,
+                                                         request_timeout=TIMEOUT_S)[group]
+        result = await self._required(f"offsets of group {group}", future)
+        return {(tp.topic, tp.partition): GroupOffset(tp.offset, tp.metadata or "")
+                for tp in result.topic_partitions if tp.offset >= 0}
+
+    async def group_active(self, group: str) -> bool | None:
+        """Whether the group has members; None when it does not exist."""
+        future = self._admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group]
+        description = await self._required(f"describe group {group}", future)
+        if description.state == ConsumerGroupState.DEAD:
+            return None
+        return description.state in ACTIVE_GROUP_STATES
+
+    async def commit_group_offsets(self, group: str,
+                                   offsets: Mapping[tuple[str, int], GroupOffset]) -> None:
+        partitions = [TopicPartition(topic, partition, value.offset, metadata=value.metadata)
+                      for (topic, partition), value in sorted(offsets.items())]
+        request = [ConsumerGroupTopicPartitions(group, partitions)]
+        future = self._admin.alter_consumer_group_offsets(request,
+                                                          request_timeout=TIMEOUT_S)[group]
+        await self._call(f"commit offsets of group {group}", future)
+
+    def produce(self, topic: str, key: bytes, value: bytes, timestamp_ms: int,
+                on_delivery: Any = None) -> None:
+        """Queue a record for partition 0 (MM2's internal topics have one)."""
+        self._producer.produce(topic, value=value, key=key, partition=0,
+                               timestamp=timestamp_ms, on_delivery=on_delivery)
+        self._producer.poll(0)
+
+    async def flush(self) -> None:
+        """Wait until every queued record is delivered (or failed)."""
+        started = time.monotonic()
+        remaining = await self._thread("flush", self._producer.flush, TIMEOUT_S)
+        if remaining:
+            error = TimeoutError(f"{remaining} records not delivered")
+            self._health.failed(self.alias, error, started)
+            raise ClusterUnavailable(self.alias, error)
+
+
+def _done(future: Future[None]) -> Future[bool]:
+    """A future that is True once `future` (an admin call with no result) succeeds."""
+    done: Future[bool] = Future()
+
+    def finish(source: Future[None]) -> None:
+        if done.cancelled():  # the caller gave up waiting (a timeout, a stop)
+            return
+        error = source.exception()
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(True)
+
+    future.add_done_callback(finish)
+    return done

@@ -1,0 +1,73 @@
+"""Starts `odradek mirror` on an MM2 properties file for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.integration.broker_process import ODRADEK, free_port
+from tests.waiting import wait_until
+
+FAST = {
+    "replication.factor": "1", "heartbeats.topic.replication.factor": "1",
+    "checkpoints.topic.replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
+    "offset.storage.replication.factor": "1", "refresh.topics.interval.seconds": "1",
+    "refresh.groups.interval.seconds": "1", "emit.checkpoints.interval.seconds": "1",
+    "sync.topic.configs.interval.seconds": "1", "sync.group.offsets.interval.seconds": "1",
+    "offset.flush.interval.ms": "200",
+}
+"""What one-broker test clusters need (MM2's internal topics default to 3 replicas) and
+intervals short enough to observe."""
+
+
+def properties(clusters: dict[str, str], **settings: str) -> dict[str, str]:
+    """An MM2 config for `clusters` (alias -> bootstrap) with `settings` (underscores in
+    keyword names are not usable for MM2's keys, so pass a dict with ** for those)."""
+    config = {"clusters": ", ".join(clusters), **FAST}
+    config.update({f"{alias}.bootstrap.servers": bootstrap
+                   for alias, bootstrap in clusters.items()})
+    config.update(settings)
+    return config
+
+
+class MirrorProcess:
+    def __init__(self, directory: Path, config: dict[str, str],
+                 args: list[str] | None = None) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.metrics_port = free_port()
+        self.config_path = directory / "mm2.properties"
+        self.config_path.write_text("".join(
+            f"{key} = {value}\n"
+            for key, value in {"metrics.port": str(self.metrics_port), **config}.items()))
+        self.log_path = directory / "mirror.log"
+        self.args = args or []
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> MirrorProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
+        self.process = subprocess.Popen(
+            [*ODRADEK, "mirror", "--config", str(self.config_path), *self.args],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        wait_until(lambda: "mirroring" in self.logs(), 30, lambda: f"mirror up\n{self.logs()}",
+                   interval=0.05)
+        return self
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM; the exit code."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
