@@ -23,6 +23,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from odradek.mirror.config import parse_mirror_config
 from odradek.spark import audit, compaction
 from tests.helm.chart import (
     CHART,
@@ -413,7 +414,11 @@ def test_mirror_properties_are_mm2s() -> None:
         "east->west.enabled=true",
         "east->west.topics=orders.*",
         "replication.factor=3",
+        "metrics.port=9404",
     ]
+    config = parse_mirror_config(dict(line.split("=", 1) for line in properties.splitlines()))
+    assert not config.warnings, config.warnings
+    assert [(f.source, f.target) for f in config.flows] == [("east", "west")]
     mirror = one(objects, "Deployment", "west-odradek-mirror")
     assert mirror["spec"]["replicas"] == 2
     assert mirror["spec"]["template"]["metadata"]["labels"]["odradek.io/cluster"] == "west"

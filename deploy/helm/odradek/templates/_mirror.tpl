@@ -1,7 +1,7 @@
 {{/* mm2.properties from (dict "clusters" alias->bootstrap.servers "mirror" .Values.mirror),
 in MirrorMaker 2's names: clusters, <alias>.bootstrap.servers, <src>-><dst>.enabled, then each
 other key of a flow as <src>-><dst>.<key> (topics, topics.exclude, groups, groups.exclude,
-...), then mirror.properties as they are. */}}
+...), then mirror.properties as they are, and metrics.port (/metrics and /health). */}}
 {{- define "odradek.mirrorProperties" -}}
 clusters={{ keys .clusters | sortAlpha | join "," }}
 {{- range $alias := keys .clusters | sortAlpha }}
@@ -17,4 +17,5 @@ clusters={{ keys .clusters | sortAlpha | join "," }}
 {{- range $key, $value := .mirror.properties }}
 {{ $key }}={{ $value }}
 {{- end }}
+metrics.port={{ .metricsPort }}
 {{- end -}}
