@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import subprocess
+import tarfile
 from base64 import b64decode
 from collections.abc import Iterator
 from pathlib import Path
@@ -429,3 +430,18 @@ def test_notes_name_the_bootstrap_address_and_the_dashboards() -> None:
     assert "east-odradek-bootstrap.data.svc.cluster.local:9092" in text
     assert "helm test east" in text
     assert "grafana_dashboard=1" in text
+
+
+def test_the_packaged_chart_carries_the_linked_files(tmp_path: Path) -> None:
+    """`helm package` follows the links: the archive holds the rule files and dashboards
+    themselves, so an installed chart needs no checkout of observability/."""
+    with quiet_native():
+        archive = helm.package(CHART, destination=tmp_path)
+    with tarfile.open(archive) as packed:
+        members = {m.name: m for m in packed.getmembers()}
+        for path in [*RULES.glob("*.yml"), *DASHBOARDS.glob("*.json")]:
+            folder = "rules" if path.suffix == ".yml" else "dashboards"
+            member = members[f"odradek/files/{folder}/{path.name}"]
+            assert member.isfile(), member.name
+            extracted = packed.extractfile(member)
+            assert extracted is not None and extracted.read() == path.read_bytes()
