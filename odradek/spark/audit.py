@@ -46,8 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="source topics whose whole name matches (default: all but "
                         "internal topics)")
     parser.add_argument("--from", dest="from_", metavar="TIME",
-                        help="ISO-8601 time or epoch ms (default: --to minus one day)")
+                        help="ISO-8601 time or epoch ms (default: --to minus --window)")
     parser.add_argument("--to", metavar="TIME", help="ISO-8601 time or epoch ms (default: now)")
+    parser.add_argument("--window", default="1d", help="how far back from --to a run without "
+                        "--from audits, e.g. 1h for an hourly schedule (default 1d)")
     parser.add_argument("--bucket", default="10m", help="event-time bucket width (default 10m)")
     parser.add_argument("--grace", default="5m", help="buckets ending less than this before "
                         "now are still in flight: reported, never failed (default 5m)")
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     now_ms = int(time.time() * 1000)
     try:
         to_ms = parse_time(args.to) if args.to else now_ms
-        from_ms = parse_time(args.from_) if args.from_ else to_ms - 86_400_000
+        from_ms = parse_time(args.from_) if args.from_ else to_ms - parse_duration(args.window)
         bucket_ms, grace_ms = parse_duration(args.bucket), parse_duration(args.grace)
         if bucket_ms <= 0 or from_ms >= to_ms:
             raise ValueError("--bucket must be positive and --from before --to")
