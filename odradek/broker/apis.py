@@ -8,6 +8,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import Api, RequestContext, Result
+from odradek.broker.handlers.client_quotas import (
+    handle_alter_client_quotas,
+    handle_describe_client_quotas,
+)
 from odradek.broker.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_log_dirs,
@@ -106,6 +110,8 @@ API_TABLE: list[Api] = [
     Api(45, 0, 1, handle_alter_partition_reassignments),
     Api(46, 0, 0, handle_list_partition_reassignments),
     Api(47, 0, 0, handle_offset_delete),
+    Api(48, 0, 1, handle_describe_client_quotas),
+    Api(49, 0, 1, handle_alter_client_quotas),
     Api(55, 0, 2, handle_describe_quorum),
     Api(60, 0, 2, handle_describe_cluster),
     Api(61, 0, 0, handle_describe_producers),

@@ -26,9 +26,11 @@ from odradek.broker.log_cleaner import LogCleaner
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
+from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.services import BrokerServices
+from odradek.broker.throttling import throttle
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
@@ -121,7 +123,8 @@ class BrokerApp:
         progress = MetadataProgress()
         services = build_services(broker, client, registration, progress)
         applier = MetadataApplier(broker, services.replicas.on_metadata,
-                                  [services.groups.refresh_topics, services.txns.refresh_topics])
+                                  [services.groups.refresh_topics, services.txns.refresh_topics,
+                                   services.quotas.refresh])
         lifecycle = BrokerLifecycle(
             client, registration, progress, broker.cluster_id,
             await loop.run_in_executor(None, self.advertised),
@@ -154,7 +157,7 @@ class BrokerApp:
             name: set() for name in self._sockets}
         broker.metrics.register_host(config.log_dirs(), {
             name: partial(len, sockets) for name, sockets in listener_connections.items()})
-        servers = [await self._serve(Dispatcher(services, API_TABLE, name), max_request,
+        servers = [await self._serve(Dispatcher(services, API_TABLE, name, throttle), max_request,
                                      listener_connections[name], sock)
                    for name, sock in self._sockets.items()]
         tasks = [
@@ -275,7 +278,10 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     # after the transaction coordinator, which registers the transaction metrics
     producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
                                      broker.metrics.producer_ids_allocated.inc)
-    return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers)
+    quotas = QuotaManager(broker.config, lambda: broker.metadata.client_quotas, now_ms)
+    quotas.register(broker.registry)
+    return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
+                          quotas)
 
 
 async def _alter_partition(client: ControllerClient, registration: Registration, topic_id: str,

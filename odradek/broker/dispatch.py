@@ -13,7 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
-from odradek.broker.server import ConnectionAbort, Response
+from odradek.broker.server import ConnectionAbort, MutedResponse, Response
 from odradek.broker.services import BrokerServices
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
@@ -24,9 +24,18 @@ log = logging.getLogger("odradek.broker.dispatch")
 class EncodedBody(list[bytes | bytearray | memoryview]):
     """A response body a hot-path handler encoded itself, as buffers for writelines."""
 
+    throttle_time_ms = 0
+    """The throttle time the body already carries."""
+    throttled: Callable[[int], EncodedBody] | None = None
+    """The body to send instead when the client is throttled for this long (a Fetch's has
+    no records)."""
+
 
 Result = Mapping[str, Any] | EncodedBody | None
 Handler = Callable[["RequestContext", Any], Result | Awaitable[Result]]
+Throttle = Callable[["RequestContext", Any, int, Result, float], tuple[Result, int]]
+"""Charges a handled request to its client's quotas: (request, frame size, result, seconds
+the handler was busy) to the response to send and how long to mute the connection after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +78,13 @@ class Api:
 class Dispatcher:
     """The requests of one listener's connections."""
 
-    def __init__(self, services: BrokerServices, apis: list[Api], listener: str) -> None:
+    def __init__(self, services: BrokerServices, apis: list[Api], listener: str,
+                 throttle: Throttle | None = None) -> None:
         self.services = services
         self.broker = services.broker
         self.apis = {api.key: api for api in apis}
         self.listener = listener
+        self.throttle = throttle
 
     def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
         started = time.perf_counter()
@@ -95,16 +106,28 @@ class Dispatcher:
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
         context = RequestContext(self.services, header, peer, self.listener)
         result = api.handler(context, request)
+        busy_s = time.perf_counter() - started
         if inspect.isawaitable(result):
-            return self._finish_later(api, header, result, started)
-        return self._finish(api, header, result, started)
+            return self._finish_later(api, context, request, len(frame), result, started,
+                                      busy_s)
+        return self._finish(api, context, request, len(frame), result, started, busy_s)
 
-    async def _finish_later(
-        self, api: Api, header: RequestHeader, pending: Awaitable[Result], started: float
-    ) -> Response:
-        return self._finish(api, header, await pending, started)
+    async def _finish_later(self, api: Api, context: RequestContext, request: Any, size: int,
+                            pending: Awaitable[Result], started: float, busy_s: float
+                            ) -> Response:
+        result = await pending
+        return self._finish(api, context, request, size, result, started, busy_s)
 
-    def _finish(
+    def _finish(self, api: Api, context: RequestContext, request: Any, size: int,
+                result: Result, started: float, busy_s: float) -> Response:
+        """Charge the request to its client's quotas, then encode its response."""
+        mute_ms = 0
+        if self.throttle is not None:
+            result, mute_ms = self.throttle(context, request, size, result, busy_s)
+        frame = self._encode(api, context.header, result, started)
+        return MutedResponse(frame or [], mute_ms) if mute_ms > 0 else frame
+
+    def _encode(
         self, api: Api, header: RequestHeader, result: Result, started: float
     ) -> Response:
         if result is None:

@@ -33,6 +33,15 @@ WRITE_BUFFER_HIGH = 4 << 20
 """Dispatch and reading pause while the transport buffers more unsent bytes than this."""
 
 
+class MutedResponse(list[bytes | memoryview]):
+    """A response after which the connection reads and dispatches nothing for `mute_ms`:
+    its client was throttled (KIP-219)."""
+
+    def __init__(self, buffers: Sequence[bytes | memoryview], mute_ms: int) -> None:
+        super().__init__(buffers)
+        self.mute_ms = mute_ms
+
+
 class ConnectionAbort(Exception):
     """The request is unusable (bad header or body): close this connection only."""
 
@@ -56,6 +65,7 @@ class KafkaConnection(asyncio.Protocol):
         self._peer = "?"
         self._reading_paused = False
         self._writing_paused = False
+        self._muted: asyncio.TimerHandle | None = None
         self._closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -100,7 +110,7 @@ class KafkaConnection(asyncio.Protocol):
     def _run(self) -> None:
         """Dispatch queued frames until one is still running or writing is paused."""
         queue = self._queue
-        while queue and self._in_flight is None and not self._writing_paused:
+        while queue and self._in_flight is None and not self._writing_paused and not self._muted:
             if self._closed:
                 return
             frame = queue.popleft()
@@ -143,6 +153,18 @@ class KafkaConnection(asyncio.Protocol):
     def _write(self, response: Response) -> None:
         if response is not None and self._transport is not None and not self._closed:
             self._transport.writelines(response)
+            if isinstance(response, MutedResponse):
+                self._mute(response.mute_ms)
+
+    def _mute(self, mute_ms: int) -> None:
+        if self._muted is not None:
+            self._muted.cancel()
+        self._muted = asyncio.get_running_loop().call_later(mute_ms / 1000, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._muted = None
+        self._run()
 
     def _update_reading(self) -> None:
         transport = self._transport
@@ -150,6 +172,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         should_pause = (
             self._writing_paused
+            or self._muted is not None
             or len(self._queue) >= MAX_QUEUED_FRAMES
             or self._queued_bytes >= MAX_QUEUED_BYTES
         )
@@ -174,6 +197,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def _close(self) -> None:
         self._closed = True
+        if self._muted is not None:
+            self._muted.cancel()
+            self._muted = None
         if self._in_flight is not None:
             self._in_flight.cancel()
             self._in_flight = None

@@ -29,6 +29,7 @@ from odradek.metadata.records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from odradek.security.client_quotas import Entity
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 """Kafka's broker.session.timeout.ms."""
@@ -373,6 +374,11 @@ class QuorumController:
         self, resource_name: str, changes: Mapping[str, str | None]
     ) -> list[MetadataRecord]:
         return self.metadata.alter_broker_configs(resource_name, changes)
+
+    def alter_client_quotas(
+        self, target: Entity, changes: Mapping[str, float | None]
+    ) -> list[MetadataRecord]:
+        return self.metadata.alter_client_quotas(target, changes)
 
 
 def _check_epoch(registration: BrokerRegistration, broker_epoch: int) -> None:

@@ -15,7 +15,9 @@ from odradek.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
+    ClientQuotaRecord,
     ConfigRecord,
+    EntityData,
     FenceBrokerRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -28,6 +30,7 @@ from odradek.metadata.records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from odradek.security.client_quotas import Entity
 
 MAX_TOPIC_NAME_LENGTH = 249
 METADATA_TOPIC = "__cluster_metadata"
@@ -116,6 +119,8 @@ class ClusterMetadata:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.next_producer_id = 0
         """The first id of the next block of producer ids."""
+        self.client_quotas: dict[Entity, dict[str, float]] = {}
+        """The quotas of each user / client-id entity (security/client_quotas.py)."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -152,6 +157,15 @@ class ClusterMetadata:
             case UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch):
                 registration = self._registration(record, broker_id, epoch)
                 self.brokers[broker_id] = replace(registration, fenced=False)
+            case ClientQuotaRecord(entity=parts, key=key, value=value):
+                target = tuple(sorted((p.entity_type, p.entity_name) for p in parts))
+                quotas = self.client_quotas.setdefault(target, {})
+                if value is None:
+                    quotas.pop(key, None)
+                else:
+                    quotas[key] = value
+                if not quotas:
+                    del self.client_quotas[target]
             case ProducerIdsRecord(next_producer_id=next_id):
                 if next_id <= self.next_producer_id:
                     raise ReplayError(f"{record} does not advance the next producer id "
@@ -207,6 +221,11 @@ class ClusterMetadata:
             ConfigRecord(ResourceType.BROKER, resource, key, value)
             for resource, configs in sorted(self.broker_configs.items())
             for key, value in sorted(configs.items())
+        ]
+        records += [
+            client_quota_record(target, key, value)
+            for target, quotas in sorted(self.client_quotas.items(), key=lambda i: repr(i[0]))
+            for key, value in sorted(quotas.items())
         ]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
@@ -416,6 +435,15 @@ class ClusterMetadata:
             )
         return [ConfigRecord(ResourceType.TOPIC, name, k, v) for k, v in changes.items()]
 
+    def alter_client_quotas(
+        self, target: Entity, changes: Mapping[str, float | None]
+    ) -> list[MetadataRecord]:
+        """Records for the quota changes of one (validated) entity: only values that change,
+        and removals of keys it has, as Kafka's ClientQuotaControlManager writes them."""
+        current = self.client_quotas.get(target, {})
+        return [client_quota_record(target, key, value) for key, value in changes.items()
+                if (key in current if value is None else current.get(key) != value)]
+
     def alter_broker_configs(
         self, resource_name: str, changes: Mapping[str, str | None]
     ) -> list[MetadataRecord]:
@@ -424,3 +452,7 @@ class ClusterMetadata:
         return [
             ConfigRecord(ResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
         ]
+
+
+def client_quota_record(target: Entity, key: str, value: float | None) -> ClientQuotaRecord:
+    return ClientQuotaRecord(tuple(EntityData(kind, name) for kind, name in target), key, value)
