@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from odradek.broker.apis import API_TABLE
 from odradek.broker.broker import Broker
+from odradek.broker.connection_limits import ConnectionLimits, ListenerGate, resolve_overrides
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.file_deletion import delete_later
@@ -44,6 +45,14 @@ from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
 UNFENCE_POLL_S = 0.01
+IDLE_CHECK_MS = 1000
+"""How often idle connections are looked for, at most (Kafka checks on every poll)."""
+
+
+async def _close_idle(limits: ConnectionLimits,
+                      listeners: Iterable[set[KafkaConnection]]) -> None:
+    for connections in listeners:
+        limits.close_idle(connections)
 
 
 class BrokerApp:
@@ -157,8 +166,13 @@ class BrokerApp:
             name: set() for name in self._sockets}
         broker.metrics.register_host(config.log_dirs(), {
             name: partial(len, sockets) for name, sockets in listener_connections.items()})
+        limits = ConnectionLimits(config, await loop.run_in_executor(None, resolve_overrides,
+                                                                     config),
+                                  self.listeners.inter_broker)
+        protocols = {e.name: e.security_protocol for e in self.listeners.broker}
         servers = [await self._serve(Dispatcher(services, API_TABLE, name, throttle), max_request,
-                                     listener_connections[name], sock)
+                                     listener_connections[name], sock, limits.gate(name),
+                                     self._pre_auth_cap(protocols[name]))
                    for name, sock in self._sockets.items()]
         tasks = [
             every(config.integer("log.retention.check.interval.ms"), self.enforce_retention),
@@ -173,6 +187,8 @@ class BrokerApp:
                   self.checkpoint_high_watermarks),
             every(config.integer("producer.id.expiration.check.interval.ms"),
                   self.expire_producers),
+            every(max(min(limits.max_idle_ms // 10, IDLE_CHECK_MS), 1), partial(
+                _close_idle, limits, listener_connections.values())),
         ]
         cleaner = LogCleaner(broker, self.at_swap_point) if LogCleaner.enabled(config) else None
         if cleaner is not None:
@@ -207,11 +223,18 @@ class BrokerApp:
 
     @staticmethod
     async def _serve(dispatcher: Dispatcher, max_request: int,
-                     connections: set[KafkaConnection], sock: socket.socket) -> asyncio.Server:
+                     connections: set[KafkaConnection], sock: socket.socket, gate: ListenerGate,
+                     pre_auth_cap: int | None) -> asyncio.Server:
         """One listener's server: its connections' requests go to its dispatcher."""
         return await asyncio.get_running_loop().create_server(
-            lambda: KafkaConnection(dispatcher, max_request, connections),
+            lambda: KafkaConnection(dispatcher, max_request, connections, gate, pre_auth_cap),
             sock=sock, backlog=1024)
+
+    def _pre_auth_cap(self, protocol: str) -> int | None:
+        """sasl.server.max.receive.size on SASL listeners, until a connection authenticates."""
+        if protocol.startswith("SASL_"):
+            return self.config.integer("sasl.server.max.receive.size")
+        return None
 
     def _fenced_in_image(self) -> bool:
         registration = self.broker.metadata.brokers.get(self.broker.node_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,22 +43,48 @@ class MutedResponse(list[bytes | memoryview]):
         self.mute_ms = mute_ms
 
 
+class Gate(typing.Protocol):
+    """The broker's connection limits as a listener's connections meet them."""
+
+    def admit(self, connection: KafkaConnection) -> bool | None:
+        """True: serve it; False: close it; None: leave it unread until `admitted`."""
+
+    def release(self, connection: KafkaConnection) -> None:
+        """The connection closed."""
+
+
 class ConnectionAbort(Exception):
     """The request is unusable (bad header or body): close this connection only."""
 
 
 class KafkaConnection(asyncio.Protocol):
-    """One client connection; `connections`, when given, holds it while it is open."""
+    """One client connection; `connections`, when given, holds it while it is open, and
+    `gate` admits it. With `pre_auth_max_bytes` (a SASL listener's
+    sasl.server.max.receive.size) its requests and the bytes it has queued are capped at
+    that until `authenticated`."""
 
     def __init__(
         self,
         dispatch: Dispatch,
         max_request_bytes: int,
         connections: set[KafkaConnection] | None = None,
+        gate: Gate | None = None,
+        pre_auth_max_bytes: int | None = None,
     ) -> None:
         self._dispatch = dispatch
-        self._decoder = FrameDecoder(max_request_bytes)
+        self._max_request_bytes = max_request_bytes
+        self._decoder = FrameDecoder(min(max_request_bytes, pre_auth_max_bytes or
+                                         max_request_bytes))
+        self._max_queued_bytes = min(MAX_QUEUED_BYTES, pre_auth_max_bytes or MAX_QUEUED_BYTES)
         self._connections = connections
+        self._gate = gate
+        self._waiting = False
+        """Not yet admitted by the gate: what arrives is held, unread."""
+        self._held = bytearray()
+        self._admitted = False
+        self.peer_ip = "?"
+        self.last_active = 0.0
+        """The loop time of the connection's latest read or write."""
         self._queue: deque[bytes | bytearray] = deque()
         self._queued_bytes = 0
         self._in_flight: asyncio.Future[Response] | None = None
@@ -72,19 +99,53 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.peer_ip = peer[0] if peer else "?"
+        self.last_active = time.monotonic()
         self._transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         if self._connections is not None:
             self._connections.add(self)
+        if self._gate is not None:
+            verdict = self._gate.admit(self)
+            if verdict is None:
+                self._waiting = True  # reading pauses at the first bytes (uvloop reads on)
+            else:
+                self.admitted(verdict)
 
+    def admitted(self, accepted: bool) -> None:
+        """The gate's verdict on this connection: serve it, or close it."""
+        self._waiting = False
+        self._admitted = accepted
+        if not accepted:
+            self._abort_quietly()
+            return
+        held, self._held = bytes(self._held), bytearray()
+        if held:
+            self.data_received(held)
+        else:
+            self._update_reading()
+
+    def authenticated(self) -> None:
+        """SASL authentication succeeded: requests up to socket.request.max.bytes."""
+        self._decoder.max_size = self._max_request_bytes
+        self._max_queued_bytes = MAX_QUEUED_BYTES
+
+    @property
+    def idle(self) -> bool:
+        """No request queued or in flight (a muted connection is not idle)."""
+        return (not self._queue and self._in_flight is None and self._muted is None
+                and not self._closed)
+
+    def close_idle(self) -> None:
+        """Close it as idle past connections.max.idle.ms."""
+        log.info("closing idle connection from %s", self._peer)
+        self._abort_quietly()
     def connection_lost(self, exc: Exception | None) -> None:
         self._close()
 
     def close(self) -> asyncio.Future[Response] | None:
         """Abort the connection (broker shutdown); returns the cancelled in-flight request."""
         in_flight = self._in_flight
-        if self._transport is not None and not self._closed:
-            self._transport.abort()
-        self._close()
+        self._abort_quietly()
         return in_flight
 
     def pause_writing(self) -> None:
@@ -97,6 +158,11 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
+            return
+        self.last_active = time.monotonic()
+        if self._waiting:
+            self._held += data
+            self._update_reading()
             return
         try:
             frames = self._decoder.feed(data)
@@ -153,6 +219,7 @@ class KafkaConnection(asyncio.Protocol):
     def _write(self, response: Response) -> None:
         if response is not None and self._transport is not None and not self._closed:
             self._transport.writelines(response)
+            self.last_active = time.monotonic()
             if isinstance(response, MutedResponse):
                 self._mute(response.mute_ms)
 
@@ -172,9 +239,10 @@ class KafkaConnection(asyncio.Protocol):
             return
         should_pause = (
             self._writing_paused
+            or self._waiting
             or self._muted is not None
             or len(self._queue) >= MAX_QUEUED_FRAMES
-            or self._queued_bytes >= MAX_QUEUED_BYTES
+            or self._queued_bytes >= self._max_queued_bytes
         )
         if should_pause and not self._reading_paused:
             transport.pause_reading()
@@ -191,11 +259,17 @@ class KafkaConnection(asyncio.Protocol):
 
     def _abort(self, reason: str, exc: BaseException | None = None) -> None:
         log.warning("closing connection from %s: %s", self._peer, reason, exc_info=exc)
+        self._abort_quietly()
+
+    def _abort_quietly(self) -> None:
         if self._transport is not None and not self._closed:
             self._transport.abort()
         self._close()
 
     def _close(self) -> None:
+        if self._gate is not None and not self._closed and (self._admitted or self._waiting):
+            self._gate.release(self)
+        self._waiting = self._admitted = False
         self._closed = True
         if self._muted is not None:
             self._muted.cancel()
