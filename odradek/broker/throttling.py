@@ -10,7 +10,7 @@ inter-broker request) and, from the request quota, acks=0 produces."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
@@ -26,16 +26,26 @@ def _who(context: RequestContext) -> tuple[str, str]:
     return context.principal.name, context.header.client_id or ""
 
 
-def controller_mutations(context: RequestContext, strict_since: int
-                         ) -> Callable[[int], tuple[bool, int]]:
-    """For CreateTopics, CreatePartitions and DeleteTopics: a function charging a number of
-    partitions to `controller_mutation_rate` (strict from version `strict_since`), answering
-    (accepted, throttle time)."""
-    quota = context.services.quotas.controller_mutation
-    user, client_id = _who(context)
-    strict = context.version >= strict_since
-    return lambda permits: quota.record_mutations(user, client_id, permits, strict,
-                                                  context.services.quotas.now_ms())
+class MutationCharge:
+    """Charges a request's partition mutations to `controller_mutation_rate` (strict from
+    version `strict_since`, as KIP-599 has it): `accepts(permits)` is False while the quota
+    is exhausted (the topic gets THROTTLING_QUOTA_EXCEEDED); `throttle_time_ms` is what the
+    response reports."""
+
+    def __init__(self, context: RequestContext, strict_since: int) -> None:
+        self._quotas = context.services.quotas
+        self._who = _who(context)
+        self._strict = context.version >= strict_since
+        self.throttle_time_ms = 0
+
+    def accepts(self, permits: int) -> bool:
+        accepted, delay = self._quotas.controller_mutation.record_mutations(
+            *self._who, permits, self._strict, self._quotas.now_ms())
+        self.throttle_time_ms = max(self.throttle_time_ms, delay)
+        return accepted
+
+    def answer(self, response: dict[str, Any]) -> dict[str, Any]:
+        return {**response, THROTTLE_TIME: self.throttle_time_ms}
 
 
 def throttle(context: RequestContext, request: Any, frame_size: int, result: Result,

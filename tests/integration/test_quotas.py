@@ -3,24 +3,29 @@
 producer_byte_rate and a consumer over consumer_byte_rate are held to their quota (measured as
 a ratio, beside an unlimited client in the same run) and told their throttle time; a
 throttled connection is muted for the throttle time it was told (KIP-219); the quota
-gauges carry Kafka's names.
+gauges carry Kafka's names; topic mutations past controller_mutation_rate are refused.
 
-The broker keeps 3 quota windows of 1 s (quota.window.num), so that a client's first burst
-allowance (all windows but one) is short; rates are measured after it."""
+The broker keeps 3 quota windows of 1 s (quota.window.num, controller.quota.window.num), so
+that a client's first burst allowance is short; rates are measured after it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client import KafkaCluster
+from odradek.protocol.codec import build_request
 from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import confluent_consumer, create_topic, unique
@@ -42,7 +47,8 @@ MEASURED_BYTES = 3 * QUOTA * 4
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     root = tmp_path_factory.mktemp("quotas")
     process = BrokerProcess(root / "data", root / "broker.log",
-                            {"quota.window.num": "3", "quota.window.size.seconds": "1"})
+                            {"quota.window.num": "3", "quota.window.size.seconds": "1",
+                             "controller.quota.window.num": "3"})
     process.start()
     yield process
     if process.alive():
@@ -226,3 +232,40 @@ def test_a_throttled_connection_is_muted_for_the_time_it_was_told(
     finally:
         raw.close()
         configs(broker, "alter", "--client", "raw", "--delete-config", "producer_byte_rate")
+
+
+def test_topic_mutations_past_controller_mutation_rate_are_refused(
+        broker: BrokerProcess) -> None:
+    """KIP-599: CreateTopics v6+ and DeleteTopics v5+ over the quota get
+    THROTTLING_QUOTA_EXCEEDED and the time until the bucket refills; nothing is created or
+    deleted. With 3 windows of 1 s, a rate of 1 partition/s allows a burst of 3: 10
+    partitions empty the bucket for 7 s."""
+    client_id = unique("mutator")
+    set_client_quota(broker, client_id, "controller_mutation_rate=1")
+    first, second = unique("mutated"), unique("refused")
+
+    async def mutate() -> tuple[Any, Any, Any]:
+        host, port = broker.bootstrap.split(":")
+        # two connections: the first is muted for the throttle time once answered
+        creating, deleting = (KafkaCluster([(host, int(port))], client_id, 10)
+                              for _ in range(2))
+        try:
+            created = await creating.send(build_request(19, 7, {"timeout": 10_000, "topics": [
+                {"name": name, "num_partitions": partitions, "replication_factor": 1}
+                for name, partitions in ((first, 10), (second, 1))]}))
+            deleted = await deleting.send(build_request(20, 6, {"timeout": 10_000, "topics": [
+                {"name": first}]}))
+            metadata = await deleting.metadata([first, second])
+        finally:
+            creating.close()
+            deleting.close()
+        return created, deleted, metadata
+
+    created, deleted, metadata = asyncio.run(mutate())
+    assert [(t.name, t.error_code) for t in created.topics] == [
+        (first, ErrorCode.none), (second, ErrorCode.throttling_quota_exceeded)]
+    assert created.throttle_time.total_seconds() > 0
+    assert deleted.responses[0].error_code == ErrorCode.throttling_quota_exceeded
+    assert deleted.throttle_time.total_seconds() > 0
+    assert {t.name: t.error_code for t in metadata.topics} == {
+        first: ErrorCode.none, second: ErrorCode.unknown_topic_or_partition}
