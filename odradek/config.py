@@ -163,13 +163,14 @@ def _defs(*items: ConfigDef) -> dict[str, ConfigDef]:
     return {item.name: item for item in items}
 
 
-B, S, INT, L, D, LS = (
+B, S, INT, L, D, LS, P = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.INT,
     ConfigType.LONG,
     ConfigType.DOUBLE,
     ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
@@ -182,7 +183,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "published to clients and other brokers; a listener left out is published as "
               "it is bound. 0.0.0.0 may not be advertised.", read_only=True),
     ConfigDef("listener.security.protocol.map", S, DEFAULT_PROTOCOL_MAP, "NAME:PROTOCOL for "
-              "every listener name (PLAINTEXT is the only protocol served so far); the "
+              "every listener name (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL); the "
               "controller listener names map to PLAINTEXT when this is left at its default.",
               read_only=True),
     ConfigDef("inter.broker.listener.name", S, None, "The listener brokers use to reach each "
@@ -191,6 +192,52 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between "
               "brokers; only one of this and inter.broker.listener.name may be set.",
               one_of(*SECURITY_PROTOCOLS), read_only=True),
+    ConfigDef("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms a SASL listener "
+              "enables (Odradek serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512).",
+              read_only=True),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism brokers "
+              "use with each other.", read_only=True),
+    ConfigDef("sasl.jaas.config", P, None, "JAAS login configuration; a broker reads it per "
+              "listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config.",
+              read_only=True),
+    ConfigDef("connections.max.reauth.ms", L, 0, "Longest session of a SASL connection before "
+              "it must re-authenticate (KIP-368); 0: no limit.", at_least(0), read_only=True),
+    ConfigDef("connection.failed.authentication.delay.ms", INT, 100, "Delay before a "
+              "connection that failed authentication is answered and closed.", at_least(0),
+              read_only=True),
+    ConfigDef("ssl.keystore.type", S, "JKS", "Format of the key store: PEM (KIP-651) is the one "
+              "Odradek reads.", read_only=True),
+    ConfigDef("ssl.keystore.location", S, None, "PEM file holding the private key and the "
+              "certificate chain.", read_only=True),
+    ConfigDef("ssl.keystore.password", P, None, "Password of the key store file.",
+              read_only=True),
+    ConfigDef("ssl.key.password", P, None, "Password of an encrypted private key.",
+              read_only=True),
+    ConfigDef("ssl.keystore.certificate.chain", P, None, "Certificate chain in PEM, inline.",
+              read_only=True),
+    ConfigDef("ssl.keystore.key", P, None, "Private key in PEM (PKCS#8), inline.",
+              read_only=True),
+    ConfigDef("ssl.truststore.type", S, "JKS", "Format of the trust store: PEM is the one "
+              "Odradek reads.", read_only=True),
+    ConfigDef("ssl.truststore.location", S, None, "PEM file of trusted CA certificates.",
+              read_only=True),
+    ConfigDef("ssl.truststore.password", P, None, "Password of the trust store (not used for "
+              "PEM).", read_only=True),
+    ConfigDef("ssl.truststore.certificates", P, None, "Trusted certificates in PEM, inline.",
+              read_only=True),
+    ConfigDef("ssl.client.auth", S, "none", "Client certificates: required, requested or none.",
+              one_of("required", "requested", "none"), read_only=True),
+    ConfigDef("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted.",
+              one_of("TLSv1.2", "TLSv1.3"), read_only=True),
+    ConfigDef("ssl.protocol", S, "TLSv1.3", "The TLS version a client prefers.",
+              read_only=True),
+    ConfigDef("ssl.cipher.suites", LS, [], "TLS 1.2 cipher suites (OpenSSL or IANA names); "
+              "empty: the defaults.", read_only=True),
+    ConfigDef("ssl.principal.mapping.rules", S, "DEFAULT", "Rules from a client certificate's "
+              "distinguished name to its principal name (KIP-371).", read_only=True),
+    ConfigDef("ssl.endpoint.identification.algorithm", S, "https", "How a broker as a client "
+              "checks a server certificate's host name: https, or empty for no check.",
+              read_only=True),
     ConfigDef("log.dirs", LS, None, "Directories holding the log data (default: log.dir).",
               read_only=True),
     ConfigDef("log.dir", S, "./data", "The directory holding the log data.", read_only=True),
@@ -449,6 +496,26 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "follower.replication.throttled.rate.", throttled_replicas),
 )
 
+LISTENER_PREFIX = "listener.name."
+LISTENER_CONFIG_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms")
+"""The configs a listener may override (`listener.name.<listener>.<config>`)."""
+MECHANISM_CONFIGS = ("sasl.jaas.config", "connections.max.reauth.ms")
+"""The configs a listener may set per SASL mechanism (`...<listener>.<mechanism>.<config>`)."""
+
+
+def listener_config_def(name: str) -> ConfigDef | None:
+    """The definition a `listener.name.<listener>.[<mechanism>.]<config>` key takes its type
+    from, or None when it names no listener config."""
+    rest = name.removeprefix(LISTENER_PREFIX)
+    if rest == name or "." not in rest:
+        return None
+    suffix = rest.split(".", 1)[1]
+    if suffix in BROKER_CONFIGS and suffix.startswith(LISTENER_CONFIG_PREFIXES):
+        return BROKER_CONFIGS[suffix]
+    mechanism_config = suffix.split(".", 1)[1] if "." in suffix else ""
+    return BROKER_CONFIGS[mechanism_config] if mechanism_config in MECHANISM_CONFIGS else None
+
+
 _HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
 _MINUTE_ALIASES = {"log.retention.minutes": "log.retention.ms"}
 
@@ -504,7 +571,8 @@ class BrokerConfig:
 
     def __init__(self, raw: Mapping[str, str]) -> None:
         self.static_raw = _normalise_aliases(raw)
-        unknown = sorted(set(self.static_raw) - set(BROKER_CONFIGS))
+        unknown = sorted(name for name in set(self.static_raw) - set(BROKER_CONFIGS)
+                         if listener_config_def(name) is None)
         if unknown:
             raise InvalidConfigError(f"Unknown broker config(s): {', '.join(unknown)}")
         self.dynamic_broker_raw: dict[str, str] = {}
@@ -512,6 +580,21 @@ class BrokerConfig:
         self.dynamic_default_raw: dict[str, str] = {}
         """Cluster-wide dynamic defaults (source DYNAMIC_DEFAULT_BROKER_CONFIG)."""
         self._values = {name: self._resolve(name) for name in BROKER_CONFIGS}
+        for name, raw_value in self.static_raw.items():
+            definition = listener_config_def(name)
+            if definition is not None and name not in BROKER_CONFIGS:
+                parse_value(definition, raw_value)
+
+    def for_listener(self, listener: str, name: str, mechanism: str = "") -> Value:
+        """`name` as one listener (and SASL mechanism) sees it, as Kafka's
+        valuesWithPrefixOverride: `listener.name.<listener>.[<mechanism>.]<name>` when set,
+        else the broker's own value."""
+        prefix = f"{LISTENER_PREFIX}{listener.lower()}."
+        keys = [f"{prefix}{mechanism.lower()}.{name}"] if mechanism else []
+        for key in [*keys, prefix + name]:
+            if key in self.static_raw:
+                return parse_value(BROKER_CONFIGS[name], self.static_raw[key])
+        return self._values[name]
 
     def __getitem__(self, name: str) -> Value:
         return self._values[name]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from odradek.config import BROKER_CONFIGS, InvalidConfigError
+from odradek.config import BROKER_CONFIGS, InvalidConfigError, listener_config_def
 
 PREFIX = "ODRADEK_"
 
@@ -35,7 +35,8 @@ def configs_from_env(environ: Mapping[str, str], known: Collection[str] = BROKER
         if not variable.startswith(prefix):
             continue
         name = config_name(variable, prefix)
-        if name not in known:
+        broker_listener_config = known is BROKER_CONFIGS and listener_config_def(name)
+        if name not in known and not broker_listener_config:
             raise InvalidConfigError(f"{variable} would set {name}, which is not a config")
         configs[name] = value
     return configs

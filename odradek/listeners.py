@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from odradek.config import SECURITY_PROTOCOLS, BrokerConfig, InvalidConfigError
 
 PLAINTEXT = "PLAINTEXT"
-SUPPORTED_PROTOCOLS = frozenset({PLAINTEXT})
-"""The security protocols served so far; the others are refused at start-up."""
+CONTROLLER_PROTOCOLS = frozenset({PLAINTEXT})
+"""The security protocols the controllers' gRPC listener serves so far; the Kafka listeners
+serve all four."""
 WILDCARD = "0.0.0.0"
 
 _URI = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
@@ -188,7 +189,7 @@ def resolve(config: BrokerConfig, roles: Roles, voters_configured: bool = True) 
     if "broker" in roles:
         inter_broker = _inter_broker_name(config, protocols)
         _check_broker(broker_advertised, inter_broker, names)
-    _check_supported(bound)
+    _check_supported(bound, controller_names)
     return Listeners(tuple(bound), broker_advertised, inter_broker, controller_names)
 
 
@@ -267,13 +268,14 @@ def _check_broker(advertised: tuple[Endpoint, ...], inter_broker: str, names: se
                                  f"configuration are {','.join(sorted(names))}")
 
 
-def _check_supported(bound: list[Endpoint]) -> None:
+def _check_supported(bound: list[Endpoint], controller_names: tuple[str, ...]) -> None:
     for endpoint in bound:
-        if endpoint.security_protocol not in SUPPORTED_PROTOCOLS:
+        if (endpoint.name in controller_names
+                and endpoint.security_protocol not in CONTROLLER_PROTOCOLS):
             raise InvalidConfigError(
-                f"listener {endpoint.name} uses security protocol "
+                f"controller listener {endpoint.name} uses security protocol "
                 f"{endpoint.security_protocol}, which is not supported yet (supported: "
-                f"{', '.join(sorted(SUPPORTED_PROTOCOLS))})")
+                f"{', '.join(sorted(CONTROLLER_PROTOCOLS))})")
 
 
 def with_bound_ports(endpoints: Sequence[Endpoint], ports: Mapping[str, int]

@@ -23,6 +23,7 @@ from odradek.broker.dispatch import Dispatcher
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.lifecycle import BrokerLifecycle, MetadataProgress, Registration
+from odradek.broker.listener_security import ListenerSecurity
 from odradek.broker.log_cleaner import LogCleaner
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.metadata_writer import MetadataWriter
@@ -41,10 +42,13 @@ from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.replication.leader import IsrChange
 from odradek.rpc import controller_pb2 as pb
+from odradek.security.scram import ScramCredential, ScramMechanism, stored_credential
 from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
 UNFENCE_POLL_S = 0.01
+STORE_CHECK_INTERVAL_MS = 1000
+"""How often TLS listeners look for changed key and trust store files."""
 IDLE_CHECK_MS = 1000
 """How often idle connections are looked for, at most (Kafka checks on every poll)."""
 
@@ -66,11 +70,18 @@ class BrokerApp:
         self.at_swap_point = at_swap_point
         self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
+        self.security = {endpoint.name: ListenerSecurity(config, endpoint, self._scram_credential)
+                         for endpoint in self.listeners.broker}
+        """How each Kafka listener's connections are secured (checked at start-up)."""
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._sockets: dict[str, socket.socket] = {}
         self._lifecycle: BrokerLifecycle | None = None
         self._phase = "recovering its logs"
         """Why the broker is not ready, or "" while it serves."""
+
+    def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        record = self.broker.metadata.scram_credentials.get((user, mechanism.type_id))
+        return stored_credential(record) if record is not None else None
 
     def readiness(self) -> str | None:
         """Ready (None) once registered, caught up with the metadata log and unfenced, and
@@ -171,8 +182,8 @@ class BrokerApp:
                                   self.listeners.inter_broker)
         protocols = {e.name: e.security_protocol for e in self.listeners.broker}
         servers = [await self._serve(Dispatcher(services, API_TABLE, name, throttle), max_request,
-                                     listener_connections[name], sock, limits.gate(name),
-                                     self._pre_auth_cap(protocols[name]))
+                                     listener_connections[name], sock, self.security[name],
+                                     limits.gate(name), self._pre_auth_cap(protocols[name]))
                    for name, sock in self._sockets.items()]
         tasks = [
             every(config.integer("log.retention.check.interval.ms"), self.enforce_retention),
@@ -187,6 +198,7 @@ class BrokerApp:
                   self.checkpoint_high_watermarks),
             every(config.integer("producer.id.expiration.check.interval.ms"),
                   self.expire_producers),
+            every(STORE_CHECK_INTERVAL_MS, self.reload_stores),
             every(max(min(limits.max_idle_ms // 10, IDLE_CHECK_MS), 1), partial(
                 _close_idle, limits, listener_connections.values())),
         ]
@@ -223,12 +235,20 @@ class BrokerApp:
 
     @staticmethod
     async def _serve(dispatcher: Dispatcher, max_request: int,
-                     connections: set[KafkaConnection], sock: socket.socket, gate: ListenerGate,
+                     connections: set[KafkaConnection], sock: socket.socket,
+                     security: ListenerSecurity, gate: ListenerGate,
                      pre_auth_cap: int | None) -> asyncio.Server:
         """One listener's server: its connections' requests go to its dispatcher."""
         return await asyncio.get_running_loop().create_server(
-            lambda: KafkaConnection(dispatcher, max_request, connections, gate, pre_auth_cap),
-            sock=sock, backlog=1024)
+            lambda: KafkaConnection(dispatcher, max_request, connections,
+                                    security.open_session, gate, pre_auth_cap),
+            sock=sock, backlog=1024, ssl=security.ssl_context)
+
+    async def reload_stores(self) -> None:
+        """TLS listeners load changed key and trust store files (for new connections)."""
+        for security in self.security.values():
+            if security.tls is not None:
+                security.tls.check()
 
     def _pre_auth_cap(self, protocol: str) -> int | None:
         """sasl.server.max.receive.size on SASL listeners, until a connection authenticates."""

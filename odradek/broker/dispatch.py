@@ -1,8 +1,11 @@
 """Routes each request frame to its handler; the handler table is the one source of the
-APIs and versions the broker supports, and ApiVersions answers from it."""
+APIs and versions the broker supports, and ApiVersions answers from it. On a SASL listener a
+connection's requests first pass its SASL state (odradek/security/sasl.py): until it has
+authenticated only the SASL requests (and one ApiVersions) get through."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -15,9 +18,12 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.server import ConnectionAbort, MutedResponse, Response
 from odradek.broker.services import BrokerServices
+from odradek.broker.session import Session
+from odradek.clock import now_ms
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
+from odradek.security.sasl import IllegalSaslState
 
 log = logging.getLogger("odradek.broker.dispatch")
 
@@ -48,6 +54,8 @@ class RequestContext:
     client by their endpoints on it."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who the connection is, as TLS or SASL established it."""
+    session: Session | None = None
+    """The connection's session (the SASL requests change it)."""
 
     @property
     def broker(self) -> Broker:
@@ -57,6 +65,15 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+
+class AuthenticationFailure(Exception):
+    """A handler's answer that ends the connection: it is sent after
+    connection.failed.authentication.delay.ms, then the connection closes."""
+
+    def __init__(self, reason: str, result: Mapping[str, Any]) -> None:
+        super().__init__(reason)
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +103,18 @@ class Dispatcher:
         self.listener = listener
         self.throttle = throttle
 
-    def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
+    def __call__(self, frame: bytes | bytearray, session: Session
+                 ) -> Response | Awaitable[Response]:
         started = time.perf_counter()
         try:
             header, offset = codec.decode_header(frame)
         except RequestDecodeError as error:
             raise ConnectionAbort(f"bad request header: {error}") from None
+        if session.sasl is not None:
+            try:
+                session.sasl.check(header.api_key, now_ms())
+            except IllegalSaslState as error:
+                raise ConnectionAbort(str(error)) from None
         api = self.apis.get(header.api_key)
         if api is None:
             raise ConnectionAbort(f"unknown API key {header.api_key}")
@@ -104,8 +127,13 @@ class Dispatcher:
                 f"malformed request: {error} (first bytes {frame[:48].hex()})"
             ) from None
         self.broker.metrics.requests.labels(api.name, str(header.api_version)).inc()
-        context = RequestContext(self.services, header, peer, self.listener)
-        result = api.handler(context, request)
+        context = RequestContext(self.services, header, session.peer, self.listener,
+                                 session.principal, session)
+        try:
+            result = api.handler(context, request)
+        except AuthenticationFailure as failure:
+            answer = self._encode(api, header, failure.result, started)
+            return _close_later(str(failure), answer, session.failed_authentication_delay_ms)
         busy_s = time.perf_counter() - started
         if inspect.isawaitable(result):
             return self._finish_later(api, context, request, len(frame), result, started,
@@ -165,3 +193,11 @@ class Dispatcher:
             f"{api.name} v{header.api_version} unsupported "
             f"(supported {api.min_version}-{api.max_version})"
         )
+
+
+async def _close_later(reason: str, answer: Response, delay_ms: int) -> Response:
+    """Kafka's delayed close of a connection that failed authentication: the answer goes out
+    after the delay (so that guessing passwords is slow), then the connection closes."""
+    if delay_ms:
+        await asyncio.sleep(delay_ms / 1000)
+    raise ConnectionAbort(reason, final_response=answer)

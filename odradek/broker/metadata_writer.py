@@ -138,3 +138,19 @@ class MetadataWriter:
         )
         for result in response.results:
             _raise_for(result.error)
+
+    async def alter_user_scram_credentials(
+        self, deletions: Sequence[tuple[str, int]],
+        upsertions: Sequence[tuple[str, int, int, bytes, bytes]],
+    ) -> list[tuple[str, ErrorCode, str | None]]:
+        """Delete (user, mechanism) and upsert (user, mechanism, iterations, salt, salted
+        password) SCRAM credentials; the outcome per user."""
+        response = await self._call(
+            lambda s: s.AlterUserScramCredentials,
+            pb.AlterUserScramCredentialsRequest(
+                deletions=[pb.ScramCredentialDeletion(name=n, mechanism=m) for n, m in deletions],
+                upsertions=[pb.ScramCredentialUpsertion(
+                    name=n, mechanism=m, iterations=i, salt=salt, salted_password=salted)
+                    for n, m, i, salt, salted in upsertions]))
+        return [(r.user, ErrorCode(r.error.code), r.error.message or None)
+                for r in response.results]

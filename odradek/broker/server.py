@@ -4,7 +4,8 @@ Like Kafka, a connection executes one request at a time: frames are queued as th
 and the next is dispatched only when the previous request's handler has completed, so
 responses leave in request order. Reading pauses while the queue is full or the peer is
 not reading its responses. A connection whose bytes cannot be framed or decoded is closed
-with a log line; others are unaffected.
+with a log line; others are unaffected. Each connection has a Session (who it is), which its
+listener opens once the connection (and its TLS handshake) is made.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
+from odradek.broker.session import Session
 from odradek.protocol.frames import FrameDecoder, FrameError
 
 log = logging.getLogger("odradek.broker.server")
@@ -23,8 +25,11 @@ log = logging.getLogger("odradek.broker.server")
 Response = Sequence[bytes | memoryview] | None
 """The buffers of one response frame, or None when the request gets no response."""
 
-Dispatch = Callable[[bytes | bytearray, str], Response | Awaitable[Response]]
-"""Handles one frame from a peer; raises ConnectionAbort to drop the connection."""
+Dispatch = Callable[[bytes | bytearray, Session], Response | Awaitable[Response]]
+"""Handles one frame of a connection; raises ConnectionAbort to drop the connection."""
+OpenSession = Callable[[asyncio.BaseTransport, str], Session]
+"""A new connection's session from its transport and peer; raises ConnectionAbort to refuse
+the connection."""
 
 MAX_QUEUED_FRAMES = 8
 """Reading pauses once this many received frames wait for dispatch."""
@@ -54,25 +59,34 @@ class Gate(typing.Protocol):
 
 
 class ConnectionAbort(Exception):
-    """The request is unusable (bad header or body): close this connection only."""
+    """The request is unusable (bad header or body) or refused (failed authentication):
+    close this connection only, after writing `final_response` if there is one."""
+
+    def __init__(self, reason: str, final_response: Response = None) -> None:
+        super().__init__(reason)
+        self.final_response = final_response
 
 
 class KafkaConnection(asyncio.Protocol):
     """One client connection; `connections`, when given, holds it while it is open, and
     `gate` admits it. With `pre_auth_max_bytes` (a SASL listener's
     sasl.server.max.receive.size) its requests and the bytes it has queued are capped at
-    that until `authenticated`."""
+    that until its session is authenticated."""
 
     def __init__(
         self,
         dispatch: Dispatch,
         max_request_bytes: int,
         connections: set[KafkaConnection] | None = None,
+        open_session: OpenSession = lambda transport, peer: Session(peer),
         gate: Gate | None = None,
         pre_auth_max_bytes: int | None = None,
     ) -> None:
         self._dispatch = dispatch
+        self._open_session = open_session
+        self._session = Session("?")
         self._max_request_bytes = max_request_bytes
+        self._pre_auth_max_bytes = pre_auth_max_bytes
         self._decoder = FrameDecoder(min(max_request_bytes, pre_auth_max_bytes or
                                          max_request_bytes))
         self._max_queued_bytes = min(MAX_QUEUED_BYTES, pre_auth_max_bytes or MAX_QUEUED_BYTES)
@@ -104,6 +118,11 @@ class KafkaConnection(asyncio.Protocol):
         self._transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         if self._connections is not None:
             self._connections.add(self)
+        try:
+            self._session = self._open_session(transport, self._peer)
+        except ConnectionAbort as error:
+            self._abort(str(error))
+            return
         if self._gate is not None:
             verdict = self._gate.admit(self)
             if verdict is None:
@@ -124,10 +143,13 @@ class KafkaConnection(asyncio.Protocol):
         else:
             self._update_reading()
 
-    def authenticated(self) -> None:
-        """SASL authentication succeeded: requests up to socket.request.max.bytes."""
-        self._decoder.max_size = self._max_request_bytes
-        self._max_queued_bytes = MAX_QUEUED_BYTES
+    def _lift_pre_auth_cap(self) -> None:
+        """Once SASL authentication succeeded: requests up to socket.request.max.bytes."""
+        sasl = self._session.sasl
+        if self._pre_auth_max_bytes is not None and sasl is not None and sasl.authenticated:
+            self._pre_auth_max_bytes = None
+            self._decoder.max_size = self._max_request_bytes
+            self._max_queued_bytes = MAX_QUEUED_BYTES
 
     @property
     def idle(self) -> bool:
@@ -182,7 +204,7 @@ class KafkaConnection(asyncio.Protocol):
             frame = queue.popleft()
             self._queued_bytes -= len(frame)
             try:
-                result = self._dispatch(frame, self._peer)
+                result = self._dispatch(frame, self._session)
             except Exception as error:
                 self._fail(error)
                 return
@@ -234,6 +256,7 @@ class KafkaConnection(asyncio.Protocol):
         self._run()
 
     def _update_reading(self) -> None:
+        self._lift_pre_auth_cap()
         transport = self._transport
         if transport is None or self._closed:
             return
@@ -253,6 +276,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, ConnectionAbort):
+            if error.final_response is not None:
+                self._write(error.final_response)
+                self._close_after_writing(str(error))
+                return
             self._abort(str(error))
         else:
             self._abort(f"request failed: {error!r}", exc=error)
@@ -264,6 +291,12 @@ class KafkaConnection(asyncio.Protocol):
     def _abort_quietly(self) -> None:
         if self._transport is not None and not self._closed:
             self._transport.abort()
+        self._close()
+
+    def _close_after_writing(self, reason: str) -> None:
+        log.info("closing connection from %s: %s", self._peer, reason)
+        if self._transport is not None and not self._closed:
+            self._transport.close()
         self._close()
 
     def _close(self) -> None:

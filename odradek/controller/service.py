@@ -18,6 +18,7 @@ from odradek.controller.machine import ControllerMachine
 from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
 from odradek.listeners import Endpoint
+from odradek.metadata import scram_control
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
 from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch
@@ -343,6 +344,23 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             code, hint = self._failure(failure)
             return pb.AllocateProducerIdsResponse(error=code, controller=hint)
         return pb.AllocateProducerIdsResponse(error=error(), first_producer_id=first, count=count)
+
+    async def AlterUserScramCredentials(  # noqa: N802
+        self, request: pb.AlterUserScramCredentialsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AlterUserScramCredentialsResponse:
+        deletions = [scram_control.Deletion(d.name, d.mechanism) for d in request.deletions]
+        upsertions = [scram_control.Upsertion(u.name, u.mechanism, u.iterations, u.salt,
+                                              u.salted_password) for u in request.upsertions]
+        try:
+            results = await self.write(lambda: scram_control.alter_credentials(
+                self.machine.controller.metadata, deletions, upsertions))
+        except (NotController, MetadataError, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.AlterUserScramCredentialsResponse(error=code, controller=hint)
+        return pb.AlterUserScramCredentialsResponse(
+            error=error(), metadata_offset=self.machine.applied,
+            results=[pb.UserResult(user=user, error=error(code, message or ""))
+                     for user, code, message in results])
 
     async def DescribeQuorum(  # noqa: N802
         self, request: pb.DescribeQuorumRequest, context: grpc.aio.ServicerContext

@@ -25,10 +25,12 @@ from odradek.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from odradek.security.client_quotas import Entity
 
@@ -121,6 +123,8 @@ class ClusterMetadata:
         """The first id of the next block of producer ids."""
         self.client_quotas: dict[Entity, dict[str, float]] = {}
         """The quotas of each user / client-id entity (security/client_quotas.py)."""
+        self.scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = {}
+        """SCRAM credentials by user and mechanism type."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -171,6 +175,11 @@ class ClusterMetadata:
                     raise ReplayError(f"{record} does not advance the next producer id "
                                       f"{self.next_producer_id}")
                 self.next_producer_id = next_id
+            case UserScramCredentialRecord(name=name, mechanism=mechanism):
+                self.scram_credentials[(name, mechanism)] = record
+            case RemoveUserScramCredentialRecord(name=name, mechanism=mechanism):
+                if self.scram_credentials.pop((name, mechanism), None) is None:
+                    raise ReplayError(f"{record}: no such credential")
 
     def _registration(self, record: MetadataRecord, broker_id: int,
                       epoch: int) -> BrokerRegistration:
@@ -227,6 +236,7 @@ class ClusterMetadata:
             for target, quotas in sorted(self.client_quotas.items(), key=lambda i: repr(i[0]))
             for key, value in sorted(quotas.items())
         ]
+        records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
             records += [state.partitions[p] for p in sorted(state.partitions)]

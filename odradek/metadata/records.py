@@ -136,6 +136,26 @@ class ClientQuotaRecord:
     value: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as
+    Kafka's record of that name: the salt and the keys derived from the salted password,
+    base64; never the password. It replaces any earlier one of the user and mechanism."""
+
+    name: str
+    mechanism: int
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    name: str
+    mechanism: int
+
+
 MetadataRecord = (
     TopicRecord
     | PartitionRecord
@@ -148,6 +168,8 @@ MetadataRecord = (
     | UnfenceBrokerRecord
     | ProducerIdsRecord
     | ClientQuotaRecord
+    | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
 )
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(MetadataRecord)}

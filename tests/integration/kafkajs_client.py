@@ -13,10 +13,13 @@ CLIENT_DIR = Path(__file__).parent / "kafkajs"
 INSTALLED = CLIENT_DIR / "node_modules" / "kafkajs" / "package.json"
 
 
-def run_kafkajs(bootstrap: str, *steps: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Every step's {"ok": ...} or {"error": ...}, and kafkajs' log (stderr)."""
+def run_kafkajs(bootstrap: str, *steps: dict[str, Any],
+                security: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every step's {"ok": ...} or {"error": ...}, and kafkajs' log (stderr); `security`
+    holds kafkajs' `ssl` and `sasl` options."""
     assert NODE is not None, "node not found"
-    command = json.dumps({"brokers": bootstrap.split(","), "steps": list(steps)})
+    command = json.dumps({"brokers": bootstrap.split(","), "steps": list(steps),
+                          **(security or {})})
     done = subprocess.run([NODE, "client.js"], cwd=CLIENT_DIR, input=command,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

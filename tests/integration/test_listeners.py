@@ -242,7 +242,7 @@ def test_transactions_commit_across_brokers(cluster: Cluster) -> None:
      "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0"),
     ({"listeners": "SECURE://127.0.0.1:{p}", "listener.security.protocol.map": "SECURE:SSL",
       "inter.broker.listener.name": "SECURE"},
-     "listener SECURE uses security protocol SSL, which is not supported yet"),
+     "listener SECURE: an SSL listener needs a key store"),
 ])
 def test_bad_listener_configs_stop_start_up_in_one_line(
     tmp_path: Path, overrides: dict[str, str], message: str

@@ -56,6 +56,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 def configs(broker: BrokerProcess, *args: str) -> str:
+    """`odradek configs` (over the broker's PLAINTEXT listener); its output."""
     result = subprocess.run([*ODRADEK, "configs", *args, "--bootstrap-server", broker.bootstrap],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -77,10 +78,11 @@ def rate_after_warmup(deliveries: list[tuple[float, int]]) -> float:
     return measured / max(last - first - warmup, 1e-3)
 
 
-def produce_for_rate(broker: BrokerProcess, topic: str, client_id: str, total: int
-                     ) -> tuple[float, int]:
-    """Produce `total` bytes as fast as the client may; its delivered bytes per second after
-    the warmup, and the largest throttle time librdkafka was told."""
+def produce_for_rate(bootstrap: str, topic: str, client_id: str, total: int,
+                     **config: str) -> tuple[float, int]:
+    """Produce `total` bytes as fast as the client may (with `config`, e.g. SASL's); its
+    delivered bytes per second after the warmup, and the largest throttle time librdkafka
+    was told."""
     deliveries: list[tuple[float, int]] = []
     throttles: list[int] = []
 
@@ -92,10 +94,10 @@ def produce_for_rate(broker: BrokerProcess, topic: str, client_id: str, total: i
         assert error is None, error
         deliveries.append((time.monotonic(), len(RECORD)))
 
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id,
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id,
                          "linger.ms": 5, "batch.size": 65536,
                          "queue.buffering.max.kbytes": 512, "statistics.interval.ms": 500,
-                         "stats_cb": stats})
+                         "stats_cb": stats, **config})
     queued = 0
     while queued < total:
         try:
@@ -148,9 +150,9 @@ def test_a_producer_is_held_to_its_producer_byte_rate(broker: BrokerProcess) -> 
     create_topic(broker.bootstrap, topic)
     throttled = unique("slow-producer")
     set_client_quota(broker, throttled, f"producer_byte_rate={QUOTA}")
-    unlimited_rate, unlimited_throttle = produce_for_rate(broker, topic, unique("free"),
-                                                          MEASURED_BYTES)
-    rate, throttle = produce_for_rate(broker, topic, throttled, MEASURED_BYTES)
+    unlimited_rate, unlimited_throttle = produce_for_rate(broker.bootstrap, topic,
+                                                          unique("free"), MEASURED_BYTES)
+    rate, throttle = produce_for_rate(broker.bootstrap, topic, throttled, MEASURED_BYTES)
     assert 0.75 <= rate / QUOTA <= 1.25, rate / QUOTA
     assert unlimited_rate / QUOTA >= 3, unlimited_rate / QUOTA
     assert throttle > 0 and unlimited_throttle == 0
@@ -164,7 +166,7 @@ def test_a_producer_is_held_to_its_producer_byte_rate(broker: BrokerProcess) -> 
 def test_a_consumer_is_held_to_its_consumer_byte_rate(broker: BrokerProcess) -> None:
     topic = unique("quota-fetch")
     create_topic(broker.bootstrap, topic)
-    produce_for_rate(broker, topic, unique("loader"), MEASURED_BYTES)
+    produce_for_rate(broker.bootstrap, topic, unique("loader"), MEASURED_BYTES)
 
     def consume(client_id: str) -> tuple[float, int]:
         throttles: list[int] = []

@@ -43,3 +43,13 @@ def test_only_prefixed_variables_count() -> None:
 def test_a_variable_naming_no_config_is_refused() -> None:
     with pytest.raises(InvalidConfigError, match="ODRADEK_NODE_IDD would set node.idd"):
         configs_from_env({"ODRADEK_NODE_IDD": "3"})
+
+
+def test_listener_security_configs_are_set_per_listener_and_mechanism() -> None:
+    env = {"ODRADEK_LISTENER_NAME_SASL__SSL_SCRAM___SHA___512_SASL_JAAS_CONFIG": "x",
+           "ODRADEK_LISTENER_NAME_EXTERNAL_SSL_CLIENT_AUTH": "required"}
+    assert configs_from_env(env) == {
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "x",
+        "listener.name.external.ssl.client.auth": "required"}
+    with pytest.raises(InvalidConfigError, match="listener.name.external.log.dir"):
+        configs_from_env({"ODRADEK_LISTENER_NAME_EXTERNAL_LOG_DIR": "/x"})

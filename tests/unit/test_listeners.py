@@ -164,18 +164,15 @@ def test_an_ephemeral_port_is_advertised_as_bound() -> None:
       "inter.broker.listener.name": None}, COMBINED,
      "There must be at least one broker advertised listener. Perhaps all listeners appear in "
      "controller.listener.names?"),
-    ({"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL,"
-                                        "CONTROLLER:PLAINTEXT"}, BROKER,
-     "listener EXTERNAL uses security protocol SASL_SSL, which is not supported yet "
+    ({"listeners": "INTERNAL://:9092,CONTROLLER://:9093",
+      "advertised.listeners": "INTERNAL://broker-1:9092",
+      "listener.security.protocol.map": "INTERNAL:SASL_SSL,CONTROLLER:SSL"}, COMBINED,
+     "controller listener CONTROLLER uses security protocol SSL, which is not supported yet "
      "(supported: PLAINTEXT)"),
     ({"listeners": "SSL://:9092", "advertised.listeners": None,
       "listener.security.protocol.map": None, "inter.broker.listener.name": "SSL"}, BROKER,
      "Controller listener with name CONTROLLER defined in controller.listener.names not found "
      "in listener.security.protocol.map"),
-    ({"listeners": "SSL://:9092", "advertised.listeners": None,
-      "listener.security.protocol.map": "SSL:SSL,CONTROLLER:PLAINTEXT",
-      "inter.broker.listener.name": "SSL"}, BROKER,
-     "listener SSL uses security protocol SSL, which is not supported yet"),
 ])
 def test_each_misconfiguration_is_refused_in_one_line(
     changes: dict[str, str | None], roles: Roles, message: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Awaitable, Callable, Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,7 @@ from odradek.broker.server import (
     MutedResponse,
     Response,
 )
+from odradek.broker.session import Session
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -60,7 +62,8 @@ class Handler:
         self.calls: list[bytes] = []
         self.gates: dict[bytes, asyncio.Future[None]] = {}
 
-    def __call__(self, frame: bytes | bytearray, peer: str) -> Response | Awaitable[Response]:
+    def __call__(self, frame: bytes | bytearray,
+                 session: Session) -> Response | Awaitable[Response]:
         frame = bytes(frame)
         self.calls.append(frame)
         if frame == b"abort":
@@ -345,15 +348,22 @@ def test_idle_means_nothing_queued_in_flight_or_muted(loop: asyncio.AbstractEven
 
 
 def test_before_authentication_requests_are_capped() -> None:
-    connection = KafkaConnection(Handler(), 1 << 20, pre_auth_max_bytes=100)
+    """sasl.server.max.receive.size holds until the session's SASL exchange succeeds."""
+    sasl = SimpleNamespace(authenticated=False)
+    connection = KafkaConnection(Handler(), 1 << 20,
+                                 open_session=lambda transport, peer: Session(peer, sasl=sasl),
+                                 pre_auth_max_bytes=100)
     transport = FakeTransport()
     connection.connection_made(transport)
     connection.data_received(framed(b"x" * 100))
     assert transport.written == [b"echo:" + b"x" * 100]
-    connection.authenticated()
+    sasl.authenticated = True
+    connection.data_received(framed(b"w"))  # the cap lifts once a request has run
     connection.data_received(framed(b"y" * 1000))
     assert transport.written[-1] == b"echo:" + b"y" * 1000
-    unauthenticated = KafkaConnection(Handler(), 1 << 20, pre_auth_max_bytes=100)
+    unauthenticated = KafkaConnection(
+        Handler(), 1 << 20, open_session=lambda transport, peer: Session(
+            peer, sasl=SimpleNamespace(authenticated=False)), pre_auth_max_bytes=100)
     other = FakeTransport()
     unauthenticated.connection_made(other)
     unauthenticated.data_received(framed(b"z" * 101))

@@ -11,6 +11,9 @@
 //     {"op": "createTopics", "args": [{"topics": [{"topic": "t", "numPartitions": 2}]}]},
 //     {"op": "fetchTopicOffsets", "args": ["t"]}]}
 //
+// Optional "ssl" ({"ca": [pem], "cert": pem, "key": pem}) and "sasl" ({"mechanism":
+// "scram-sha-512", "username", "password"}) go to the client as kafkajs takes them.
+//
 // `consume` ({"groupId", "topic", "count", "rackId"?}) runs a consumer group member (in rack
 // `rackId`, KIP-392) from the earliest offset until `count` messages arrived, commits them,
 // leaves, and answers
@@ -136,6 +139,8 @@ async function main() {
   const kafka = new Kafka({
     clientId: 'odradek-kafkajs-tests',
     brokers: command.brokers,
+    ssl: command.ssl,
+    sasl: command.sasl,
     connectionTimeout: 3000,
     requestTimeout: 10000,
     retry: { initialRetryTime: 100, retries: 3 },
