@@ -74,6 +74,16 @@ def throttled_replicas(value: Value) -> str | None:
     return f"expected * or partition:broker entries, got {bad}" if bad else None
 
 
+def per_ip_overrides(value: Value) -> str | None:
+    """`host:count` entries, comma-separated."""
+    assert isinstance(value, str)
+    for entry in filter(None, (item.strip() for item in value.split(","))):
+        host, colon, count = entry.rpartition(":")
+        if not colon or not host or not count.isdigit():
+            return f"expected host:count entries, got {entry!r}"
+    return None
+
+
 def one_of(*choices: str) -> Validator:
     def check(value: Value) -> str | None:
         items = value if isinstance(value, list) else [value]
@@ -433,6 +443,27 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("metadata.log.max.record.bytes.between.snapshots", L, 20971520, "Bytes "
               "appended to the metadata log before the controller takes a new snapshot.",
               at_least(1), read_only=True),
+    ConfigDef("quota.window.num", INT, 11, "The number of samples to retain in memory for "
+              "client quotas.", at_least(1), read_only=True),
+    ConfigDef("quota.window.size.seconds", INT, 1, "The time span of each sample for client "
+              "quotas.", at_least(1), read_only=True),
+    ConfigDef("controller.quota.window.num", INT, 11, "The number of samples to retain in "
+              "memory for controller mutation quotas.", at_least(1), read_only=True),
+    ConfigDef("controller.quota.window.size.seconds", INT, 1, "The time span of each sample "
+              "for controller mutation quotas.", at_least(1), read_only=True),
+    ConfigDef("max.connections", INT, INT_MAX, "Connections the broker accepts at a time; "
+              "further connections wait to be served (the inter-broker listener is exempt).",
+              at_least(0), read_only=True),
+    ConfigDef("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one IP "
+              "address; further ones are closed.", at_least(0), read_only=True),
+    ConfigDef("max.connections.per.ip.overrides", S, "", "host:count or ip:count entries "
+              "overriding max.connections.per.ip, e.g. hostName:100,127.0.0.1:200.",
+              per_ip_overrides, read_only=True),
+    ConfigDef("connections.max.idle.ms", L, 600000, "Idle connections are closed after this "
+              "many milliseconds.", at_least(1), read_only=True),
+    ConfigDef("sasl.server.max.receive.size", INT, 524288, "The largest request accepted "
+              "before and during SASL authentication, and the bytes such a connection may have "
+              "queued.", at_least(1), read_only=True),
 )
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(

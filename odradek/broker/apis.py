@@ -28,6 +28,11 @@ from odradek.broker.handlers.acls import (
     refuse_create_acls,
     refuse_delete_acls,
 )
+from odradek.broker.handlers.client_quotas import (
+    handle_alter_client_quotas,
+    handle_describe_client_quotas,
+    refuse_alter_client_quotas,
+)
 from odradek.broker.handlers.cluster import (
     handle_describe_cluster,
     handle_describe_log_dirs,
@@ -175,6 +180,10 @@ API_TABLE: list[Api] = [
         access=Access(gates=(cluster(Op.DESCRIBE),))),
     Api(47, 0, 0, handle_offset_delete,
         access=Access(gates=(group(Op.DELETE),), checks=checks((TOPIC, Op.READ)))),
+    Api(48, 0, 1, handle_describe_client_quotas,
+        access=Access(gates=(cluster(Op.DESCRIBE_CONFIGS),))),
+    Api(49, 0, 1, handle_alter_client_quotas, access=Access(
+        gates=(cluster(Op.ALTER_CONFIGS),), refusal=refuse_alter_client_quotas)),
     Api(50, 0, 0, handle_describe_user_scram_credentials,
         access=Access(gates=(cluster(Op.DESCRIBE),))),
     Api(51, 0, 0, handle_alter_user_scram_credentials, access=Access(

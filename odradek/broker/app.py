@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from odradek.broker.apis import API_TABLE
 from odradek.broker.authorization import authorizer_for
 from odradek.broker.broker import Broker
+from odradek.broker.connection_limits import ConnectionLimits, ListenerGate, resolve_overrides
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
 from odradek.broker.dispatch import Dispatcher
 from odradek.broker.file_deletion import delete_later
@@ -28,9 +29,11 @@ from odradek.broker.log_cleaner import LogCleaner
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
+from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.services import BrokerServices
+from odradek.broker.throttling import throttle
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
@@ -47,6 +50,14 @@ log = logging.getLogger("odradek.broker.app")
 UNFENCE_POLL_S = 0.01
 STORE_CHECK_INTERVAL_MS = 1000
 """How often TLS listeners look for changed key and trust store files."""
+IDLE_CHECK_MS = 1000
+"""How often idle connections are looked for, at most (Kafka checks on every poll)."""
+
+
+async def _close_idle(limits: ConnectionLimits,
+                      listeners: Iterable[set[KafkaConnection]]) -> None:
+    for connections in listeners:
+        limits.close_idle(connections)
 
 
 class BrokerApp:
@@ -134,7 +145,8 @@ class BrokerApp:
         progress = MetadataProgress()
         services = build_services(broker, client, registration, progress)
         applier = MetadataApplier(broker, services.replicas.on_metadata,
-                                  [services.groups.refresh_topics, services.txns.refresh_topics])
+                                  [services.groups.refresh_topics, services.txns.refresh_topics,
+                                   services.quotas.refresh])
         lifecycle = BrokerLifecycle(
             client, registration, progress, broker.cluster_id,
             await loop.run_in_executor(None, self.advertised),
@@ -167,8 +179,13 @@ class BrokerApp:
             name: set() for name in self._sockets}
         broker.metrics.register_host(config.log_dirs(), {
             name: partial(len, sockets) for name, sockets in listener_connections.items()})
-        servers = [await self._serve(Dispatcher(services, API_TABLE, name), max_request,
-                                     listener_connections[name], sock, self.security[name])
+        limits = ConnectionLimits(config, await loop.run_in_executor(None, resolve_overrides,
+                                                                     config),
+                                  self.listeners.inter_broker)
+        protocols = {e.name: e.security_protocol for e in self.listeners.broker}
+        servers = [await self._serve(Dispatcher(services, API_TABLE, name, throttle), max_request,
+                                     listener_connections[name], sock, self.security[name],
+                                     limits.gate(name), self._pre_auth_cap(protocols[name]))
                    for name, sock in self._sockets.items()]
         tasks = [
             every(config.integer("log.retention.check.interval.ms"), self.enforce_retention),
@@ -184,6 +201,8 @@ class BrokerApp:
             every(config.integer("producer.id.expiration.check.interval.ms"),
                   self.expire_producers),
             every(STORE_CHECK_INTERVAL_MS, self.reload_stores),
+            every(max(min(limits.max_idle_ms // 10, IDLE_CHECK_MS), 1), partial(
+                _close_idle, limits, listener_connections.values())),
         ]
         cleaner = LogCleaner(broker, self.at_swap_point) if LogCleaner.enabled(config) else None
         if cleaner is not None:
@@ -219,11 +238,12 @@ class BrokerApp:
     @staticmethod
     async def _serve(dispatcher: Dispatcher, max_request: int,
                      connections: set[KafkaConnection], sock: socket.socket,
-                     security: ListenerSecurity) -> asyncio.Server:
+                     security: ListenerSecurity, gate: ListenerGate,
+                     pre_auth_cap: int | None) -> asyncio.Server:
         """One listener's server: its connections' requests go to its dispatcher."""
         return await asyncio.get_running_loop().create_server(
             lambda: KafkaConnection(dispatcher, max_request, connections,
-                                    security.open_session),
+                                    security.open_session, gate, pre_auth_cap),
             sock=sock, backlog=1024, ssl=security.ssl_context)
 
     async def reload_stores(self) -> None:
@@ -231,6 +251,12 @@ class BrokerApp:
         for security in self.security.values():
             if security.tls is not None:
                 security.tls.check()
+
+    def _pre_auth_cap(self, protocol: str) -> int | None:
+        """sasl.server.max.receive.size on SASL listeners, until a connection authenticates."""
+        if protocol.startswith("SASL_"):
+            return self.config.integer("sasl.server.max.receive.size")
+        return None
 
     def _fenced_in_image(self) -> bool:
         registration = self.broker.metadata.brokers.get(self.broker.node_id)
@@ -297,8 +323,10 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     # after the transaction coordinator, which registers the transaction metrics
     producer_ids = ProducerIdManager(partial(_allocate_producer_ids, client, registration),
                                      broker.metrics.producer_ids_allocated.inc)
+    quotas = QuotaManager(broker.config, lambda: broker.metadata.client_quotas, now_ms)
+    quotas.register(broker.registry)
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
-                          authorizer_for(broker))
+                          quotas, authorizer_for(broker))
 
 
 async def _alter_partition(client: ControllerClient, registration: Registration, topic_id: str,

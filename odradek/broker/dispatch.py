@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.access import AUTHORIZATION_ERRORS, Access, Pair
 from odradek.broker.broker import Broker
-from odradek.broker.server import ConnectionAbort, Response
+from odradek.broker.server import ConnectionAbort, MutedResponse, Response
 from odradek.broker.services import BrokerServices
 from odradek.broker.session import Session
 from odradek.clock import now_ms
@@ -33,9 +33,18 @@ log = logging.getLogger("odradek.broker.dispatch")
 class EncodedBody(list[bytes | bytearray | memoryview]):
     """A response body a hot-path handler encoded itself, as buffers for writelines."""
 
+    throttle_time_ms = 0
+    """The throttle time the body already carries."""
+    throttled: Callable[[int], EncodedBody] | None = None
+    """The body to send instead when the client is throttled for this long (a Fetch's has
+    no records)."""
+
 
 Result = Mapping[str, Any] | EncodedBody | None
 Handler = Callable[["RequestContext", Any], Result | Awaitable[Result]]
+Throttle = Callable[["RequestContext", Any, int, Result, float], tuple[Result, int]]
+"""Charges a handled request to its client's quotas: (request, frame size, result, seconds
+the handler was busy) to the response to send and how long to mute the connection after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +157,8 @@ def undeclared(apis: Iterable[Api]) -> list[str]:
 class Dispatcher:
     """The requests of one listener's connections."""
 
-    def __init__(self, services: BrokerServices, apis: list[Api], listener: str) -> None:
+    def __init__(self, services: BrokerServices, apis: list[Api], listener: str,
+                 throttle: Throttle | None = None) -> None:
         missing = undeclared(apis)
         if missing:
             raise UndeclaredAccess(f"APIs without a declared Access: {', '.join(missing)}")
@@ -156,6 +166,7 @@ class Dispatcher:
         self.broker = services.broker
         self.apis = {api.key: api for api in apis}
         self.listener = listener
+        self.throttle = throttle
 
     def __call__(self, frame: bytes | bytearray, session: Session
                  ) -> Response | Awaitable[Response]:
@@ -187,15 +198,18 @@ class Dispatcher:
                                  session.principal, session, declared=access.declared)
         refusal = self._refusal(access, context, request) if access.gates else None
         if refusal is not None:
-            return self._finish(api, header, refusal, started)
+            return self._finish(api, context, request, len(frame), refusal, started,
+                                time.perf_counter() - started)
         try:
             result = api.handler(context, request)
         except AuthenticationFailure as failure:
-            answer = self._finish(api, header, failure.result, started)
+            answer = self._encode(api, header, failure.result, started)
             return _close_later(str(failure), answer, session.failed_authentication_delay_ms)
+        busy_s = time.perf_counter() - started
         if inspect.isawaitable(result):
-            return self._finish_later(api, header, result, started)
-        return self._finish(api, header, result, started)
+            return self._finish_later(api, context, request, len(frame), result, started,
+                                      busy_s)
+        return self._finish(api, context, request, len(frame), result, started, busy_s)
 
     def _refusal(self, access: Access, context: RequestContext, request: Any) -> Result:
         """The response to a request one of its API's gates refuses (None: all allow it)."""
@@ -205,12 +219,22 @@ class Dispatcher:
                 return access.refusal(request, AUTHORIZATION_ERRORS[gate.resource_type])
         return None
 
-    async def _finish_later(
-        self, api: Api, header: RequestHeader, pending: Awaitable[Result], started: float
-    ) -> Response:
-        return self._finish(api, header, await pending, started)
+    async def _finish_later(self, api: Api, context: RequestContext, request: Any, size: int,
+                            pending: Awaitable[Result], started: float, busy_s: float
+                            ) -> Response:
+        result = await pending
+        return self._finish(api, context, request, size, result, started, busy_s)
 
-    def _finish(
+    def _finish(self, api: Api, context: RequestContext, request: Any, size: int,
+                result: Result, started: float, busy_s: float) -> Response:
+        """Charge the request to its client's quotas, then encode its response."""
+        mute_ms = 0
+        if self.throttle is not None:
+            result, mute_ms = self.throttle(context, request, size, result, busy_s)
+        frame = self._encode(api, context.header, result, started)
+        return MutedResponse(frame or [], mute_ms) if mute_ms > 0 else frame
+
+    def _encode(
         self, api: Api, header: RequestHeader, result: Result, started: float
     ) -> Response:
         if result is None:

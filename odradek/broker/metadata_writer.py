@@ -15,6 +15,7 @@ from odradek.metadata.records import ConfigRecord, MetadataRecord
 from odradek.rpc import controller_pb2 as pb
 from odradek.rpc.acls import acl_binding, acl_message
 from odradek.security.acls import AclBinding, AclFilter
+from odradek.security.client_quotas import Entity
 
 
 def _entries(configs: Mapping[str, str | None]) -> list[pb.ConfigEntry]:
@@ -110,6 +111,18 @@ class MetadataWriter:
             election_type=election_type, all_partitions=partitions is None,
             partitions=[pb.TopicPartition(topic=t, partition=p) for t, p in partitions or ()]))
         return _outcomes(response.results)
+
+    async def alter_client_quotas(self, changes: Mapping[Entity, Mapping[str, float | None]],
+                                  validate_only: bool) -> None:
+        """Commit the quota changes of validated entities (None removes a key)."""
+        await self._call(lambda s: s.AlterClientQuotas, pb.AlterClientQuotasRequest(
+            validate_only=validate_only, alterations=[
+                pb.ClientQuotaAlteration(
+                    entity=[pb.QuotaEntityPart(entity_type=kind, entity_name=name)
+                            for kind, name in target],
+                    changes=[pb.QuotaChange(key=key, value=value)
+                             for key, value in settings.items()])
+                for target, settings in changes.items()]))
 
     async def alter_configs(self, built: Sequence[MetadataRecord], validate_only: bool) -> None:
         """Commit config records of one resource (as ClusterMetadata's handlers build them)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,6 +39,25 @@ WRITE_BUFFER_HIGH = 4 << 20
 """Dispatch and reading pause while the transport buffers more unsent bytes than this."""
 
 
+class MutedResponse(list[bytes | memoryview]):
+    """A response after which the connection reads and dispatches nothing for `mute_ms`:
+    its client was throttled (KIP-219)."""
+
+    def __init__(self, buffers: Sequence[bytes | memoryview], mute_ms: int) -> None:
+        super().__init__(buffers)
+        self.mute_ms = mute_ms
+
+
+class Gate(typing.Protocol):
+    """The broker's connection limits as a listener's connections meet them."""
+
+    def admit(self, connection: KafkaConnection) -> bool | None:
+        """True: serve it; False: close it; None: leave it unread until `admitted`."""
+
+    def release(self, connection: KafkaConnection) -> None:
+        """The connection closed."""
+
+
 class ConnectionAbort(Exception):
     """The request is unusable (bad header or body) or refused (failed authentication):
     close this connection only, after writing `final_response` if there is one."""
@@ -48,7 +68,10 @@ class ConnectionAbort(Exception):
 
 
 class KafkaConnection(asyncio.Protocol):
-    """One client connection; `connections`, when given, holds it while it is open."""
+    """One client connection; `connections`, when given, holds it while it is open, and
+    `gate` admits it. With `pre_auth_max_bytes` (a SASL listener's
+    sasl.server.max.receive.size) its requests and the bytes it has queued are capped at
+    that until its session is authenticated."""
 
     def __init__(
         self,
@@ -56,12 +79,26 @@ class KafkaConnection(asyncio.Protocol):
         max_request_bytes: int,
         connections: set[KafkaConnection] | None = None,
         open_session: OpenSession = lambda transport, peer: Session(peer),
+        gate: Gate | None = None,
+        pre_auth_max_bytes: int | None = None,
     ) -> None:
         self._dispatch = dispatch
         self._open_session = open_session
         self._session = Session("?")
-        self._decoder = FrameDecoder(max_request_bytes)
+        self._max_request_bytes = max_request_bytes
+        self._pre_auth_max_bytes = pre_auth_max_bytes
+        self._decoder = FrameDecoder(min(max_request_bytes, pre_auth_max_bytes or
+                                         max_request_bytes))
+        self._max_queued_bytes = min(MAX_QUEUED_BYTES, pre_auth_max_bytes or MAX_QUEUED_BYTES)
         self._connections = connections
+        self._gate = gate
+        self._waiting = False
+        """Not yet admitted by the gate: what arrives is held, unread."""
+        self._held = bytearray()
+        self._admitted = False
+        self.peer_ip = "?"
+        self.last_active = 0.0
+        """The loop time of the connection's latest read or write."""
         self._queue: deque[bytes | bytearray] = deque()
         self._queued_bytes = 0
         self._in_flight: asyncio.Future[Response] | None = None
@@ -69,12 +106,15 @@ class KafkaConnection(asyncio.Protocol):
         self._peer = "?"
         self._reading_paused = False
         self._writing_paused = False
+        self._muted: asyncio.TimerHandle | None = None
         self._closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.peer_ip = peer[0] if peer else "?"
+        self.last_active = time.monotonic()
         self._transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         if self._connections is not None:
             self._connections.add(self)
@@ -82,16 +122,52 @@ class KafkaConnection(asyncio.Protocol):
             self._session = self._open_session(transport, self._peer)
         except ConnectionAbort as error:
             self._abort(str(error))
+            return
+        if self._gate is not None:
+            verdict = self._gate.admit(self)
+            if verdict is None:
+                self._waiting = True  # reading pauses at the first bytes (uvloop reads on)
+            else:
+                self.admitted(verdict)
 
+    def admitted(self, accepted: bool) -> None:
+        """The gate's verdict on this connection: serve it, or close it."""
+        self._waiting = False
+        self._admitted = accepted
+        if not accepted:
+            self._abort_quietly()
+            return
+        held, self._held = bytes(self._held), bytearray()
+        if held:
+            self.data_received(held)
+        else:
+            self._update_reading()
+
+    def _lift_pre_auth_cap(self) -> None:
+        """Once SASL authentication succeeded: requests up to socket.request.max.bytes."""
+        sasl = self._session.sasl
+        if self._pre_auth_max_bytes is not None and sasl is not None and sasl.authenticated:
+            self._pre_auth_max_bytes = None
+            self._decoder.max_size = self._max_request_bytes
+            self._max_queued_bytes = MAX_QUEUED_BYTES
+
+    @property
+    def idle(self) -> bool:
+        """No request queued or in flight (a muted connection is not idle)."""
+        return (not self._queue and self._in_flight is None and self._muted is None
+                and not self._closed)
+
+    def close_idle(self) -> None:
+        """Close it as idle past connections.max.idle.ms."""
+        log.info("closing idle connection from %s", self._peer)
+        self._abort_quietly()
     def connection_lost(self, exc: Exception | None) -> None:
         self._close()
 
     def close(self) -> asyncio.Future[Response] | None:
         """Abort the connection (broker shutdown); returns the cancelled in-flight request."""
         in_flight = self._in_flight
-        if self._transport is not None and not self._closed:
-            self._transport.abort()
-        self._close()
+        self._abort_quietly()
         return in_flight
 
     def pause_writing(self) -> None:
@@ -105,6 +181,11 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
+        self.last_active = time.monotonic()
+        if self._waiting:
+            self._held += data
+            self._update_reading()
+            return
         try:
             frames = self._decoder.feed(data)
         except FrameError as error:
@@ -117,7 +198,7 @@ class KafkaConnection(asyncio.Protocol):
     def _run(self) -> None:
         """Dispatch queued frames until one is still running or writing is paused."""
         queue = self._queue
-        while queue and self._in_flight is None and not self._writing_paused:
+        while queue and self._in_flight is None and not self._writing_paused and not self._muted:
             if self._closed:
                 return
             frame = queue.popleft()
@@ -160,15 +241,31 @@ class KafkaConnection(asyncio.Protocol):
     def _write(self, response: Response) -> None:
         if response is not None and self._transport is not None and not self._closed:
             self._transport.writelines(response)
+            self.last_active = time.monotonic()
+            if isinstance(response, MutedResponse):
+                self._mute(response.mute_ms)
+
+    def _mute(self, mute_ms: int) -> None:
+        if self._muted is not None:
+            self._muted.cancel()
+        self._muted = asyncio.get_running_loop().call_later(mute_ms / 1000, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._muted = None
+        self._run()
 
     def _update_reading(self) -> None:
+        self._lift_pre_auth_cap()
         transport = self._transport
         if transport is None or self._closed:
             return
         should_pause = (
             self._writing_paused
+            or self._waiting
+            or self._muted is not None
             or len(self._queue) >= MAX_QUEUED_FRAMES
-            or self._queued_bytes >= MAX_QUEUED_BYTES
+            or self._queued_bytes >= self._max_queued_bytes
         )
         if should_pause and not self._reading_paused:
             transport.pause_reading()
@@ -189,6 +286,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def _abort(self, reason: str, exc: BaseException | None = None) -> None:
         log.warning("closing connection from %s: %s", self._peer, reason, exc_info=exc)
+        self._abort_quietly()
+
+    def _abort_quietly(self) -> None:
         if self._transport is not None and not self._closed:
             self._transport.abort()
         self._close()
@@ -200,7 +300,13 @@ class KafkaConnection(asyncio.Protocol):
         self._close()
 
     def _close(self) -> None:
+        if self._gate is not None and not self._closed and (self._admitted or self._waiting):
+            self._gate.release(self)
+        self._waiting = self._admitted = False
         self._closed = True
+        if self._muted is not None:
+            self._muted.cancel()
+            self._muted = None
         if self._in_flight is not None:
             self._in_flight.cancel()
             self._in_flight = None

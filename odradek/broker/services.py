@@ -10,6 +10,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.group_runtime import GroupCoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
+from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
@@ -29,5 +30,7 @@ class BrokerServices:
     txns: TransactionCoordinatorRuntime
     markers: MarkerWriter
     """Transaction markers appended to partitions this broker leads."""
+    quotas: QuotaManager
+    """The client quotas' measurements (produce, fetch, request, controller mutation)."""
     authorizer: BrokerAuthorizer | None = None
     """The ACLs' decisions; None when `authorizer.class.name` is empty."""

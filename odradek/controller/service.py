@@ -253,6 +253,26 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         return pb.AlterConfigsResponse(error=error(), results=results,
                                        metadata_offset=self.machine.applied)
 
+    async def AlterClientQuotas(  # noqa: N802
+        self, request: pb.AlterClientQuotasRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AlterClientQuotasResponse:
+        """Commits the changes of every (broker-validated) entity in one batch."""
+        def build() -> tuple[list[MetadataRecord], None]:
+            controller = self.machine.controller
+            return [record for alteration in request.alterations
+                    for record in controller.alter_client_quotas(
+                        tuple(sorted((p.entity_type, p.entity_name if p.HasField("entity_name")
+                                      else None) for p in alteration.entity)),
+                        {c.key: c.value if c.HasField("value") else None
+                         for c in alteration.changes})], None
+
+        try:
+            await self.write(build, request.validate_only)
+        except (NotController, MetadataError, TimeoutError) as failure:
+            code, hint = self._failure(failure)
+            return pb.AlterClientQuotasResponse(error=code, controller=hint)
+        return pb.AlterClientQuotasResponse(error=error(), metadata_offset=self.machine.applied)
+
     async def AlterPartition(  # noqa: N802
         self, request: pb.AlterPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.AlterPartitionResponse:

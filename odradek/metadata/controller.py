@@ -30,6 +30,7 @@ from odradek.metadata.records import (
     UnregisterBrokerRecord,
 )
 from odradek.security.acls import AclBinding, AclFilter
+from odradek.security.client_quotas import Entity
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 """Kafka's broker.session.timeout.ms."""
@@ -386,6 +387,11 @@ class QuorumController:
         self, filters: Sequence[AclFilter]
     ) -> tuple[list[MetadataRecord], list[list[AclBinding] | MetadataError]]:
         return self.metadata.delete_acls(filters)
+
+    def alter_client_quotas(
+        self, target: Entity, changes: Mapping[str, float | None]
+    ) -> list[MetadataRecord]:
+        return self.metadata.alter_client_quotas(target, changes)
 
 
 def _check_epoch(registration: BrokerRegistration, broker_epoch: int) -> None:

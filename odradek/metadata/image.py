@@ -16,7 +16,9 @@ from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
     AccessControlEntryRecord,
+    ClientQuotaRecord,
     ConfigRecord,
+    EntityData,
     FenceBrokerRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -43,6 +45,7 @@ from odradek.security.acls import (
     validate_new_acl,
 )
 from odradek.security.acls import ResourceType as AclResourceType
+from odradek.security.client_quotas import Entity
 
 MAX_TOPIC_NAME_LENGTH = 249
 METADATA_TOPIC = "__cluster_metadata"
@@ -135,6 +138,8 @@ class ClusterMetadata:
         """The ACLs by their ids."""
         self.acl_version = 0
         """Counts changes of `acls`: an authorizer rebuilds its index when it moves."""
+        self.client_quotas: dict[Entity, dict[str, float]] = {}
+        """The quotas of each user / client-id entity (security/client_quotas.py)."""
         self.scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = {}
         """SCRAM credentials by user and mechanism type."""
 
@@ -180,6 +185,15 @@ class ClusterMetadata:
                 if self.acls.pop(acl_id, None) is None:
                     raise ReplayError(f"{record}: no such ACL")
                 self.acl_version += 1
+            case ClientQuotaRecord(entity=parts, key=key, value=value):
+                target = tuple(sorted((p.entity_type, p.entity_name) for p in parts))
+                quotas = self.client_quotas.setdefault(target, {})
+                if value is None:
+                    quotas.pop(key, None)
+                else:
+                    quotas[key] = value
+                if not quotas:
+                    del self.client_quotas[target]
             case ProducerIdsRecord(next_producer_id=next_id):
                 if next_id <= self.next_producer_id:
                     raise ReplayError(f"{record} does not advance the next producer id "
@@ -242,6 +256,11 @@ class ClusterMetadata:
             for key, value in sorted(configs.items())
         ]
         records += [_acl_record(acl_id, acl) for acl_id, acl in sorted(self.acls.items())]
+        records += [
+            client_quota_record(target, key, value)
+            for target, quotas in sorted(self.client_quotas.items(), key=lambda i: repr(i[0]))
+            for key, value in sorted(quotas.items())
+        ]
         records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         for state in self.topics.values():
             records.append(TopicRecord(state.name, state.topic_id))
@@ -451,6 +470,15 @@ class ClusterMetadata:
             )
         return [ConfigRecord(ResourceType.TOPIC, name, k, v) for k, v in changes.items()]
 
+    def alter_client_quotas(
+        self, target: Entity, changes: Mapping[str, float | None]
+    ) -> list[MetadataRecord]:
+        """Records for the quota changes of one (validated) entity: only values that change,
+        and removals of keys it has, as Kafka's ClientQuotaControlManager writes them."""
+        current = self.client_quotas.get(target, {})
+        return [client_quota_record(target, key, value) for key, value in changes.items()
+                if (key in current if value is None else current.get(key) != value)]
+
     def alter_broker_configs(
         self, resource_name: str, changes: Mapping[str, str | None]
     ) -> list[MetadataRecord]:
@@ -509,3 +537,7 @@ def _acl_record(acl_id: str, acl: AclBinding) -> AccessControlEntryRecord:
     return AccessControlEntryRecord(acl_id, int(acl.resource_type), acl.resource_name,
                                     int(acl.pattern_type), acl.principal, acl.host,
                                     int(acl.operation), int(acl.permission_type))
+
+
+def client_quota_record(target: Entity, key: str, value: float | None) -> ClientQuotaRecord:
+    return ClientQuotaRecord(tuple(EntityData(kind, name) for kind, name in target), key, value)

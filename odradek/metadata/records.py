@@ -139,6 +139,24 @@ class RemoveAccessControlEntryRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EntityData:
+    """One part of a client quota entity: its type (`user`, `client-id`) and name (None: the
+    default)."""
+
+    entity_type: str
+    entity_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    """A client quota of an entity (Kafka's ClientQuotaRecord); value None removes it."""
+
+    entity: tuple[EntityData, ...]
+    key: str
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class UserScramCredentialRecord:
     """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as
     Kafka's record of that name: the salt and the keys derived from the salted password,
@@ -171,6 +189,7 @@ MetadataRecord = (
     | ProducerIdsRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
+    | ClientQuotaRecord
     | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord
 )
@@ -256,7 +275,7 @@ def _instance(cls: type, data: dict[str, Any], name: str) -> Any:
 
 
 def _typed(value: Any, hint: Any, record: str, field: str) -> Any:
-    """`value` as a field of type `hint` (int, bool, str, a dataclass, tuple[X, ...] of
+    """`value` as a field of type `hint` (int, bool, str, float, a dataclass, tuple[X, ...] of
     those, or X | None)."""
     if get_origin(hint) in (Union, types.UnionType):
         if value is None:
@@ -268,6 +287,8 @@ def _typed(value: Any, hint: Any, record: str, field: str) -> Any:
         return value
     if hint is str and isinstance(value, str):
         return value
+    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
     if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, dict):
         return _instance(hint, value, f"{record}.{field}")
     if get_origin(hint) is tuple and isinstance(value, list):

@@ -160,6 +160,8 @@ def _zero(kind: Any) -> Any:
             return False
         if issubclass(kind, int):
             return 0
+        if issubclass(kind, float):
+            return 0.0
         if issubclass(kind, str):
             return ""
         if issubclass(kind, bytes):

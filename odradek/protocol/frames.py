@@ -19,18 +19,20 @@ class FrameError(Exception):
 class FrameDecoder:
     """Feed bytes as they arrive; collect whole frames (the bytes after each size prefix)."""
 
-    __slots__ = ("_max_size", "_prefix", "_frame", "_size")
+    __slots__ = ("max_size", "_prefix", "_frame", "_size")
 
     def __init__(self, max_size: int) -> None:
-        self._max_size = max_size
+        self.max_size = max_size
+        """The largest frame accepted (it may change between feeds)."""
         self._prefix = bytearray()
         self._frame: bytearray | None = None
         self._size = 0
 
     def _check(self, size: int) -> int:
-        if size < 0 or size > self._max_size:
+        if size < 0 or size > self.max_size:
             raise FrameError(
-                f"frame size {size} outside 0..{self._max_size} (socket.request.max.bytes)"
+                f"frame size {size} outside 0..{self.max_size} (socket.request.max.bytes, or "
+                "sasl.server.max.receive.size before authentication)"
             )
         return size
 

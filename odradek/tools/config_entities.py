@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.tools.common import ToolError, parse_key_values
+from odradek.tools.quota_entities import QUOTA_TYPES, QuotaEntity, quota_entity
 
-SUPPORTED_TYPES = ("topics", "brokers", "groups")
+SUPPORTED_TYPES = ("topics", "brokers", "groups", "users", "clients")
 UNSUPPORTED_TYPES = {
-    "users": "client quotas and SCRAM credentials",
-    "clients": "client quotas",
     "ips": "connection quotas",
     "broker-loggers": "broker loggers",
     "client-metrics": "client metrics subscriptions",
@@ -61,27 +60,30 @@ class Entity:
         return f"{self.type[:-1]} {self.name}"
 
 
-def entity_from_args(args: argparse.Namespace, altering: bool) -> Entity:
-    """The one entity the arguments name, with kafka-configs' checks."""
+def entity_from_args(args: argparse.Namespace, altering: bool) -> Entity | QuotaEntity:
+    """The one entity the arguments name (a user and a client id together for quotas), with
+    kafka-configs' checks."""
     shortcuts = [(t, n) for t, n in (("topics", args.topic), ("brokers", args.broker),
-                                     ("groups", args.group)) if n is not None]
-    if args.broker_defaults:
-        shortcuts.append(("brokers", ""))
-    generic = args.entity_type is not None or args.entity_name is not None or args.entity_default
-    if generic and shortcuts:
+                                     ("groups", args.group), ("users", args.user),
+                                     ("clients", args.client)) if n is not None]
+    for kind, flag in (("brokers", args.broker_defaults), ("users", args.user_defaults),
+                       ("clients", args.client_defaults)):
+        if flag:
+            shortcuts.append((kind, ""))
+    kinds, names = args.entity_types or [], args.entity_names or []
+    if (kinds or names) and shortcuts:
         raise ToolError("--entity-{type,name,default} should not be used in conjunction with "
                         "specific entity flags")
-    if len(shortcuts) > 1:
-        raise ToolError("only one entity may be given")
     if shortcuts:
-        kind, name = shortcuts[0]
-    else:
-        if args.entity_type is None:
-            raise ToolError("At least one entity type must be specified")
-        if args.entity_name is not None and args.entity_default:
-            raise ToolError("only one of --entity-name and --entity-default may be given")
-        kind = args.entity_type
-        name = "" if args.entity_default else args.entity_name
+        kinds, names = [kind for kind, _ in shortcuts], [name for _, name in shortcuts]
+    if not kinds:
+        raise ToolError("At least one entity type must be specified")
+    if any(kind in QUOTA_TYPES for kind in kinds):
+        return quota_entity(kinds, names, altering)
+    if len(kinds) > 1 or len(names) > 1:
+        raise ToolError("only one entity may be given")
+    kind = kinds[0]
+    name = names[0] if names else None
     if kind in UNSUPPORTED_TYPES:
         raise ToolError(f"entity type {kind} is not supported yet: odradek configs does not "
                         f"manage {UNSUPPORTED_TYPES[kind]}")

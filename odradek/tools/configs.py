@@ -1,5 +1,6 @@
 """`odradek configs describe|alter`, the counterpart of kafka-configs.sh for topics, brokers
-(each broker, and the cluster-wide default) and groups.
+(each broker, and the cluster-wide default), groups, and the client quotas of users and
+client ids (quota_entities.py).
 
 DescribeConfigs and IncrementalAlterConfigs are sent over the wire: confluent-kafka keys a
 config's synonyms by name, which drops the layers of a broker config (they share its name),
@@ -32,6 +33,14 @@ from odradek.tools.config_entities import (
     parse_add_config,
     parse_delete_config,
 )
+from odradek.tools.quota_entities import (
+    QuotaEntity,
+    alter_quotas,
+    describe_lines,
+    describe_quotas,
+    quota_changes,
+)
+from odradek.tools.quota_entities import completed_line as quota_completed
 from odradek.tools.wire import WireClient, alter_configs, check, send_about
 
 DESCRIBE_CONFIGS = (32, 4)
@@ -42,7 +51,7 @@ CLIENT_ID = "odradek-configs"
 def add_configs_parser(commands: Any) -> None:
     """Adds `configs` and its two tools to the `odradek` subcommands."""
     tool = commands.add_parser("configs", help="describe and alter topic, broker and group "
-                                               "configs")
+                                               "configs and client quotas")
     tools = tool.add_subparsers(dest="tool", required=True)
     describe = tools.add_parser("describe", help="an entity's dynamic configs (--all: every "
                                                  "config)")
@@ -66,16 +75,26 @@ def add_configs_parser(commands: Any) -> None:
 
 
 def _add_entity_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--entity-type", choices=ENTITY_TYPES)
-    parser.add_argument("--entity-name", help="topic name, broker id or group id")
-    parser.add_argument("--entity-default", action="store_true",
-                        help="the cluster-wide default (brokers)")
+    parser.add_argument("--entity-type", choices=ENTITY_TYPES, action="append",
+                        dest="entity_types", help="users and clients may be given together")
+    parser.add_argument("--entity-name", action="append", dest="entity_names",
+                        help="topic name, broker id, group id, user or client id (the n-th "
+                             "belongs to the n-th --entity-type)")
+    parser.add_argument("--entity-default", action="append_const", const="",
+                        dest="entity_names",
+                        help="the default entity (brokers: the cluster-wide default)")
     parser.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", metavar="ID",
                         help="same as --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
                         help="same as --entity-type brokers --entity-default")
     parser.add_argument("--group", help="same as --entity-type groups --entity-name GROUP")
+    parser.add_argument("--user", help="same as --entity-type users --entity-name USER")
+    parser.add_argument("--user-defaults", action="store_true",
+                        help="same as --entity-type users --entity-default")
+    parser.add_argument("--client", help="same as --entity-type clients --entity-name CLIENT")
+    parser.add_argument("--client-defaults", action="store_true",
+                        help="same as --entity-type clients --entity-default")
 
 
 def _runs(command: Callable[[WireClient, argparse.Namespace], Awaitable[None]]
@@ -122,6 +141,13 @@ async def _every(client: WireClient, kind: str) -> list[Entity]:
 
 async def describe_configs(client: WireClient, args: argparse.Namespace) -> None:
     entity = entity_from_args(args, altering=False)
+    if isinstance(entity, QuotaEntity):
+        quotas = await describe_quotas(client, entity)
+        if args.json:
+            print_json([{"entity": names, "quotas": values} for names, values in quotas])
+        else:
+            print("\n".join(describe_lines(quotas)))
+        return
     entities = [entity] if entity.name is not None else await _every(client, entity.type)
     described = [(e, await entity_configs(client, e, args.all)) for e in entities]
     if args.json:
@@ -145,6 +171,16 @@ async def alter_entity(client: WireClient, args: argparse.Namespace) -> None:
     else:
         additions = parse_add_config(args.add_config or "")
     deletions = parse_delete_config(args.delete_config)
+    if isinstance(entity, QuotaEntity):
+        quota_ops = quota_changes(entity, additions, deletions)
+        described = await describe_quotas(client, entity)
+        set_now = described[0][1] if described else {}
+        missing = [name for name in deletions if name not in set_now]
+        if missing:
+            raise ToolError(f"Invalid config(s): {','.join(missing)}")
+        await alter_quotas(client, entity, quota_ops)
+        print(quota_completed(entity))
+        return
     current = {c.name for c in await entity_configs(client, entity, describe_all=False)}
     unknown = [name for name in deletions if name not in current]
     if unknown:

@@ -174,9 +174,9 @@ def test_group_configs_fail_with_the_brokers_error(bootstrap: str) -> None:
     (["alter", "--topic", "{topic}"], "At least one of --add-config"),
     (["describe", "--broker", "7"], "broker 7 is not in the cluster's metadata"),
     (["describe", "--broker", "one"], "must be a valid integer broker id"),
-    (["describe", "--entity-type", "users"], "users is not supported yet"),
+    (["describe", "--entity-type", "ips"], "ips is not supported yet"),
     (["alter", "--entity-type", "clients", "--entity-name", "c", "--add-config",
-      "producer_byte_rate=1024"], "clients is not supported yet"),
+      "producer_byte_rate=1k"], "Cannot parse quota configuration value for producer_byte_rate"),
 ])
 def test_failures_are_one_line(bootstrap: str, args: list[str], expected: str) -> None:
     topic = new_topic(bootstrap)

@@ -121,6 +121,8 @@ def _sample(kind: Any) -> Any:
         return True
     if issubclass(kind, int):
         return kind(3)
+    if issubclass(kind, float):
+        return kind(1.5)
     if issubclass(kind, str):
         return kind("topic-a")
     if issubclass(kind, bytes):

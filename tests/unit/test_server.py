@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Awaitable, Callable, Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +14,7 @@ from odradek.broker.server import (
     MAX_QUEUED_FRAMES,
     ConnectionAbort,
     KafkaConnection,
+    MutedResponse,
     Response,
 )
 from odradek.broker.session import Session
@@ -258,3 +260,111 @@ def test_close_cancels_the_in_flight_request(loop: asyncio.AbstractEventLoop) ->
     assert connections == set()
     connection.data_received(framed(b"late"))
     assert handler.calls == [b"async-1"]
+
+
+# --- throttling, connection limits, the pre-authentication cap ------------------------------
+
+
+class Gate:
+    """Admits by a script of verdicts; records releases."""
+
+    def __init__(self, *verdicts: bool | None) -> None:
+        self.verdicts = list(verdicts)
+        self.released: list[KafkaConnection] = []
+
+    def admit(self, connection: KafkaConnection) -> bool | None:
+        return self.verdicts.pop(0)
+
+    def release(self, connection: KafkaConnection) -> None:
+        self.released.append(connection)
+
+
+def test_a_muted_response_holds_reading_and_dispatch_for_its_time(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """KIP-219: the throttled response leaves at once, then nothing is read or run until
+    the throttle time has passed."""
+    calls: list[bytes] = []
+
+    def dispatch(frame: bytes | bytearray, peer: str) -> Response:
+        calls.append(bytes(frame))
+        return MutedResponse([b"throttled"], 50) if frame == b"over" else [b"ok"]
+
+    connection = KafkaConnection(dispatch, 1 << 20)
+    transport = FakeTransport()
+
+    async def scenario() -> None:
+        connection.connection_made(transport)
+        connection.data_received(framed(b"over", b"next"))
+        assert transport.written == [b"throttled"]
+        assert calls == [b"over"] and not transport.reading
+        await asyncio.sleep(0.06)
+
+    loop.run_until_complete(scenario())
+    assert calls == [b"over", b"next"] and transport.reading
+    assert transport.written == [b"throttled", b"ok"]
+
+
+def test_a_waiting_connection_is_unread_until_admitted(loop: asyncio.AbstractEventLoop) -> None:
+    handler = Handler()
+    gate = Gate(None)
+    connection = KafkaConnection(handler, 1 << 20, gate=gate)
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    connection.data_received(framed(b"a"))
+    assert not transport.reading and handler.calls == []
+    connection.admitted(True)
+    assert transport.reading
+    assert transport.written == [b"echo:a"]
+    connection.connection_lost(None)
+    assert gate.released == [connection]
+
+
+def test_a_refused_connection_is_closed_and_frees_nothing() -> None:
+    gate = Gate(False)
+    connection = KafkaConnection(Handler(), 1 << 20, gate=gate)
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    assert transport.aborted
+    connection.connection_lost(None)
+    assert gate.released == []
+
+
+def test_idle_means_nothing_queued_in_flight_or_muted(loop: asyncio.AbstractEventLoop) -> None:
+    handler = Handler()
+    connection, transport = connect(handler)
+    assert connection.idle
+
+    async def scenario() -> None:
+        connection.data_received(framed(b"async-x"))
+
+    loop.run_until_complete(scenario())
+    assert not connection.idle
+    handler.gates[b"async-x"].set_result(None)
+    settle(loop)
+    assert connection.idle
+    connection.close_idle()
+    assert transport.aborted and not connection.idle
+
+
+def test_before_authentication_requests_are_capped() -> None:
+    """sasl.server.max.receive.size holds until the session's SASL exchange succeeds."""
+    sasl = SimpleNamespace(authenticated=False)
+    connection = KafkaConnection(Handler(), 1 << 20,
+                                 open_session=lambda transport, peer: Session(peer, sasl=sasl),
+                                 pre_auth_max_bytes=100)
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    connection.data_received(framed(b"x" * 100))
+    assert transport.written == [b"echo:" + b"x" * 100]
+    sasl.authenticated = True
+    connection.data_received(framed(b"w"))  # the cap lifts once a request has run
+    connection.data_received(framed(b"y" * 1000))
+    assert transport.written[-1] == b"echo:" + b"y" * 1000
+    unauthenticated = KafkaConnection(
+        Handler(), 1 << 20, open_session=lambda transport, peer: Session(
+            peer, sasl=SimpleNamespace(authenticated=False)), pre_auth_max_bytes=100)
+    other = FakeTransport()
+    unauthenticated.connection_made(other)
+    unauthenticated.data_received(framed(b"z" * 101))
+    assert other.aborted and other.written == []

@@ -20,6 +20,12 @@ from odradek.tools.config_entities import (
     parse_add_config,
     parse_delete_config,
 )
+from odradek.tools.quota_entities import (
+    QuotaEntity,
+    completed_line,
+    describe_lines,
+    quota_changes,
+)
 
 
 def args(*argv: str) -> argparse.Namespace:
@@ -44,8 +50,14 @@ def test_entities_from_generic_and_shortcut_flags(argv: list[str], expected: Ent
     (["describe"], "At least one entity type"),
     (["describe", "--entity-type", "topics", "--topic", "t"], "should not be used in conj"),
     (["describe", "--topic", "t", "--broker", "1"], "only one entity"),
-    (["describe", "--entity-type", "users"], "users is not supported yet.*client quotas"),
-    (["describe", "--entity-type", "clients", "--entity-name", "c"], "clients is not supp"),
+    (["describe", "--entity-type", "ips"], "ips is not supported yet.*connection quotas"),
+    (["describe", "--entity-type", "users", "--entity-type", "topics"], "Only 'users' and "),
+    (["describe", "--entity-type", "users", "--entity-type", "users"], "Duplicate entity"),
+    (["describe", "--entity-type", "users", "--entity-name", "a", "--entity-name", "b"],
+     "More entity names"),
+    (["alter", "--entity-type", "users", "--entity-type", "clients", "--entity-name", "a",
+      "--add-config", "a=1"], "must be specified with each --entity-type"),
+    (["describe", "--user", "a", "--entity-type", "clients"], "should not be used in conj"),
     (["describe", "--entity-type", "topics", "--entity-default"], "--entity-default must not"),
     (["describe", "--broker", "one"], "must be a valid integer broker id, but it is: one"),
     (["alter", "--entity-type", "topics", "--add-config", "a=1"], "An entity name must be"),
@@ -108,3 +120,49 @@ def test_a_sensitive_value_prints_as_null() -> None:
                                                       source=4)])
     assert entry_line(entry) == ("  ssl.key.password=null sensitive=true "
                                  "synonyms={STATIC_BROKER_CONFIG:ssl.key.password=null}")
+
+
+@pytest.mark.parametrize(("argv", "parts"), [
+    (["--entity-type", "users", "--entity-name", "alice"], (("users", "alice"),)),
+    (["--entity-type", "clients", "--entity-default"], (("clients", ""),)),
+    (["--entity-type", "clients"], (("clients", None),)),
+    (["--entity-type", "clients", "--entity-name", "c1", "--entity-type", "users",
+      "--entity-default"], (("users", ""), ("clients", "c1"))),
+    (["--user", "alice", "--client-defaults"], (("users", "alice"), ("clients", ""))),
+    (["--user-defaults"], (("users", ""),)),
+    (["--client", "c1"], (("clients", "c1"),)),
+])
+def test_quota_entities_from_kafka_configs_flags(argv: list[str],
+                                                 parts: tuple[tuple[str, str | None]]) -> None:
+    assert entity_from_args(args("describe", *argv), altering=False) == QuotaEntity(parts)
+
+
+def test_quota_descriptions_and_completions_as_kafka_configs_prints_them() -> None:
+    assert describe_lines([({"user": "alice", "client-id": None},
+                            {"producer_byte_rate": 1024.0, "request_percentage": 1.5e7})]) == [
+        "Quota configs for user-principal 'alice', the default client-id are "
+        "producer_byte_rate=1024.0, request_percentage=1.5E7"]
+    assert completed_line(QuotaEntity((("users", "alice"), ("clients", "c")))) == \
+        "Completed updating config for user alice."
+    assert completed_line(QuotaEntity((("clients", ""),))) == \
+        "Completed updating default config for clients in the cluster."
+
+
+@pytest.mark.parametrize(("parts", "additions", "deletions", "message"), [
+    ((("clients", "c"),), {"retention.ms": "1"}, [], "Only quota configs can be added for "
+                                                     "'clients'"),
+    ((("users", "u"),), {}, ["retention.ms"], "Only quota and SCRAM credential configs can be "
+                                               "deleted for 'users'"),
+    ((("users", "u"),), {"producer_byte_rate": "fast"}, [], "Cannot parse quota configuration "
+                                                           "value for producer_byte_rate: fast"),
+])
+def test_bad_quota_changes_are_refused(parts: tuple[tuple[str, str]], additions: dict[str, str],
+                                       deletions: list[str], message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        quota_changes(QuotaEntity(parts), additions, deletions)
+
+
+def test_quota_changes_set_and_remove() -> None:
+    assert quota_changes(QuotaEntity((("users", "u"),)), {"producer_byte_rate": "1024"},
+                         ["consumer_byte_rate"]) == {"producer_byte_rate": 1024.0,
+                                                     "consumer_byte_rate": None}

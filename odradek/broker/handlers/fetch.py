@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -77,6 +78,9 @@ class _Fetcher:
     replica_id: int
     client_rack: str | None
     listener: str
+    charge: Callable[[int], int] | None = None
+    """Records a response's size against the client's fetch quota, answering the throttle
+    time (None: no quota applies)."""
 
     @property
     def reads_followers(self) -> bool:
@@ -90,7 +94,7 @@ def handle_fetch(context: RequestContext, request: Any) -> Result | Awaitable[Re
         return _top_level_error(ErrorCode.fetch_session_id_not_found)
     broker = context.broker
     wanted = _wanted_partitions(broker, request, context.version)
-    fetcher = _fetcher(request, context.version, context.listener)
+    fetcher = _fetcher(request, context.version, context.listener, fetch_charge(context, request))
     _authorize(context, fetcher, wanted)
     replicas = context.services.replicas
     read = _read(broker, replicas, wanted, request.max_bytes, fetcher)
@@ -118,14 +122,36 @@ def _authorize(context: RequestContext, fetcher: _Fetcher, wanted: list[_Wanted]
         item.refused = item.topic is not None and item.topic not in readable
 
 
-def _fetcher(request: Any, version: int, listener: str) -> _Fetcher:
-    """The follower's broker id (-1 for consumers) is in ReplicaState from v15 (KIP-903)."""
+def fetch_charge(context: RequestContext, request: Any) -> Callable[[int], int] | None:
+    """For a consumer's fetch under a fetch quota: a function recording the response's size
+    and answering the throttle time (the bytes are taken back when it throttles)."""
+    quotas = context.services.quotas
+    if not quotas.fetch.enabled or follower_id(request, context.version) >= 0:
+        return None
+    user, client_id = context.principal.name, context.header.client_id or ""
+
+    def charge(size: int) -> int:
+        now = quotas.now_ms()
+        delay = quotas.fetch.record(user, client_id, size, now)
+        if delay > 0:
+            quotas.fetch.unrecord(user, client_id, size, now)
+        return delay
+
+    return charge
+
+
+def follower_id(request: Any, version: int) -> int:
+    """The follower's broker id (-1 for consumers): in ReplicaState from v15 (KIP-903)."""
     if version >= FIRST_REPLICA_STATE_VERSION:
-        replica_id = int(request.replica_state.replica_id)
-    else:
-        replica_id = int(request.replica_id)
+        return int(request.replica_state.replica_id)
+    return int(request.replica_id)
+
+
+def _fetcher(request: Any, version: int, listener: str,
+             charge: Callable[[int], int] | None) -> _Fetcher:
+    replica_id = follower_id(request, version)
     rack = request.rack_id if version >= FIRST_RACK_VERSION and replica_id < 0 else None
-    return _Fetcher(version, replica_id, rack, listener)
+    return _Fetcher(version, replica_id, rack, listener, charge)
 
 
 async def _wait_and_read(
@@ -187,7 +213,15 @@ class _Read:
 
     def send(self, broker: Broker) -> EncodedBody:
         """Encode it and count its bytes and errors (only responses actually sent count);
-        bytes sent to followers count as replication, as in Kafka."""
+        bytes sent to followers count as replication, as in Kafka. A consumer over its fetch
+        quota gets a response without partitions and the throttle time instead."""
+        version = self.fetcher.version
+        charge = self.fetcher.charge
+        if charge is not None:
+            size = sum(len(p.records) for t in self.topics for p in t.partitions)
+            delay = charge(size)
+            if delay > 0:
+                return _throttled_body(version, delay)
         metrics = broker.metrics
         replicating = self.fetcher.replica_id >= 0
         leaders: set[int] = set()
@@ -209,9 +243,18 @@ class _Read:
                     leaders.add(partition.current_leader[0])
                 if partition.preferred_read_replica != NO_PREFERRED_REPLICA:
                     leaders.add(partition.preferred_read_replica)
-        return EncodedBody(encode_fetch_body(self.fetcher.version, self.topics,
+        body = EncodedBody(encode_fetch_body(version, self.topics,
                                              node_endpoints=node_endpoints(broker, leaders,
                                                                             self.fetcher.listener)))
+        body.throttled = partial(_throttled_body, version)
+        return body
+
+
+def _throttled_body(version: int, throttle_time_ms: int) -> EncodedBody:
+    """What a throttled consumer gets: no partitions, as from Kafka's getThrottledResponse."""
+    body = EncodedBody(encode_fetch_body(version, [], throttle_time_ms=throttle_time_ms))
+    body.throttle_time_ms = throttle_time_ms
+    return body
 
 
 def _read(broker: Broker, replicas: ReplicaManager, wanted: list[_Wanted], max_bytes: int,

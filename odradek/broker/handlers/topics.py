@@ -11,13 +11,20 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.throttling import MutationCharge
 from odradek.broker.topic_creation import DEFAULT, create_topic, or_default
 from odradek.config import ConfigSource, format_value
 from odradek.metadata.image import MetadataError
 
+STRICT_CREATE_TOPICS, STRICT_DELETE_TOPICS, STRICT_CREATE_PARTITIONS = 6, 5, 3
+"""The versions from which controller_mutation_rate refuses requests over it (KIP-599)."""
+THROTTLED = {"error_code": ErrorCode.throttling_quota_exceeded,
+             "error_message": "The throttling quota has been exceeded."}
+
 
 async def handle_create_topics(context: RequestContext, request: Any) -> Result:
     broker = context.broker
+    quota = MutationCharge(context, STRICT_CREATE_TOPICS)
     results = []
     seen: set[str] = set()
     names = [topic.name for topic in request.topics]
@@ -41,6 +48,11 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
                             "numPartitions/replicationFactor were set"})
             continue
         configs = {c.name: c.value for c in topic.configs}
+        partitions = len(assignments) or or_default(broker, topic.num_partitions,
+                                                    "num.partitions")
+        if not request.validate_only and not quota.accepts(partitions):
+            results.append({**result, **THROTTLED})
+            continue
         try:
             topic_id = await create_topic(
                 broker, context.services.writer, topic.name, topic.num_partitions,
@@ -50,19 +62,18 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
             results.append({**result, "error_code": error.error_code,
                             "error_message": error.message})
             continue
-        created = _created(broker, topic, topic_id, configs, assignments)
+        created = _created(broker, topic, topic_id, configs, assignments, partitions)
         if not context.allowed(Op.DESCRIBE_CONFIGS, TOPIC, topic.name):
             created.update(configs=[], topic_config_error_code=ErrorCode.topic_authorization_failed)
         results.append({**result, **created})
-    return {"topics": results}
+    return quota.answer({"topics": results})
 
 
 def _created(
     broker: Broker, topic: Any, topic_id: str, configs: Mapping[str, str | None],
-    assignments: Mapping[int, list[int]],
+    assignments: Mapping[int, list[int]], partitions: int,
 ) -> dict[str, Any]:
     """CreateTopics v5+ echoes the created topic's shape and effective configs."""
-    partitions = len(assignments) or or_default(broker, topic.num_partitions, "num.partitions")
     replication = (
         len(next(iter(assignments.values())))
         if assignments
@@ -90,6 +101,7 @@ def _created(
 
 async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
     broker = context.broker
+    quota = MutationCharge(context, STRICT_DELETE_TOPICS)
     names_by_id = broker.metadata.topic_names_by_id
     if context.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -112,15 +124,21 @@ async def handle_delete_topics(context: RequestContext, request: Any) -> Result:
         if not broker.config["delete.topic.enable"]:
             responses.append({**result, "error_code": ErrorCode.topic_deletion_disabled})
             continue
+        state = broker.metadata.topics.get(name)
+        if state is not None and not quota.accepts(len(state.partitions)):
+            responses.append({**result, **THROTTLED})
+            continue
         try:
             result["topic_id"] = uuid.UUID(await context.services.writer.delete_topic(name))
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         responses.append(result)
-    return {"responses": responses}
+    return quota.answer({"responses": responses})
 
 
 async def handle_create_partitions(context: RequestContext, request: Any) -> Result:
+    topics = context.broker.metadata.topics
+    quota = MutationCharge(context, STRICT_CREATE_PARTITIONS)
     results = []
     for topic in request.topics:
         result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
@@ -133,6 +151,11 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
             if topic.assignments is not None
             else None
         )
+        state = topics.get(topic.name)
+        added = topic.count - len(state.partitions) if state is not None else 0
+        if not request.validate_only and added > 0 and not quota.accepts(added):
+            results.append({**result, **THROTTLED})
+            continue
         try:
             await context.services.writer.create_partitions(
                 topic.name, topic.count, assignments, request.validate_only
@@ -140,4 +163,4 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
         except MetadataError as error:
             result.update(error_code=error.error_code, error_message=error.message)
         results.append(result)
-    return {"results": results}
+    return quota.answer({"results": results})
