@@ -263,6 +263,12 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    refused_with(CLUSTER_DENIED)),
     "OffsetDelete": (0, {"group_id": GROUP, "topics": [{"name": SECRET, "partitions": [
         {"partition_index": 0}]}]}, refused_with(GROUP_DENIED)),
+    "DescribeClientQuotas": (1, {"components": [], "strict": False},
+                             refused_with(CLUSTER_DENIED)),
+    "AlterClientQuotas": (1, {"entries": [{
+        "entity": [{"entity_type": "client-id", "entity_name": "app"}],
+        "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+        "validate_only": False}, refused_with(CLUSTER_DENIED)),
     "DescribeUserScramCredentials": (0, {"users": None}, refused_with(CLUSTER_DENIED)),
     "AlterUserScramCredentials": (0, {"deletions": [{"name": "alice", "mechanism": 1}],
                                       "upsertions": []}, refused_with(CLUSTER_DENIED)),

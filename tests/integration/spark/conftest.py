@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from odradek.spark.session import spark_session
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.spark.mirroring import CopyLoop, Mirror
+from tests.integration.spark.mirroring import Mirror, ServiceMirror
 from tests.integration.test_compaction import FAST_CLEANER
 
 TEST_CONF = {
@@ -53,6 +53,10 @@ def _cluster(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProce
 
 
 @pytest.fixture(scope="module")
-def mirror(east: BrokerProcess, west: BrokerProcess) -> Mirror:
-    """East mirrored to west: the one fixture to swap for the real mirror service."""
-    return CopyLoop(east.bootstrap, west.bootstrap)
+def mirror(east: BrokerProcess, west: BrokerProcess,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mirror]:
+    """East mirrored to west by `odradek mirror`."""
+    service = ServiceMirror(tmp_path_factory.mktemp("mirror"), east.bootstrap,
+                            west.bootstrap).start()
+    yield service
+    service.stop()

@@ -1,20 +1,21 @@
-"""What fills the audit's target cluster. Until the mirror service exists, a copy loop does:
-a confluent-kafka consumer reads each source partition to its end and a producer writes every
-record to the same partition of `<alias>.<topic>` on the target, with its key, value, headers
-and CreateTime timestamp, as MM2's DefaultReplicationPolicy names it. The `mirror` fixture of
-the audit tests is the one place to swap it for `odradek mirror`: anything with the same
-`replicate` method will do."""
+"""What fills the audit's target cluster: the real mirror service, `odradek mirror` east->west
+with MM2's DefaultReplicationPolicy (`orders` on east is `east.orders` on west)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from confluent_kafka.admin import AdminClient
 
 from odradek.spark.audit_rules import target_topic
-from tests.integration.clients import Out, create_topic, produce_confluent, read_confluent
+from tests.integration.clients import read_confluent
+from tests.integration.mirror_process import MirrorProcess, properties
+from tests.waiting import wait_until
 
 ALIAS = "east"
+TARGET_ALIAS = "west"
+MIRRORED_WITHIN_S = 120
 
 
 class Mirror(Protocol):
@@ -23,17 +24,34 @@ class Mirror(Protocol):
         ...
 
 
-class CopyLoop:
-    def __init__(self, source: str, target: str) -> None:
+class ServiceMirror:
+    """`odradek mirror` copying every topic of the source to the target, for a test module."""
+
+    def __init__(self, directory: Path, source: str, target: str) -> None:
         self.source, self.target = source, target
+        flow = f"{ALIAS}->{TARGET_ALIAS}"
+        self.process = MirrorProcess(directory, properties(
+            {ALIAS: source, TARGET_ALIAS: target},
+            **{f"{flow}.enabled": "true", f"{flow}.topics": ".*"}))
+
+    def start(self) -> ServiceMirror:
+        self.process.start()
+        return self
+
+    def stop(self) -> None:
+        self.process.stop()
 
     def replicate(self, topic: str) -> str:
         admin = AdminClient({"bootstrap.servers": self.source})
-        partitions = len(admin.list_topics(topic, timeout=20).topics[topic].partitions)
+        partitions = range(len(admin.list_topics(topic, timeout=20).topics[topic].partitions))
+        expected = len(read_confluent(self.source, topic, partitions=partitions))
         name = target_topic(topic, ALIAS, "default")
-        create_topic(self.target, name, partitions)
-        records = read_confluent(self.source, topic, partitions=range(partitions))
-        produce_confluent(self.target, name, [
-            Out(r.key, r.value, r.timestamp, r.headers, r.partition) for r in records],
-            {"linger.ms": 5})
+
+        def mirrored() -> bool:
+            topics = AdminClient({"bootstrap.servers": self.target}).list_topics(timeout=20)
+            return (name in topics.topics
+                    and len(read_confluent(self.target, name, partitions=partitions)) == expected)
+
+        wait_until(mirrored, MIRRORED_WITHIN_S,
+                   lambda: f"{topic} mirrored to {name}\n{self.process.logs()[-3000:]}")
         return name
