@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from odradek.mirror.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+
 CHECKSUM_MODULUS = 1 << 64
 UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 STATUSES = ("complete", "missing", "extra", "mismatch")
@@ -39,13 +41,16 @@ def parse_time(text: str) -> int:
 
 
 def target_topic(topic: str, source_alias: str, policy: str, separator: str = ".") -> str:
-    """MM2's name for a source topic on the target: DefaultReplicationPolicy prefixes the
-    source cluster's alias (`east.orders`), IdentityReplicationPolicy keeps the name."""
+    """MM2's name for a source topic on the target, by the mirror's own policies:
+    DefaultReplicationPolicy prefixes the source cluster's alias (`east.orders`),
+    IdentityReplicationPolicy keeps the name."""
     if policy == "identity":
-        return topic
-    if policy != "default":
+        chosen: DefaultReplicationPolicy = IdentityReplicationPolicy(source_alias, separator)
+    elif policy == "default":
+        chosen = DefaultReplicationPolicy(separator)
+    else:
         raise ValueError(f"unknown replication policy {policy!r}: default or identity")
-    return f"{source_alias}{separator}{topic}"
+    return chosen.format_remote_topic(source_alias, topic)
 
 
 @dataclass(frozen=True)

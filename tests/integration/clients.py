@@ -206,8 +206,9 @@ def receive(consumer: Consumer, count: int, timeout: float = TIMEOUT) -> list[Me
 def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
                    start: int = OFFSET_BEGINNING) -> list[Rec]:
     """Every record of `partitions` from `start` (an offset or a logical one) to the end,
-    sorted by (partition, offset)."""
-    consumer = confluent_consumer(bootstrap)
+    sorted by (partition, offset). A partition is read once its last record is, or once the
+    consumer reaches the end past control records (a transactional topic ends in a marker)."""
+    consumer = confluent_consumer(bootstrap, **{"enable.partition.eof": True})
     try:
         ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
                 for p in partitions}
@@ -217,11 +218,16 @@ def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
 
         def consume() -> None:
             for message in consumer.consume(1000, 0.2):
-                if message.error():
-                    raise KafkaException(message.error())
-                record = confluent_rec(message)
-                records.append(record)
-                positions[record.partition] = record.offset
+                error = message.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    positions[message.partition()] = max(positions[message.partition()],
+                                                         message.offset() - 1)
+                elif error is not None:
+                    raise KafkaException(error)
+                else:
+                    record = confluent_rec(message)
+                    records.append(record)
+                    positions[record.partition] = record.offset
 
         wait_until(lambda: all(positions[p] + 1 >= ends[p] for p in partitions), TIMEOUT,
                    lambda: f"read {positions}, ends {ends}", between=consume)

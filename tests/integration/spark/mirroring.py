@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from odradek.spark.audit_rules import target_topic
@@ -52,6 +53,7 @@ class ServiceMirror:
             return (name in topics.topics
                     and len(read_confluent(self.target, name, partitions=partitions)) == expected)
 
-        wait_until(mirrored, MIRRORED_WITHIN_S,
-                   lambda: f"{topic} mirrored to {name}\n{self.process.logs()[-3000:]}")
+        wait_until(mirrored, MIRRORED_WITHIN_S,  # a just-created topic may lack a leader
+                   lambda: f"{topic} mirrored to {name}\n{self.process.logs()[-3000:]}",
+                   ignoring=KafkaException)
         return name
