@@ -1,29 +1,21 @@
 """The mirror audit's latest results as Prometheus series (odradek.controller.audit_series),
-from records in the audit job's own format (odradek.spark.audit._publish)."""
+from records in the audit job's own format (odradek.spark.audit.audit_records)."""
 
 from __future__ import annotations
-
-import json
-from dataclasses import asdict
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from odradek.controller.audit_series import SERIES, AuditResults, audit_families
-from odradek.spark.audit_rules import Bucket, classify
+from odradek.spark.audit import audit_records
+from odradek.spark.audit_rules import Audit
+from tests.audit_runs import audit_run
 
 
-def record(topic: str, start: int, source: int, target: int, audited_at_ms: int,
-           in_grace: bool = False) -> tuple[bytes, bytes]:
-    """Key and value as the audit job writes them."""
-    bucket = Bucket(topic, "east." + topic, start, start + 600_000, source_count=source,
-                    target_count=target, in_grace=in_grace)
-    bucket.status = classify(bucket)
-    key = {"topic": topic, "bucket_start_ms": start}
-    value = {**asdict(bucket), "audited_at_ms": audited_at_ms}
-    return (json.dumps(key, sort_keys=True).encode(),
-            json.dumps(value, sort_keys=True).encode())
+def apply(results: AuditResults, run: Audit) -> None:
+    for key, value in audit_records(run):
+        results.apply(key, value)
 
 
 def samples(results: AuditResults) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -40,10 +32,8 @@ def samples(results: AuditResults) -> dict[tuple[str, tuple[tuple[str, str], ...
 
 def test_counts_buckets_by_status_and_grace_and_the_records_outside_grace() -> None:
     results = AuditResults()
-    for key, value in (record("orders", 0, 10, 10, 5000), record("orders", 600_000, 10, 7, 5000),
-                       record("orders", 1_200_000, 4, 6, 5000),
-                       record("orders", 1_800_000, 5, 1, 5000, in_grace=True)):
-        results.apply(key, value)
+    apply(results, audit_run(5000, ("orders", 0, 10, 10), ("orders", 600_000, 10, 7),
+                             ("orders", 1_200_000, 4, 6), ("orders", 1_800_000, 5, 1, True)))
     got = samples(results)
     assert got[("odradek_audit_buckets", (("in_grace", "false"), ("status", "complete"),
                                           ("topic", "orders")))] == 1
@@ -61,9 +51,9 @@ def test_counts_buckets_by_status_and_grace_and_the_records_outside_grace() -> N
 
 def test_the_newest_record_of_a_key_and_the_newest_run_of_a_topic_win() -> None:
     results = AuditResults()
-    for key, value in (record("orders", 0, 10, 7, 1000), record("orders", 600_000, 3, 1, 1000),
-                       record("orders", 0, 10, 10, 2000), record("payments", 0, 2, 1, 500)):
-        results.apply(key, value)
+    apply(results, audit_run(1000, ("orders", 0, 10, 7), ("orders", 600_000, 3, 1)))
+    apply(results, audit_run(2000, ("orders", 0, 10, 10)))
+    apply(results, audit_run(500, ("payments", 0, 2, 1)))
     got = samples(results)
     # orders' newest run (2000) re-audited bucket 0, now complete; bucket 600000 was not in it
     assert got[("odradek_audit_buckets", (("in_grace", "false"), ("status", "complete"),
@@ -75,7 +65,7 @@ def test_the_newest_record_of_a_key_and_the_newest_run_of_a_topic_win() -> None:
 
 def test_tombstones_remove_and_foreign_records_are_skipped() -> None:
     results = AuditResults()
-    key, value = record("orders", 0, 10, 7, 1000)
+    [(key, value)] = audit_records(audit_run(1000, ("orders", 0, 10, 7)))
     results.apply(key, value)
     results.apply(b"other", b"not json")
     results.apply(None, value)
