@@ -4,9 +4,6 @@ whose active controller exports them (odradek_audit_*) when scraped."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from confluent_kafka import Producer
 
 from odradek.controller.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
@@ -17,15 +14,6 @@ from tests.integration.broker_process import BrokerProcess
 from tests.waiting import wait_until
 
 TIMEOUT = 30.0
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    root = tmp_path_factory.mktemp("audit-metrics")
-    process = BrokerProcess(root / "data", root / "broker.log")
-    process.start()
-    yield process
-    process.stop()
 
 
 def audit_samples(broker: BrokerProcess) -> Samples:
