@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from odradek.controller.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
+
 DASHBOARDS_DIR = Path(__file__).parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 GRID_WIDTH = 24
@@ -504,7 +506,38 @@ def mirror() -> Dashboard:
     ])
 
 
-DASHBOARDS = (overview, brokers, quorum, topics, consumer_groups, mirror)
+def audit() -> Dashboard:
+    failed = sel(BUCKETS, 'status!="complete",in_grace="false"')
+    return Dashboard("odradek-audit", "Odradek / Audit results",
+                     "The latest results of the mirroring audit (odradek audit) per source "
+                     "topic, as the active controller of the audited (target) cluster reads "
+                     "them from the odradek-audit topic. A topic's latest results are the "
+                     "buckets of its newest run.", [
+        ("Latest run", [
+            stat("Buckets failed", f"sum({failed})",
+                 description="Buckets outside the grace period that are not complete."),
+            stat("Records missing", f"sum({sel(MISSING_RECORDS)})"),
+            stat("Records extra", f"sum({sel(EXTRA_RECORDS)})"),
+            stat("Last run", f"max({sel(LAST_RUN)}) * 1000", unit="dateTimeFromNow"),
+        ]),
+        ("By topic", [
+            graph("Buckets by status", (f"sum by (topic, status) ({sel(BUCKETS)})",
+                                        "{{topic}} {{status}}"),
+                  description="Buckets of each topic's latest run, the grace period's too."),
+            graph("Failed buckets", (f"sum by (topic, status) ({failed})",
+                                     "{{topic}} {{status}}"),
+                  description="Missing, extra or mismatched buckets outside the grace "
+                  "period: MirrorAuditDiscrepancy fires on any."),
+            graph("Records missing and extra",
+                  (f"sum by (topic) ({sel(MISSING_RECORDS)})", "{{topic}} missing"),
+                  (f"sum by (topic) ({sel(EXTRA_RECORDS)})", "{{topic}} extra")),
+            graph("Time since the last run", (f"time() - max({sel(LAST_RUN)})", "last run"),
+                  unit="s", description="MirrorAuditStale fires past 26 hours."),
+        ]),
+    ])
+
+
+DASHBOARDS = (overview, brokers, quorum, topics, consumer_groups, mirror, audit)
 
 
 def render() -> dict[str, str]:

@@ -2,7 +2,9 @@
 that each series exists once in the cluster. The active controller is the one process Raft
 makes unique, and it holds the committed metadata (brokers, partitions, replicas, ISRs,
 leaders) itself; offsets and groups it asks the brokers for with the Kafka protocol, as
-Kafka Exporter does, when Prometheus scrapes. Standby controllers export none of it."""
+Kafka Exporter does, when Prometheus scrapes. Standby controllers export none of it. The
+latest mirror audit results (`audit_series`), read from the audit topic on this cluster, come
+with them for the same reason."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from odradek.controller.audit_reader import AuditReader
+from odradek.controller.audit_series import audit_families
 from odradek.controller.exporter_series import (
     ClusterView,
     PartitionView,
@@ -51,6 +55,7 @@ class ClusterExporter(Collector):
         self.machine = machine
         self.loop = loop
         self.pool = ConnectionPool("odradek-cluster-exporter", TIMEOUT_S)
+        self.audit = AuditReader(TIMEOUT_S)
         registry.register(self)
 
     def collect(self) -> Iterator[Metric]:
@@ -65,9 +70,11 @@ class ClusterExporter(Collector):
             log.warning("Kafka Exporter series left out of this scrape: %r", error)
             return
         yield from exporter_families(view)
+        yield from audit_families(view.audit)
 
     def close(self) -> None:
         self.pool.close()
+        self.audit.close()
 
     async def view(self) -> ClusterView:
         metadata = self.machine.controller.metadata
@@ -85,11 +92,17 @@ class ClusterExporter(Collector):
                 if record.leader in addresses:
                     led.setdefault(record.leader, []).append((name, index))
         await asyncio.gather(
+            self._audit(addresses, view),
             *(self._offsets(addresses[b], partitions, which, into)
               for b, partitions in led.items()
               for which, into in ((LATEST, view.newest), (EARLIEST, view.oldest))),
             *(self._groups(address, view) for address in addresses.values()))
         return view
+
+    async def _audit(self, addresses: dict[int, Address], view: ClusterView) -> None:
+        topic = self.machine.controller.metadata.topics.get(self.audit.topic)
+        await self.audit.refresh(topic, list(addresses.values()))
+        view.audit = self.audit.results.latest()
 
     async def _send(self, address: Address, api: tuple[int, int], body: dict[str, Any]
                     ) -> Any:

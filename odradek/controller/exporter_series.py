@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily
 
+from odradek.controller.audit_series import BucketResult
+
 TopicPartition = tuple[str, int]
 
 
@@ -38,6 +40,8 @@ class ClusterView:
     """Group id to its member count."""
     committed: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
     """Group id to its committed offsets (-1: none)."""
+    audit: list[BucketResult] = field(default_factory=list)
+    """The latest mirror audit results on the audit topic."""
 
 
 def exporter_families(view: ClusterView) -> Iterator[GaugeMetricFamily]:

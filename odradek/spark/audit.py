@@ -12,7 +12,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
@@ -171,14 +171,21 @@ def _publish(bootstrap: str, topic: str, result: Audit) -> None:
             if "TOPIC_ALREADY_EXISTS" not in str(error):
                 raise
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for bucket in result.buckets:
-        key = {"topic": bucket.topic, "bucket_start_ms": bucket.bucket_start_ms}
-        value = {**asdict(bucket), "audited_at_ms": result.settings.get("audited_at_ms")}
-        producer.produce(topic, key=json.dumps(key, sort_keys=True).encode(),
-                         value=json.dumps(value, sort_keys=True).encode())
+    for key, value in audit_records(result):
+        producer.produce(topic, key=key, value=value)
         producer.poll(0)
     if producer.flush(30):
         raise RuntimeError(f"audit records not delivered to {topic}")
+
+
+def audit_records(result: Audit) -> Iterator[tuple[bytes, bytes]]:
+    """The audit topic's key and value of each bucket: JSON of the topic and bucket start,
+    and of the bucket with the run's `audited_at_ms`."""
+    for bucket in result.buckets:
+        key = {"topic": bucket.topic, "bucket_start_ms": bucket.bucket_start_ms}
+        value = {**asdict(bucket), "audited_at_ms": result.settings.get("audited_at_ms")}
+        yield (json.dumps(key, sort_keys=True).encode(),
+               json.dumps(value, sort_keys=True).encode())
 
 
 def _print_summary(result: Audit, output: Path) -> None:

@@ -6,7 +6,9 @@
 - every kafka_* series of Strimzi's dashboards and rules (reference_kafka_series.txt,
   section [kafka]) is exported with the labels those queries use;
 - alerts fire: consumer lag that grows, a stopped broker (UnderReplicatedPartitions), a
-  broker paused past its session (FencedBrokers).
+  broker paused past its session (FencedBrokers), a mirror audit run with a failed bucket
+  (MirrorAuditDiscrepancy; the run is written to odradek-audit by the audit job's own
+  publishing code, so the audit dashboard's panels have series too).
 
 Prometheus loads observability/prometheus/prometheus-local.yml with this cluster's targets
 and 1 s intervals, and the rule files with every alert's `for` removed (written by
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,7 +31,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from odradek.cluster_cli.layout import free_port
+from odradek.spark.audit import AUDIT_TOPIC, _publish
 from tests import observability as obs
+from tests.audit_runs import audit_run
 from tests.integration.cluster import Cluster, admin, create, running_cluster
 from tests.integration.reference_series import reference_series
 from tests.waiting import wait_until
@@ -120,6 +125,13 @@ def traffic(cluster: Cluster) -> None:
     consumer.close()
 
 
+@pytest.fixture(scope="module")
+def audit_results(cluster: Cluster) -> None:
+    """A mirror audit run, just now, that found records of one bucket missing."""
+    _publish(cluster.bootstrap, AUDIT_TOPIC, audit_run(
+        int(time.time() * 1000), (TOPIC, 0, 100, 100), (TOPIC, 600_000, 100, 90)))
+
+
 def produce(cluster: Cluster, count: int) -> None:
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(count):
@@ -128,7 +140,7 @@ def produce(cluster: Cluster, count: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def prometheus(cluster: Cluster, traffic: None,
+def prometheus(cluster: Cluster, traffic: None, audit_results: None,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     home = tmp_path_factory.mktemp("prometheus")
     (home / "rules").mkdir()
@@ -219,3 +231,9 @@ def test_fenced_broker_alert_fires_when_a_broker_pauses_past_its_session(
         prometheus: Prometheus, cluster: Cluster) -> None:
     fires_during_fault(prometheus, "FencedBrokers",
                        lambda: cluster.pause("broker-2"), lambda: cluster.resume("broker-2"))
+
+
+def test_audit_discrepancy_alert_fires_on_a_failed_bucket(prometheus: Prometheus) -> None:
+    wait_until(lambda: prometheus.firing("MirrorAuditDiscrepancy", cluster=CLUSTER,
+                                         topic=TOPIC), TIMEOUT, "MirrorAuditDiscrepancy firing")
+    assert not prometheus.firing("MirrorAuditStale", cluster=CLUSTER), "a run just now"
