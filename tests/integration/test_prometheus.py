@@ -2,7 +2,8 @@
 3-broker `odradek cluster` with traffic and a lagging consumer group:
 
 - every panel query of every dashboard parses and returns series (the mirror dashboard's
-  panels are expected to be empty until a mirror runs in this test: see EXPECTED_EMPTY);
+  from `odradek mirror` copying a topic and a group's offsets into this cluster from an
+  `odradek dev` source);
 - every kafka_* series of Strimzi's dashboards and rules (reference_kafka_series.txt,
   section [kafka]) is exported with the labels those queries use;
 - alerts fire: consumer lag that grows, a stopped broker (UnderReplicatedPartitions), a
@@ -34,7 +35,10 @@ from odradek.cluster_cli.layout import free_port
 from odradek.spark.audit import AUDIT_TOPIC, _publish
 from tests import observability as obs
 from tests.audit_runs import audit_run
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import Out, create_topic, produce_confluent, read_confluent, receive
 from tests.integration.cluster import Cluster, admin, create, running_cluster
+from tests.integration.mirror_process import MirrorProcess, properties
 from tests.integration.reference_series import reference_series
 from tests.waiting import wait_until
 
@@ -54,11 +58,8 @@ RECORDS = 1500
 CONSUMED = 100
 """The group commits after at least this many records, leaving over 1000 (the lag alert's
 threshold) behind."""
-EXPECTED_EMPTY = {
-    "odradek-mirror": "no mirror process runs in this test yet (issue 16's mirror service): "
-                      "its panels are checked to parse, and to return series once one runs",
-}
-"""Dashboards whose panels have no series to show here, and why."""
+MIRRORED = "obs-source-orders"
+MIRROR_SOURCE = "src"
 TIMEOUT = 60.0
 
 
@@ -140,7 +141,41 @@ def produce(cluster: Cluster, count: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def prometheus(cluster: Cluster, traffic: None, audit_results: None,
+def mirror(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[MirrorProcess]:
+    """`odradek mirror` into this cluster (a mirror's `cluster` label is its target's) from
+    an `odradek dev` source holding a topic and a group that committed part of it."""
+    root = tmp_path_factory.mktemp("mirror-source")
+    source = BrokerProcess(root / "data", root / "broker.log")
+    source.start()
+    flow = f"{MIRROR_SOURCE}->{CLUSTER}"
+    process = MirrorProcess(root / "mirror", properties(
+        {MIRROR_SOURCE: source.bootstrap, CLUSTER: cluster.bootstrap},
+        **{f"{flow}.enabled": "true", f"{flow}.topics": MIRRORED, "groups": ".*"}))
+    try:
+        create_topic(source.bootstrap, MIRRORED, 2)
+        produce_confluent(source.bootstrap, MIRRORED, [
+            Out(f"k{i}".encode(), b"v", int(time.time() * 1000), (), i % 2)
+            for i in range(200)])
+        consumer = Consumer({"bootstrap.servers": source.bootstrap, "group.id": MIRRORED,
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([MIRRORED])
+        receive(consumer, 50)
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        process.start()
+        wait_until(lambda: len(read_confluent(cluster.bootstrap, f"{MIRROR_SOURCE}.{MIRRORED}",
+                                              partitions=(0, 1))) == 200, TIMEOUT,
+                   lambda: f"mirrored\n{process.logs()[-3000:]}", ignoring=KafkaException)
+        yield process
+    finally:
+        if process.process is not None:
+            process.stop()
+        source.stop()
+
+
+@pytest.fixture(scope="module")
+def prometheus(cluster: Cluster, traffic: None, audit_results: None, mirror: MirrorProcess,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     home = tmp_path_factory.mktemp("prometheus")
     (home / "rules").mkdir()
@@ -149,8 +184,10 @@ def prometheus(cluster: Cluster, traffic: None, audit_results: None,
     config = obs.load_yaml(obs.LOCAL_CONFIG)
     config["global"] = {"scrape_interval": "1s", "scrape_timeout": "1s",
                         "evaluation_interval": "1s"}
-    config["scrape_configs"][0]["static_configs"] = obs.static_configs(
-        cluster.layout["nodes"], CLUSTER)
+    config["scrape_configs"][0]["static_configs"] = [
+        *obs.static_configs(cluster.layout["nodes"], CLUSTER),
+        {"targets": [f"127.0.0.1:{mirror.metrics_port}"],
+         "labels": {"cluster": CLUSTER, "instance": "mirror", "role": "mirror"}}]
     (home / "prometheus.yml").write_text(json.dumps(config))
     port = free_port()
     log = home / "prometheus.log"
@@ -179,8 +216,6 @@ def prometheus(cluster: Cluster, traffic: None, audit_results: None,
 @pytest.mark.parametrize("query", obs.panel_queries(), ids=lambda q: q.id)
 def test_panel_query_returns_series(prometheus: Prometheus, query: obs.PanelQuery) -> None:
     result = prometheus.query(obs.substitute(query.expr, CLUSTER))
-    if query.dashboard in EXPECTED_EMPTY:
-        pytest.xfail(EXPECTED_EMPTY[query.dashboard])
     assert result, f"no series for {query.expr}"
 
 
