@@ -1,15 +1,20 @@
 """deploy/compose/compose.yaml on a real Docker engine: the two clusters come up healthy,
 clients on the host and inside the compose network both reach east, acknowledged writes
 survive a `docker kill` of a broker, a restarted controller rejoins, Prometheus scrapes
-every process, `docker stop` of a broker is a controlled shutdown, and the mirror copies
-east to west. One stack serves the module; each test leaves it healthy."""
+every process, `docker stop` of a broker is a controlled shutdown, the mirror copies
+east to west, and the `spark` profile's audit finds the mirrored topic complete. One stack
+serves the module; each test leaves it healthy."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import os
+import re
+import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +24,17 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from odradek.cli import main as odradek
-from tests.integration.clients import Out, now_ms, produce_confluent, read_confluent, unique
+from tests.integration.clients import (
+    Out,
+    Rec,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+    unique,
+)
 from tests.integration.cluster import TIMEOUT, admin, partitions
 from tests.integration.compose_stack import (
+    COMPOSE_DIR,
     EAST,
     EAST_INTERNAL,
     NODES,
@@ -186,17 +199,49 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     stack.wait_healthy(victim)
 
 
-def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
+def mirror_records(count: int) -> tuple[str, list[Rec]]:
+    """`count` records produced to a new topic on east, back once west's mirrored copy of
+    it holds as many: the topic and the records sent."""
     topic = unique("mirrored")
     create_on_east(NewTopic(topic, 3, 3))
     sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (),
-                                                 i % 3) for i in range(60)], {"acks": "all"})
+                                                 i % 3) for i in range(count)], {"acks": "all"})
     target = f"east.{topic}"
     wait_until(lambda: target in admin(WEST).list_topics(timeout=TIMEOUT).topics, 120,
                f"{target} on west", ignoring=Exception)
-    wait_until(lambda: sum(len(read_confluent(WEST, target, [p])) for p in range(3)) >= 60, 120,
-               f"60 records in {target}")
-    copied = read_confluent(WEST, target, [0, 1, 2])
+    wait_until(lambda: sum(len(read_confluent(WEST, target, [p])) for p in range(3)) >= count,
+               120, f"{count} records in {target}")
+    return topic, sent
+
+
+def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
+    topic, sent = mirror_records(60)
+    copied = read_confluent(WEST, f"east.{topic}", [0, 1, 2])
     assert sorted((r.partition, r.key, r.value) for r in copied) == sorted(
         (r.partition, r.key, r.value) for r in sent)
 
+
+def test_the_spark_profile_audits_the_mirror(stack: ComposeStack) -> None:
+    """`--profile spark run --rm spark-audit`: the audit job of compose.yaml, in local[*]
+    inside its container, counts a mirrored topic on east and on west and exits 0 with a
+    complete summary.json in its volume. ODRADEK_AUDIT_TOPICS narrows it to this topic."""
+    topic, sent = mirror_records(40)
+    spark = ("--profile", "spark")
+    started = time.monotonic()
+    stack.run_compose(*spark, "build", "spark-audit")
+    built = time.monotonic() - started
+    started = time.monotonic()
+    run = subprocess.run(stack.command(*spark, "run", "--rm", "spark-audit"), cwd=COMPOSE_DIR,
+                         env={**os.environ, "ODRADEK_AUDIT_TOPICS": re.escape(topic)},
+                         capture_output=True, text=True, timeout=600, check=False)
+    print(f"\nspark-audit: image built in {built:.1f}s, ran in {time.monotonic() - started:.1f}s")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "complete; summary in /var/lib/odradek-audit/summary.json" in run.stdout
+    summary = json.loads(stack.run_compose(*spark, "run", "--rm", "--no-deps", "--entrypoint",
+                                           "cat", "spark-audit",
+                                           "/var/lib/odradek-audit/summary.json"))
+    assert summary["complete"] is True
+    assert {(b["topic"], b["target_topic"], b["status"]) for b in summary["buckets"]} == {
+        (topic, f"east.{topic}", "complete")}
+    assert summary["totals"]["source_records"] == summary["totals"]["target_records"] == len(
+        sent)
