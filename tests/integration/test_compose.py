@@ -59,6 +59,7 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
 CONTROLLER_IDS = {"controller-1": 1001, "controller-2": 1002, "controller-3": 1003}
 KILL_AFTER_ACKS = 300
 ACKS_AFTER_KILL = 300
+AUDITED_AGE_MS = 10 * 60_000
 
 
 def create_on_east(topic: NewTopic) -> None:
@@ -199,13 +200,14 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     stack.wait_healthy(victim)
 
 
-def mirror_records(count: int) -> tuple[str, list[Rec]]:
-    """`count` records produced to a new topic on east, back once west's mirrored copy of
-    it holds as many: the topic and the records sent."""
+def mirror_records(count: int, age_ms: int = 0) -> tuple[str, list[Rec]]:
+    """`count` records timestamped `age_ms` ago produced to a new topic on east, back once
+    west's mirrored copy of it holds as many: the topic and the records sent."""
     topic = unique("mirrored")
     create_on_east(NewTopic(topic, 3, 3))
-    sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (),
-                                                 i % 3) for i in range(count)], {"acks": "all"})
+    timestamp = now_ms() - age_ms
+    sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), timestamp,
+                                               (), i % 3) for i in range(count)], {"acks": "all"})
     target = f"east.{topic}"
     wait_until(lambda: target in admin(WEST).list_topics(timeout=TIMEOUT).topics, 120,
                f"{target} on west", ignoring=Exception)
@@ -224,8 +226,10 @@ def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
 def test_the_spark_profile_audits_the_mirror(stack: ComposeStack) -> None:
     """`--profile spark run --rm spark-audit`: the audit job of compose.yaml, in local[*]
     inside its container, counts a mirrored topic on east and on west and exits 0 with a
-    complete summary.json in its volume. ODRADEK_AUDIT_TOPICS narrows it to this topic."""
-    topic, sent = mirror_records(40)
+    complete summary.json in its volume. ODRADEK_AUDIT_TOPICS narrows it to this topic. The
+    records are 10 minutes old: inside the job's 1 h window, outside its 5 min grace, so
+    a bucket that is not complete fails the run."""
+    topic, sent = mirror_records(40, age_ms=AUDITED_AGE_MS)
     spark = ("--profile", "spark")
     started = time.monotonic()
     stack.run_compose(*spark, "build", "spark-audit")
@@ -243,5 +247,6 @@ def test_the_spark_profile_audits_the_mirror(stack: ComposeStack) -> None:
     assert summary["complete"] is True
     assert {(b["topic"], b["target_topic"], b["status"]) for b in summary["buckets"]} == {
         (topic, f"east.{topic}", "complete")}
-    assert summary["totals"]["source_records"] == summary["totals"]["target_records"] == len(
-        sent)
+    totals = summary["totals"]
+    assert totals["source_records"] == totals["target_records"] == len(sent)
+    assert totals["in_grace"] == 0
