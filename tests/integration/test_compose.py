@@ -18,6 +18,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,27 +224,28 @@ def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
         (r.partition, r.key, r.value) for r in sent)
 
 
-def test_the_spark_profile_audits_the_mirror(stack: ComposeStack) -> None:
+def test_the_spark_profile_audits_the_mirror(stack: ComposeStack, tmp_path: Path) -> None:
     """`--profile spark run --rm spark-audit`: the audit job of compose.yaml, in local[*]
     inside its container, counts a mirrored topic on east and on west and exits 0 with a
-    complete summary.json in its volume. ODRADEK_AUDIT_TOPICS narrows it to this topic. The
-    records are 10 minutes old: inside the job's 1 h window, outside its 5 min grace, so
-    a bucket that is not complete fails the run."""
+    complete summary.json (kept in a host directory). ODRADEK_AUDIT_TOPICS narrows it to
+    this topic. The records are 10 minutes old: inside the job's 1 h window, outside its
+    5 min grace, so a bucket that is not complete fails the run."""
     topic, sent = mirror_records(40, age_ms=AUDITED_AGE_MS)
     spark = ("--profile", "spark")
     started = time.monotonic()
     stack.run_compose(*spark, "build", "spark-audit")
     built = time.monotonic() - started
     started = time.monotonic()
-    run = subprocess.run(stack.command(*spark, "run", "--rm", "spark-audit"), cwd=COMPOSE_DIR,
+    tmp_path.chmod(0o777)  # the job runs as uid 185
+    run = subprocess.run(stack.command(*spark, "run", "--rm", "--volume",
+                                       f"{tmp_path}:/var/lib/odradek-audit", "spark-audit"),
+                         cwd=COMPOSE_DIR,
                          env={**os.environ, "ODRADEK_AUDIT_TOPICS": re.escape(topic)},
                          capture_output=True, text=True, timeout=600, check=False)
     print(f"\nspark-audit: image built in {built:.1f}s, ran in {time.monotonic() - started:.1f}s")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-12000:]
     assert "complete; summary in /var/lib/odradek-audit/summary.json" in run.stdout
-    summary = json.loads(stack.run_compose(*spark, "run", "--rm", "--no-deps", "--entrypoint",
-                                           "cat", "spark-audit",
-                                           "/var/lib/odradek-audit/summary.json"))
+    summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["complete"] is True
     assert {(b["topic"], b["target_topic"], b["status"]) for b in summary["buckets"]} == {
         (topic, f"east.{topic}", "complete")}
