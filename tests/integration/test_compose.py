@@ -1,27 +1,41 @@
 """deploy/compose/compose.yaml on a real Docker engine: the two clusters come up healthy,
 clients on the host and inside the compose network both reach east, acknowledged writes
 survive a `docker kill` of a broker, a restarted controller rejoins, Prometheus scrapes
-every process, `docker stop` of a broker is a controlled shutdown, and the mirror copies
-east to west. One stack serves the module; each test leaves it healthy."""
+every process, `docker stop` of a broker is a controlled shutdown, the mirror copies
+east to west, and the `spark` profile's audit finds the mirrored topic complete. One stack
+serves the module; each test leaves it healthy."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import os
+import re
+import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import NewTopic
 
 from odradek.cli import main as odradek
-from tests.integration.clients import Out, now_ms, produce_confluent, read_confluent, unique
+from tests.integration.clients import (
+    Out,
+    Rec,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+    unique,
+)
 from tests.integration.cluster import TIMEOUT, admin, partitions
 from tests.integration.compose_stack import (
+    COMPOSE_DIR,
     EAST,
     EAST_INTERNAL,
     NODES,
@@ -46,6 +60,7 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
 CONTROLLER_IDS = {"controller-1": 1001, "controller-2": 1002, "controller-3": 1003}
 KILL_AFTER_ACKS = 300
 ACKS_AFTER_KILL = 300
+AUDITED_AGE_MS = 10 * 60_000
 
 
 def create_on_east(topic: NewTopic) -> None:
@@ -186,17 +201,54 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
     stack.wait_healthy(victim)
 
 
-def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
+def mirror_records(count: int, age_ms: int = 0) -> tuple[str, list[Rec]]:
+    """`count` records timestamped `age_ms` ago produced to a new topic on east, back once
+    west's mirrored copy of it holds as many: the topic and the records sent."""
     topic = unique("mirrored")
     create_on_east(NewTopic(topic, 3, 3))
-    sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (),
-                                                 i % 3) for i in range(60)], {"acks": "all"})
+    timestamp = now_ms() - age_ms
+    sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), timestamp,
+                                               (), i % 3) for i in range(count)], {"acks": "all"})
     target = f"east.{topic}"
     wait_until(lambda: target in admin(WEST).list_topics(timeout=TIMEOUT).topics, 120,
                f"{target} on west", ignoring=Exception)
-    wait_until(lambda: sum(len(read_confluent(WEST, target, [p])) for p in range(3)) >= 60, 120,
-               f"60 records in {target}")
-    copied = read_confluent(WEST, target, [0, 1, 2])
+    wait_until(lambda: sum(len(read_confluent(WEST, target, [p])) for p in range(3)) >= count,
+               120, f"{count} records in {target}")
+    return topic, sent
+
+
+def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
+    topic, sent = mirror_records(60)
+    copied = read_confluent(WEST, f"east.{topic}", [0, 1, 2])
     assert sorted((r.partition, r.key, r.value) for r in copied) == sorted(
         (r.partition, r.key, r.value) for r in sent)
 
+
+def test_the_spark_profile_audits_the_mirror(stack: ComposeStack, tmp_path: Path) -> None:
+    """`--profile spark run --rm spark-audit`: the audit job of compose.yaml, in local[*]
+    inside its container, counts a mirrored topic on east and on west and exits 0 with a
+    complete summary.json (kept in a host directory). ODRADEK_AUDIT_TOPICS narrows it to
+    this topic. The records are 10 minutes old: inside the job's 1 h window, outside its
+    5 min grace, so a bucket that is not complete fails the run."""
+    topic, sent = mirror_records(40, age_ms=AUDITED_AGE_MS)
+    spark = ("--profile", "spark")
+    started = time.monotonic()
+    stack.run_compose(*spark, "build", "spark-audit")
+    built = time.monotonic() - started
+    started = time.monotonic()
+    tmp_path.chmod(0o777)  # the job runs as uid 185
+    run = subprocess.run(stack.command(*spark, "run", "--rm", "--volume",
+                                       f"{tmp_path}:/var/lib/odradek-audit", "spark-audit"),
+                         cwd=COMPOSE_DIR,
+                         env={**os.environ, "ODRADEK_AUDIT_TOPICS": re.escape(topic)},
+                         capture_output=True, text=True, timeout=600, check=False)
+    print(f"\nspark-audit: image built in {built:.1f}s, ran in {time.monotonic() - started:.1f}s")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-12000:]
+    assert "complete; summary in /var/lib/odradek-audit/summary.json" in run.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["complete"] is True
+    assert {(b["topic"], b["target_topic"], b["status"]) for b in summary["buckets"]} == {
+        (topic, f"east.{topic}", "complete")}
+    totals = summary["totals"]
+    assert totals["source_records"] == totals["target_records"] == len(sent)
+    assert totals["in_grace"] == 0
