@@ -9,7 +9,6 @@ after one broker is killed; and the mirror Deployment of release `west` copies e
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,11 +44,6 @@ WEST_EXTERNAL = "127.0.0.1:31190"
 READY_TIMEOUT_S = 180.0
 RUN_VALUES: dict[str, Any] = {"image": {"tag": TAG}, "brokers": {"external": {"enabled": True}}}
 """Release east as the test runs it: our images, rack on, external access by NodePort."""
-
-
-def mirror_available() -> bool:
-    """`odradek mirror` (issue 16's service) exists on this branch."""
-    return importlib.util.find_spec("odradek.mirror.service") is not None
 
 
 def node(index: int) -> dict[str, Any]:
@@ -93,7 +87,7 @@ def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
     engine_or_skip()
     subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")], check=True,
                    timeout=900)
-    build_images(["broker", "controller", *(["mirror"] if mirror_available() else [])])
+    build_images(["broker", "controller", "mirror"])
     runner = PodRunner(NETWORK)
     gateway = runner.create_network()
     account = tmp_path_factory.mktemp("serviceaccount")
@@ -158,9 +152,6 @@ def test_a_killed_broker_loses_no_record_of_a_replicated_topic(east: Release) ->
         wait_ready(east.runner, victim)
 
 
-@pytest.mark.skipif(not mirror_available(), reason="the mirror service (issue 16) is not on "
-                    "this branch yet: `odradek mirror` does not exist, so there is no mirror "
-                    "image to run the rendered Deployment with")
 def test_the_mirror_deployment_copies_east_to_west(east: Release) -> None:
     """Release west: one combined node and the mirror, flows east->west from values."""
     west = render({**RUN_VALUES, "clusterAlias": "west", "mode": "combined",
