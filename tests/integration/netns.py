@@ -85,6 +85,10 @@ class NetnsCluster:
 
     def _create_network(self) -> None:
         run("ip", "link", "add", self.bridge, "type", "bridge")
+        if shutil.which("iptables"):
+            # A Docker engine (the container tests start one) loads br_netfilter, so bridged
+            # packets pass the host's FORWARD chain, whose policy it sets to DROP.
+            run("iptables", *self._forward_rule("-I"))
         run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
         run("ip", "link", "set", self.bridge, "up")
         for slot, node in enumerate(self.nodes.values(), 1):
@@ -174,6 +178,11 @@ class NetnsCluster:
         for node in self.nodes.values():
             subprocess.run(["ip", "netns", "del", node.namespace], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        if shutil.which("iptables"):
+            subprocess.run(["iptables", *self._forward_rule("-D")], capture_output=True)
+
+    def _forward_rule(self, action: str) -> list[str]:
+        return [action, "FORWARD", "-i", self.bridge, "-o", self.bridge, "-j", "ACCEPT"]
 
     def logs(self) -> str:
         return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
