@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from tests.integration.cluster import Cluster, admin, running_cluster
@@ -40,16 +40,26 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster
 
 
 class NumberedProducer(threading.Thread):
-    """Transactions of ten records each, one in four aborted; keys are record numbers."""
+    """Transactions of ten records each, one in four aborted; keys are record numbers.
+
+    It recovers as an application would when a broker kill fails a transaction: an abortable
+    error aborts it, a fatal one (the coordinator's INVALID_TXN_STATE after its broker was
+    killed, seen in CI) starts a new producer under the same transactional id, which fences
+    the old one and aborts its transaction. Either way those records are never committed on
+    the source, so the mirror must not copy them; `recoveries` counts them."""
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap,
-                                  "transactional.id": "numbered", "linger.ms": 5,
-                                  "compression.type": "lz4"})
+        self.bootstrap = bootstrap
+        self.producer = self._new_producer()
         self.running = True
         self.transactions = 0
+        self.recoveries = 0
         self.error: BaseException | None = None
+
+    def _new_producer(self) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap, "transactional.id": "numbered",
+                         "linger.ms": 5, "compression.type": "lz4"})
 
     def run(self) -> None:
         try:
@@ -57,20 +67,35 @@ class NumberedProducer(threading.Thread):
             number = 0
             while self.running:
                 commit = self.transactions % 4 != 3
-                self.producer.begin_transaction()
-                for _ in range(10):
-                    key = b"%08d" % number
-                    value = (b"committed-" if commit else b"aborted-") + key * 8
-                    self.producer.produce("orders", value, key, partition=number % PARTITIONS,
-                                          headers=[("n", key)])
-                    number += 1
-                if commit:
-                    self.producer.commit_transaction(60)
-                else:
-                    self.producer.abort_transaction(60)
+                try:
+                    self._transaction(number, commit)
+                except KafkaException as failure:
+                    self._recover(failure.args[0])
+                number += 10
                 self.transactions += 1
         except BaseException as error:  # noqa: BLE001 - reported by the test
             self.error = error
+
+    def _transaction(self, number: int, commit: bool) -> None:
+        self.producer.begin_transaction()
+        for key in (b"%08d" % n for n in range(number, number + 10)):
+            value = (b"committed-" if commit else b"aborted-") + key * 8
+            self.producer.produce("orders", value, key, partition=int(key) % PARTITIONS,
+                                  headers=[("n", key)])
+        if commit:
+            self.producer.commit_transaction(60)
+        else:
+            self.producer.abort_transaction(60)
+
+    def _recover(self, error: KafkaError) -> None:
+        self.recoveries += 1
+        if error.txn_requires_abort():
+            self.producer.abort_transaction(60)
+            return
+        if not error.fatal():
+            raise KafkaException(error)
+        self.producer = self._new_producer()
+        self.producer.init_transactions(60)
 
 
 def copying(mirror: MirrorProcess) -> bool:
