@@ -9,11 +9,11 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.config import BrokerConfig, InvalidConfigError, Value
+from odradek.config import BROKER_CONFIGS, BrokerConfig, InvalidConfigError, Value, parse_value
 
 log = logging.getLogger("odradek.tls")
 
@@ -48,13 +48,29 @@ class TlsSettings:
 
 def settings(config: BrokerConfig, listener: str) -> TlsSettings:
     """The SSL configs of `listener` (its `listener.name.<listener>.ssl.*` overrides first)."""
+    return _settings(listener, lambda name: config.for_listener(listener, name))
+
+
+def client_settings(properties: Mapping[str, str], name: str) -> TlsSettings:
+    """The SSL configs of a client's properties (Kafka's client config names and defaults,
+    as `odradek/config.py` defines them); `name` says whose in error messages."""
+    def value(config: str) -> Value:
+        definition = BROKER_CONFIGS[config]
+        if config in properties:
+            return parse_value(definition, properties[config])
+        return definition.default
+
+    return _settings(name, value)
+
+
+def _settings(listener: str, value: Callable[[str], Value]) -> TlsSettings:
     def text(name: str) -> str | None:
-        value: Value = config.for_listener(listener, name)
-        return None if value is None else str(value)
+        found = value(name)
+        return None if found is None else str(found)
 
     def items(name: str) -> tuple[str, ...]:
-        value = config.for_listener(listener, name)
-        return tuple(value) if isinstance(value, list) else ()
+        found = value(name)
+        return tuple(found) if isinstance(found, list) else ()
 
     key_password = text("ssl.key.password") or text("ssl.keystore.password")
     return TlsSettings(

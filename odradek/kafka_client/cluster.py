@@ -17,6 +17,7 @@ from typing import Any
 from odradek.protocol.codec import build_request
 
 from .connection import BrokerConnection, BrokerConnectionError, KafkaClientError
+from .security import PLAINTEXT_CLIENT, ClientSecurity
 
 Address = tuple[str, int]
 METADATA = (3, 12)
@@ -34,9 +35,11 @@ class ConnectionPool:
     """One connection per broker address. Requests to one broker go one at a time, in order
     (a connection has one request in flight); requests to different brokers run at once."""
 
-    def __init__(self, client_id: str, timeout_s: float) -> None:
+    def __init__(self, client_id: str, timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security
         self._connections: dict[Address, BrokerConnection] = {}
         self._turns: dict[Address, asyncio.Lock] = {}
 
@@ -53,8 +56,8 @@ class ConnectionPool:
             try:
                 connection = self._connections.get(address)
                 if connection is None:
-                    connection = await BrokerConnection.connect(*address, self.client_id,
-                                                                self.timeout_s)
+                    connection = await BrokerConnection.connect(
+                        *address, self.client_id, self.timeout_s, self.security)
                     self._connections[address] = connection
                 return await connection.send_all(requests, self.timeout_s)
             except BrokerConnectionError as error:
@@ -80,9 +83,10 @@ class KafkaCluster:
     learned from Metadata responses, and asked for again when an id or a leader is not
     known; a caller told NOT_LEADER_OR_FOLLOWER calls `metadata` to learn the new leader."""
 
-    def __init__(self, bootstrap: Sequence[Address], client_id: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: Sequence[Address], client_id: str, timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.bootstrap = list(bootstrap)
-        self.connections = ConnectionPool(client_id, timeout_s)
+        self.connections = ConnectionPool(client_id, timeout_s, security)
         self._brokers: dict[int, Address] = {}
         self._leaders: dict[tuple[str, int], int] = {}
 

@@ -234,3 +234,61 @@ class ScramServer:
         self._credential = None
         self._state = "complete"
         return b"v=" + base64.b64encode(server_signature)
+
+
+_SERVER_FIRST = re.compile(
+    f"(?:m={_VALUE},)?r=(?P<nonce>{_PRINTABLE}),s=(?P<salt>{_BASE64}),i=(?P<iterations>[0-9]+)"
+    f"{_EXTENSIONS}")
+_SERVER_FINAL = re.compile(f"(?:e=(?P<error>{_VALUE})|v=(?P<signature>{_BASE64})){_EXTENSIONS}")
+
+
+class ScramClient:
+    """The client's side of one SCRAM exchange (Kafka's ScramSaslClient), without channel
+    binding: `first_message`, then `final_message` answering the server-first message,
+    then `verify` the server-final one. A bad or refused exchange raises ScramError."""
+
+    def __init__(self, mechanism: ScramMechanism, user: str, password: str,
+                 client_nonce: str) -> None:
+        self.mechanism = mechanism
+        self._password = password
+        self._nonce = client_nonce
+        self._client_first_bare = f"n={sasl_name(user)},r={client_nonce}"
+        self._auth_message = b""
+        self._server_key = b""
+
+    def first_message(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final_message(self, server_first: bytes) -> bytes:
+        text = _text(server_first, "server first")
+        match = _SERVER_FIRST.fullmatch(text)
+        if match is None:
+            raise ScramError(f"Invalid SCRAM server first message format: {text}")
+        if not match["nonce"].startswith(self._nonce):
+            raise ScramError("Invalid server nonce: does not start with client nonce")
+        iterations = int(match["iterations"])
+        if iterations < MIN_ITERATIONS:
+            raise ScramError(f"Requested iterations {iterations} is less than the minimum "
+                             f"{MIN_ITERATIONS} for {self.mechanism.mechanism_name}")
+        salt = base64.b64decode(match["salt"])
+        salted = salted_password(self.mechanism, self._password, salt, iterations)
+        client_key = _hmac(self.mechanism, salted, b"Client Key")
+        stored_key = hashlib.new(self.mechanism.hash_name, client_key).digest()
+        without_proof = f"c={base64.b64encode(b'n,,').decode()},r={match['nonce']}"
+        self._auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        signature = _hmac(self.mechanism, stored_key, self._auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        self._server_key = _hmac(self.mechanism, salted, b"Server Key")
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        text = _text(server_final, "server final")
+        match = _SERVER_FINAL.fullmatch(text)
+        if match is None:
+            raise ScramError(f"Invalid SCRAM server final message format: {text}")
+        if match["error"] is not None:
+            raise ScramError(f"Sasl authentication using {self.mechanism.mechanism_name} "
+                             f"failed with error: {match['error']}")
+        expected = _hmac(self.mechanism, self._server_key, self._auth_message)
+        if not hmac.compare_digest(base64.b64decode(match["signature"]), expected):
+            raise ScramError("Invalid server signature in server final message")

@@ -40,6 +40,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from odradek.kafka_client import KafkaClientError, KafkaCluster, client_security
 from tests.certificates import Authority
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import unique
@@ -506,6 +507,81 @@ def test_fuzzed_sasl_frames_close_only_that_connection(secure: SecureBroker, mec
     finally:
         client.close()
         witness.close()
+
+
+# --- Odradek's own client (replica fetchers, coordinators, mirror, tools) -----------------------
+
+
+def own_client_properties(secure: SecureBroker, listener: str, mechanism: str = "",
+                          password: str = "") -> dict[str, str]:
+    """Kafka client properties, as `odradek.kafka_client.client_security` reads them."""
+    properties = {"security.protocol": listener, "ssl.truststore.type": "PEM",
+                  "ssl.truststore.location": str(secure.pki.truststore)}
+    if listener == "SSL":
+        properties.update({"ssl.keystore.type": "PEM",
+                           "ssl.keystore.location": str(secure.pki.client)})
+    if mechanism:
+        module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+        properties.update({"sasl.mechanism": mechanism, "sasl.jaas.config": (
+            f"org.apache.kafka.common.security.{module} required "
+            f'username="alice" password="{password}";')})
+    return properties
+
+
+def own_client_brokers(secure: SecureBroker, listener: str, properties: dict[str, str]
+                       ) -> list[int]:
+    async def run() -> list[int]:
+        async with KafkaCluster([("127.0.0.1", secure.ports[listener])], "own-client", 10,
+                                client_security(properties)) as cluster:
+            response = await cluster.metadata([])
+            return [broker.node_id for broker in response.brokers]
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("listener", "mechanism", "password"), [
+    ("SSL", "", ""), ("SASL_PLAINTEXT", "PLAIN", "alice-secret"),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice-scram"),
+    ("SASL_SSL", "SCRAM-SHA-512", "alice-scram")])
+def test_our_own_client_connects_over_each_protocol(secure: SecureBroker, listener: str,
+                                                    mechanism: str, password: str) -> None:
+    properties = own_client_properties(secure, listener, mechanism, password)
+    assert own_client_brokers(secure, listener, properties)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_our_own_client_reports_a_refused_login(secure: SecureBroker, mechanism: str) -> None:
+    properties = own_client_properties(secure, "SASL_SSL", mechanism, "wrong")
+    with pytest.raises(KafkaClientError, match="SASL_AUTHENTICATION_FAILED|login as alice"):
+        own_client_brokers(secure, "SASL_SSL", properties)
+
+
+def test_our_own_client_refuses_a_broker_from_an_untrusted_ca(secure: SecureBroker,
+                                                              tmp_path: Path) -> None:
+    properties = {**own_client_properties(secure, "SASL_SSL", "PLAIN", "alice-secret"),
+                  "ssl.truststore.location": str(Authority("Other CA").write(
+                      tmp_path / "other.pem"))}
+    with pytest.raises(KafkaClientError, match="CERTIFICATE_VERIFY_FAILED"):
+        own_client_brokers(secure, "SASL_SSL", properties)
+
+
+def test_our_own_client_re_authenticates_within_its_session(secure: SecureBroker) -> None:
+    """On the listener whose SCRAM sessions last REAUTH_MS, one connection keeps answering
+    over three session lifetimes: the client authenticates again in time (KIP-368)."""
+    properties = own_client_properties(secure, "SASL_PLAINTEXT", "SCRAM-SHA-256", "alice-scram")
+
+    async def run() -> int:
+        async with KafkaCluster([("127.0.0.1", secure.ports["SASL_PLAINTEXT"])], "reauth", 10,
+                                client_security(properties)) as cluster:
+            answered = 0
+            started = time.monotonic()
+            while time.monotonic() - started < 3 * REAUTH_MS / 1000:
+                await cluster.metadata([])
+                answered += 1
+                await asyncio.sleep(0.1)
+            return answered
+    seen = len(secure.process.logs())
+    assert asyncio.run(run()) > 10
+    assert "session expired" not in secure.process.logs()[seen:]
 
 
 def test_the_broker_logs_no_tracebacks(secure: SecureBroker) -> None:
