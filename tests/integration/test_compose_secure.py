@@ -1,0 +1,227 @@
+"""deploy/compose/compose.secure.yaml over compose.yaml on a real Docker engine, with the CA,
+certificates and users deploy/compose/make-secrets.sh writes: clients on the host reach
+east over SASL_SSL with SCRAM as the users of secrets/users/ (which the controllers wrote
+into the metadata log when they formatted their storage), and over SSL with a client
+certificate; the authorizer holds alice to her ACLs; a wrong password, plaintext sent to a
+TLS port and a missing client certificate are refused; the mirror still copies east to west
+and Prometheus still scrapes every process. One stack serves the module."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from tests.integration.clients import (
+    Out,
+    confluent_consumer,
+    now_ms,
+    produce_confluent,
+    receive,
+    unique,
+)
+from tests.integration.cluster import TIMEOUT
+from tests.integration.compose_stack import (
+    COMPOSE_DIR,
+    NODES,
+    PROMETHEUS,
+    ComposeStack,
+    running_stack,
+)
+from tests.integration.raw_client import RawClient, frame, header_v1
+from tests.waiting import wait_until
+
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
+
+SECRETS = COMPOSE_DIR / "secrets"
+FILES = ("compose.yaml", "compose.secure.yaml")
+EAST = "localhost:19092,localhost:19093,localhost:19094"
+EAST_MTLS = "localhost:19192,localhost:19193,localhost:19194"
+WEST = "localhost:29092"
+
+
+def password(user: str) -> str:
+    return (SECRETS / "users" / user).read_text().strip()
+
+
+def scram(bootstrap: str, user: str, secret: str | None = None,
+          mechanism: str = "SCRAM-SHA-512") -> dict[str, Any]:
+    """librdkafka's configs of a SASL_SSL client logging in as `user`."""
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(SECRETS / "ca.crt"), "sasl.mechanism": mechanism,
+            "sasl.username": user, "sasl.password": secret or password(user)}
+
+
+def mtls(user: str | None) -> dict[str, Any]:
+    """An SSL client with `user`'s certificate (None: without one)."""
+    config = {"bootstrap.servers": EAST_MTLS, "security.protocol": "SSL",
+              "ssl.ca.location": str(SECRETS / "ca.crt")}
+    if user is not None:
+        config |= {"ssl.certificate.location": str(SECRETS / "clients" / user / "tls.crt"),
+                   "ssl.key.location": str(SECRETS / "clients" / user / "tls.key")}
+    return config
+
+
+def as_admin(bootstrap: str = EAST) -> AdminClient:
+    return AdminClient(scram(bootstrap, "admin"))
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[ComposeStack]:
+    subprocess.run(["bash", str(COMPOSE_DIR / "make-secrets.sh")], check=True, timeout=120)
+    with running_stack(["mirror"], FILES) as running:
+        print(f"\ncompose (secure): images built in {running.build_s:.1f}s, "
+              f"up -d --wait returned after {running.up_s:.1f}s")
+        yield running
+
+
+def allow(principal: str, resource: ResourceType, name: str, *operations: AclOperation
+          ) -> list[AclBinding]:
+    return [AclBinding(resource, name, ResourcePatternType.LITERAL, principal, "*", operation,
+                       AclPermissionType.ALLOW) for operation in operations]
+
+
+def test_users_from_the_secrets_directory_log_in_and_alice_has_what_acls_give(
+        stack: ComposeStack) -> None:
+    """admin (a super user) and alice log in with the passwords of secrets/users/ with
+    either SCRAM mechanism; alice's produce is refused until admin gives her ACLs, then she
+    produces and consumes in a group."""
+    admin = as_admin()
+    described = admin.describe_user_scram_credentials(["admin", "alice", "broker"]
+                                                      ).result(TIMEOUT)
+    assert {user: sorted(str(info.mechanism) for info in found.scram_credential_infos)
+            for user, found in described.items()} == dict.fromkeys(
+        ["admin", "alice", "broker"], ["ScramMechanism.SCRAM_SHA_256",
+                                       "ScramMechanism.SCRAM_SHA_512"])
+    topic, group = unique("secure"), unique("alice-group")
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
+    outs = [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (), i % 3) for i in range(30)]
+    with pytest.raises(AssertionError, match="TOPIC_AUTHORIZATION_FAILED"):
+        produce_confluent(EAST, topic, outs[:1], scram(EAST, "alice"))
+    bindings = [*allow("User:alice", ResourceType.TOPIC, topic, AclOperation.WRITE,
+                       AclOperation.READ),
+                *allow("User:alice", ResourceType.GROUP, group, AclOperation.READ)]
+    for future in admin.create_acls(bindings).values():
+        future.result(TIMEOUT)
+    sent = produce_confluent(EAST, topic, outs, {**scram(EAST, "alice", mechanism=
+                                                         "SCRAM-SHA-256"), "acks": "all"})
+    consumer = confluent_consumer(EAST, **scram(EAST, "alice"), **{
+        "group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        got = receive(consumer, len(sent), timeout=60)
+    finally:
+        consumer.close()
+    assert sorted((m.partition(), m.key(), m.value()) for m in got) == sorted(
+        (r.partition, r.key, r.value) for r in sent)
+
+
+def test_a_wrong_password_is_refused(stack: ComposeStack) -> None:
+    errors: list[KafkaError] = []
+    client = AdminClient({**scram(EAST, "alice", "not-her-password"),
+                          "error_cb": errors.append})
+    wait_until(lambda: client.poll(0.2) is not None and any(
+        e.code() == KafkaError._AUTHENTICATION for e in errors), 30, "an authentication error")
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in str(errors)
+    assert as_admin().list_topics(timeout=TIMEOUT).brokers.keys() == {1, 2, 3}
+
+
+def test_plaintext_sent_to_the_tls_port_is_refused(stack: ComposeStack) -> None:
+    client = RawClient("localhost:19092")
+    try:
+        client.send_raw(frame(header_v1(18, 0, 1)))
+        assert client.closed_by_peer()
+    finally:
+        client.close()
+    context = ssl.create_default_context(cafile=str(SECRETS / "ca.crt"))
+    with socket.create_connection(("localhost", 19092), 10) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        assert tls.getpeercert()["subjectAltName"][0] == ("DNS", "broker-1")
+
+
+def test_a_client_certificate_is_the_principal_on_the_mtls_listener(
+        stack: ComposeStack) -> None:
+    """alice's certificate (CN=alice) makes her User:alice on MTLS: she may describe the
+    topics her ACLs name and no other; without a certificate the handshake fails."""
+    topic = unique("mtls")
+    admin = as_admin()
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(TIMEOUT)
+    hidden = unique("hidden")
+    admin.create_topics([NewTopic(hidden, 1, 3)])[hidden].result(TIMEOUT)
+    for future in admin.create_acls(allow("User:alice", ResourceType.TOPIC, topic,
+                                          AclOperation.DESCRIBE)).values():
+        future.result(TIMEOUT)
+    seen = AdminClient(mtls("alice")).list_topics(timeout=TIMEOUT).topics
+    assert topic in seen and hidden not in seen
+    errors: list[KafkaError] = []
+    anonymous = AdminClient({**mtls(None), "error_cb": errors.append})
+    with pytest.raises(KafkaException):
+        anonymous.list_topics(timeout=10)
+    assert errors and all(e.code() in (KafkaError._TRANSPORT, KafkaError._SSL,
+                                       KafkaError._ALL_BROKERS_DOWN) for e in errors), errors
+
+
+def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
+    """The mirror reads east and writes west over their INTERNAL listeners; the host reads
+    west's copy over SASL_SSL as admin."""
+    topic = unique("mirrored")
+    as_admin().create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
+    sent = produce_confluent(EAST, topic, [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(),
+                                               (), i % 3) for i in range(40)],
+                             {**scram(EAST, "admin"), "acks": "all"})
+    target = f"east.{topic}"
+    west = as_admin(WEST)
+    wait_until(lambda: target in west.list_topics(timeout=TIMEOUT).topics, 120,
+               f"{target} on west", ignoring=(KafkaException,))
+    consumer = confluent_consumer(WEST, **scram(WEST, "admin"),
+                                  **{"isolation.level": "read_committed",
+                                     "group.id": unique("reader"),
+                                     "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([target])
+        copied = receive(consumer, len(sent), timeout=120)
+    finally:
+        consumer.close()
+    assert sorted((m.partition(), m.key(), m.value()) for m in copied) == sorted(
+        (r.partition, r.key, r.value) for r in sent)
+
+
+def test_prometheus_still_scrapes_every_process(stack: ComposeStack) -> None:
+    def targets() -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/targets", timeout=10) as answer:
+            return json.loads(answer.read())["data"]["activeTargets"]  # type: ignore[no-any-return]
+
+    running = set(NODES) | {"mirror"}
+    wait_until(lambda: running <= {t["labels"]["instance"] for t in targets()
+                                   if t["health"] == "up"}, 90,
+               lambda: json.dumps([(t["labels"]["instance"], t["health"]) for t in targets()]),
+               ignoring=OSError, interval=1)
+
+
+def test_no_password_or_key_is_in_an_image_or_a_variable(stack: ComposeStack) -> None:
+    secrets = [password(user) for user in ("admin", "alice", "broker")]
+    key = (SECRETS / "tls" / "broker-1" / "tls.key").read_text().splitlines()[1]
+    for service in [*NODES, "mirror"]:
+        environment = stack.inspect(service, "{{json .Config.Env}}")
+        assert not any(s in environment for s in [*secrets, key]), service
+    history = subprocess.run(["docker", "history", "--no-trunc", "odradek-broker:local"],
+                             capture_output=True, text=True, check=True).stdout
+    assert not any(s in history for s in secrets)
+    assert Path(SECRETS).stat().st_mode & 0o077 == 0
