@@ -2,7 +2,8 @@
 would run them as far as one engine can: the pod spec's image, command, args and env (values,
 the downward API's fields, Secret keys from the rendered Secrets), its init containers
 first, its volumes (a claim from a volumeClaimTemplate or an emptyDir is a Docker volume
-given the pod's fsGroup; a ConfigMap is a read-only directory of its keys), its security
+given the pod's fsGroup; a ConfigMap is a read-only directory of its keys, a Secret one of
+its decoded keys with the volume's mode and the fsGroup as group), its security
 context (user, read-only root, dropped capabilities, no privilege escalation), and the
 service account's token and CA when the pod mounts them (for the stand-in API server).
 
@@ -15,6 +16,8 @@ and Services' load balancing."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import tempfile
 from base64 import b64decode
@@ -122,6 +125,21 @@ class PodRunner:
         directory.chmod(0o755)
         return directory
 
+    def secret_dir(self, volume: dict[str, Any], fs_group: int | None) -> Path:
+        """A Secret volume as the kubelet writes it: a file per key, mode `defaultMode`
+        (0644 unless set), owned by root and the pod's fsGroup."""
+        name = volume["secretName"]
+        directory = self.scratch / "secrets" / name
+        directory.mkdir(parents=True, exist_ok=True)
+        for key, data in self.find("Secret", name)["data"].items():
+            path = directory / key
+            path.write_bytes(b64decode(data))
+            os.chown(path, 0, fs_group or 0)
+            path.chmod(volume.get("defaultMode", 0o644))
+        os.chown(directory, 0, fs_group or 0)
+        directory.chmod(0o750 if fs_group is not None else 0o755)
+        return directory
+
     def run_pod(self, pod: dict[str, Any], name: str, namespace: str, node: str,
                 hostname: str, aliases: list[str]) -> str:
         """Runs the pod (init containers to completion, then its one container, detached);
@@ -138,6 +156,10 @@ class PodRunner:
             elif "configMap" in volume:
                 source = str(self.config_map_dir(volume["configMap"]["name"]))
                 volume_flags[volume["name"]] = ["--mount", f"type=bind,src={source},dst={{}}"]
+            elif "secret" in volume:
+                source = str(self.secret_dir(volume["secret"], fs_group))
+                volume_flags[volume["name"]] = ["--mount",
+                                                f"type=bind,src={source},dst={{}},readonly"]
         for claim in pod.get("claims", []):
             source = self.volume(f"{PREFIX}{name}-{claim}", fs_group, main_image)
             volume_flags[claim] = ["--mount", f"type=volume,src={source},dst={{}}"]
@@ -244,3 +266,4 @@ class PodRunner:
         for volume in self.volumes:
             docker("volume", "rm", "-f", volume, check=False)
         self.remove_network()
+        shutil.rmtree(self.scratch, ignore_errors=True)
