@@ -62,27 +62,41 @@ def node_argv(env: Mapping[str, str], extra: Sequence[str] = (),
             *extra]
 
 
+def commands(env: Mapping[str, str], private_dir: Path, extra: Sequence[str] = ()
+             ) -> list[list[str]]:
+    """The `odradek` commands to run in turn: on a node with the controller role given
+    ODRADEK_SCRAM_USERS_DIR, `storage format` with its users (its config written to
+    `private_dir`); then the node itself, with ODRADEK_TLS_DIR's SSL configs (its key store
+    written to `private_dir`)."""
+    defaults: dict[str, str] = {}
+    if tls_dir := env.get(secrets.TLS_DIR_VARIABLE):
+        defaults = secrets.tls_configs(Path(tls_dir), private_dir)
+    node = node_argv(env, extra, defaults)
+    users_dir = env.get(secrets.SCRAM_USERS_VARIABLE)
+    if not users_dir or node[0] == "broker":
+        return [node]
+    path, overrides = node_configs(env)
+    configs = {**load_properties(path), **defaults, **overrides}
+    config_file = private_dir / "format.properties"
+    secrets.write_properties(configs, config_file)
+    users = secrets.scram_users(Path(users_dir))
+    return [secrets.format_argv(config_file, configs["cluster.id"], users), node]
+
+
 def run(env: Mapping[str, str], extra: Sequence[str] = ()) -> int:
-    """Runs the node (formatting its storage with ODRADEK_SCRAM_USERS_DIR's users first on a
-    controller); its exit status."""
+    """Runs `commands` in this process (no password shows in a process listing) and keeps
+    the key store in step with ODRADEK_TLS_DIR; the first failing status, or the node's."""
     from odradek.cli import main as odradek
 
     private = Path(tempfile.mkdtemp(prefix="odradek-"))
-    defaults: dict[str, str] = {}
+    steps = commands(env, private, extra)
     if tls_dir := env.get(secrets.TLS_DIR_VARIABLE):
-        defaults = secrets.tls_configs(Path(tls_dir), private)
         secrets.follow_key_store(Path(tls_dir), private / secrets.KEY_STORE)
-    argv = node_argv(env, extra, defaults)
-    if (users_dir := env.get(secrets.SCRAM_USERS_VARIABLE)) and argv[0] != "broker":
-        path, overrides = node_configs(env)
-        configs = {**load_properties(path), **defaults, **overrides}
-        users = secrets.scram_users(Path(users_dir))
-        config_file = private / "format.properties"
-        secrets.write_properties(configs, config_file)
-        status = odradek(secrets.format_argv(config_file, configs["cluster.id"], users))
+    for step in steps:
+        status = odradek(step)
         if status != 0:
             return status
-    return odradek(argv)
+    return 0
 
 
 def healthcheck(env: Mapping[str, str]) -> int:

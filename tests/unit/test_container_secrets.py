@@ -12,7 +12,7 @@ import pytest
 
 from odradek import container_secrets as secrets
 from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.container import node_argv
+from odradek.container import commands, node_argv
 from odradek.tls import server_context, settings
 from tests.certificates import Authority
 from tests.waiting import wait_until
@@ -130,3 +130,30 @@ def test_the_entrypoints_variables_are_not_configs_and_variables_win(tmp_path: P
     assert argv[3:] == ["--override=cluster.id=MkU3OEVBNTcwNTJENDM2Qk",
                         "--override=ssl.keystore.type=PEM",
                         "--override=ssl.truststore.location=/etc/other-ca.pem"]
+
+
+def test_a_controller_formats_with_the_users_then_runs_and_a_broker_just_runs(
+        tmp_path: Path) -> None:
+    mounted = tls_secret(tmp_path / "tls", Authority())
+    users = users_dir(tmp_path, {"admin": "admin-secret"})
+    private = tmp_path / "private"
+    private.mkdir()
+    env = {"ODRADEK_CONFIG_FILE": str(SERVICES / "controller" / "server.properties"),
+           "ODRADEK_CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qk", "ODRADEK_NODE_ID": "1001",
+           "ODRADEK_CONTROLLER_QUORUM_VOTERS": "1001@c1:9093",
+           "ODRADEK_TLS_DIR": str(mounted), "ODRADEK_SCRAM_USERS_DIR": str(users)}
+    format_step, node = commands(env, private)
+    assert format_step[:3] == ["storage", "format", "--config"]
+    assert format_step[4:] == ["--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", "--ignore-formatted",
+                               "--add-scram", 'SCRAM-SHA-256=[name=admin,password="admin-secret"]',
+                               "--add-scram", 'SCRAM-SHA-512=[name=admin,password="admin-secret"]']
+    written = (private / "format.properties").read_text().splitlines()
+    assert {"process.roles=controller", "node.id=1001", "log.dirs=/var/lib/odradek/data",
+            f"ssl.keystore.location={private}/keystore.pem"} <= set(written)
+    assert not any("admin-secret" in line for line in written)
+    assert node[0] == "controller"
+    assert f"--override=ssl.truststore.location={mounted}/ca.crt" in node
+    broker = {**env, "ODRADEK_CONFIG_FILE": str(SERVICES / "broker" / "server.properties"),
+              "ODRADEK_NODE_ID": "1"}
+    (only,) = commands(broker, private)
+    assert only[0] == "broker"
