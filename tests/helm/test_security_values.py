@@ -13,7 +13,7 @@ import helm_python as helm
 import pytest
 
 from odradek.env_config import configs_from_env
-from tests.helm.chart import MATRIX, env_of, find, one, render
+from tests.helm.chart import MATRIX, env_of, find, notes, one, render
 
 pytestmark = pytest.mark.helm
 
@@ -75,6 +75,9 @@ def test_tls_from_a_secret_with_scram_and_acls() -> None:
         "app.kubernetes.io/component": "broker"}}}]
     assert not find(objects, "Certificate")
     assert not find(objects, "Pod"), "the helm test Pod speaks PLAINTEXT"
+    text = notes(MATRIX["tls-scram-acls"])
+    assert "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512" in text
+    assert "helm test" not in text and "super users: User:admin." in text
 
 
 def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None:
