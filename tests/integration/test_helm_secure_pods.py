@@ -1,7 +1,7 @@
 """The chart's secure variant run on a real Docker engine (tests/integration/helm_pods.py runs
 the rendered pods as a kubelet would): a combined node with tls.existingSecret,
 sasl.scram.enabled with users from sasl.users.existingSecret, and authorization on. The
-Secrets are mounted as Secret volumes (files of mode 0440, group the pod's fsGroup); the
+Secrets are mounted as Secret volumes (files of mode 0440, group the pod's fsGroup, 10001); the
 node formats its storage with the users on first start; a client outside reaches it over
 SASL_SSL with SCRAM on the external NodePort and is held to its ACLs; a wrong password and
 plaintext are refused; no password is in the container's environment."""
@@ -84,7 +84,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRelease]
                    timeout=900)
     build_images(["broker"])
     authority = Authority()
-    issued = authority.issue(POD_DNS, (POD_DNS, "localhost", "127.0.0.1"))
+    issued = authority.issue("sec-odradek-combined", (POD_DNS, "localhost", "127.0.0.1"))
     ca = authority.write(tmp_path_factory.mktemp("ca") / "ca.crt")
     runner = PodRunner(NETWORK)
     runner.create_network()
@@ -155,11 +155,13 @@ def test_the_secrets_are_files_not_variables(release: SecureRelease) -> None:
     assert not any(password in variable for password in USERS.values()
                    for variable in environment)
     listing = docker("exec", release.container, "sh", "-c",
-                     "stat -c '%a %G %n' /etc/odradek/users/* /etc/odradek/tls/*").stdout
+                     "stat -c '%a %g %n' /etc/odradek/users/* /etc/odradek/tls/*").stdout
     assert sorted(listing.split("\n")[:-1]) == sorted(
-        f"440 odradek {directory}/{key}" for directory, keys in (
+        f"440 10001 {directory}/{key}" for directory, keys in (
             ("/etc/odradek/users", USERS), ("/etc/odradek/tls", ("ca.crt", "tls.crt",
                                                                  "tls.key")))
         for key in keys)
-    log = release.runner.logs(release.container)
-    assert "Formatting metadata directory" in log or "already formatted" in log, log
+    logs = docker("logs", release.container)
+    log = logs.stdout + logs.stderr
+    assert "Formatting metadata directory /var/lib/odradek/data." in log, log[-3000:]
+    assert "wrote 4 bootstrap record(s)" in log, log[-3000:]  # 2 users x 2 mechanisms
