@@ -7,15 +7,16 @@
 #   tls/<node>/              ca.crt, tls.crt, tls.key of each node, as a kubernetes.io/tls
 #                            Secret holds them: the node's name, localhost and 127.0.0.1
 #   clients/<user>/          ca.crt, tls.crt, tls.key: a client certificate, CN=<user>
-#   users/<user>             the password of each SCRAM user, one file each
-# Users: admin (a super user), alice (what ACLs allow her), broker (the brokers' own login).
+#   users/<user>             the password of each SCRAM user, one file each (the
+#                            controllers format their storage with these on first start)
+# Users: admin (a super user) and alice (what ACLs allow her).
 # The containers run as uid 10001, so the files are readable by all; the directory itself
 # is private to you (0700).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/secrets}
 nodes=(controller-1 controller-2 controller-3 broker-1 broker-2 broker-3 west)
-users=(admin alice broker)
+users=(admin alice)
 clients=(alice)
 days=825
 
