@@ -98,6 +98,20 @@ def allow(principal: str, resource: ResourceType, name: str, *operations: AclOpe
                        AclPermissionType.ALLOW) for operation in operations]
 
 
+def described_everywhere(config: dict[str, Any], brokers: str, topic: str) -> None:
+    """Back once every broker of `brokers` shows `topic` in the Metadata it answers the
+    client of `config` (ACLs reach the brokers after CreateAcls returns, as in Kafka)."""
+    def shown() -> bool:
+        for broker in brokers.split(","):
+            found = AdminClient({**config, "bootstrap.servers": broker}).list_topics(
+                topic, timeout=TIMEOUT).topics.get(topic)
+            if found is None or found.error is not None:
+                return False
+        return True
+
+    wait_until(shown, TIMEOUT, f"{topic} described on every broker")
+
+
 def test_users_from_the_secrets_directory_log_in_and_alice_has_what_acls_give(
         stack: ComposeStack) -> None:
     """admin (a super user) and alice log in with the passwords of secrets/users/ with
@@ -116,6 +130,7 @@ def test_users_from_the_secrets_directory_log_in_and_alice_has_what_acls_give(
                 *allow("User:alice", ResourceType.GROUP, group, AclOperation.READ)]
     for future in admin.create_acls(bindings).values():
         future.result(TIMEOUT)
+    described_everywhere(scram(EAST, "alice"), EAST, topic)
     sent = produce_confluent(EAST, topic, outs, {**scram(EAST, "alice", mechanism=
                                                          "SCRAM-SHA-256"), "acks": "all"})
     consumer = confluent_consumer(EAST, **scram(EAST, "alice"), **{
@@ -165,6 +180,7 @@ def test_a_client_certificate_is_the_principal_on_the_mtls_listener(
     for future in admin.create_acls(allow("User:alice", ResourceType.TOPIC, topic,
                                           AclOperation.DESCRIBE)).values():
         future.result(TIMEOUT)
+    described_everywhere(mtls("alice"), EAST_MTLS, topic)
     seen = AdminClient(mtls("alice")).list_topics(timeout=TIMEOUT).topics
     assert topic in seen and hidden not in seen
     assert api_versions_over_tls(None) == "closed"

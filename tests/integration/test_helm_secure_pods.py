@@ -122,6 +122,13 @@ def test_users_of_the_secret_log_in_over_sasl_ssl_and_acls_hold(
                                        (ResourceType.GROUP, group, AclOperation.READ))]
     for future in admin.create_acls(bindings).values():
         future.result(TIMEOUT)
+
+    def described() -> bool:  # the broker applies the ACLs after CreateAcls returns
+        found = AdminClient(scram(release, "alice")).list_topics(
+            topic, timeout=TIMEOUT).topics.get(topic)
+        return found is not None and found.error is None
+
+    wait_until(described, TIMEOUT, f"alice may describe {topic}")
     sent = produce_confluent(BOOTSTRAP, topic, outs, {**scram(release, "alice"), "acks": "all"})
     consumer = confluent_consumer(BOOTSTRAP, **scram(release, "alice"),
                                   **{"group.id": group, "auto.offset.reset": "earliest"})
