@@ -77,6 +77,9 @@ def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
     does not load is logged and the previous stores kept."""
     files = StoreFiles(tls)
     initial = _server_configuration(tls)
+    if tls.cipher_suites:
+        log.warning("listener %s: ssl.cipher.suites does not apply to the controllers' gRPC, "
+                    "which negotiates with gRPC's own cipher suites", tls.listener)
 
     def fetch() -> grpc.ServerCertificateConfiguration | None:
         if not files.changed():
