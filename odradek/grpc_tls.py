@@ -117,27 +117,49 @@ def certificate_name(host: str, port: int, tls: TlsSettings) -> str:
     raise OSError(f"the certificate of {host}:{port} names no host")
 
 
-@dataclass(frozen=True, slots=True)
+def _channel_credentials(tls: TlsSettings) -> grpc.ChannelCredentials:
+    client_context(tls)  # every config and store checked, one line on failure
+    stores = pem_stores(tls)
+    return grpc.ssl_channel_credentials(
+        stores.root_certificates, stores.private_key, stores.certificate_chain)
+
+
 class ControllerChannels:
-    """How channels to the controllers' listener are opened: plaintext, or TLS as the first
-    listener of controller.listener.names is configured (its trust store, and its key store
-    presented to a listener with ssl.client.auth). Host names are checked when
+    """How channels to the controllers' listener are opened: plaintext (no `tls`), or TLS
+    as the first listener of controller.listener.names is configured (its trust store, and
+    its key store presented to a listener with ssl.client.auth). Host names are checked when
     ssl.endpoint.identification.algorithm is https; when it is empty, the channel is told
     (gRPC's target name override) to expect the name the server's certificate holds, read
     in a handshake that checks its chain."""
 
-    tls: TlsSettings | None = None
-    credentials: grpc.ChannelCredentials | None = None
+    def __init__(self, tls: TlsSettings | None = None) -> None:
+        self.tls = tls
+        self._files = StoreFiles(tls) if tls else None
+        self._credentials = _channel_credentials(tls) if tls else None
+        self.generation = 0
+        """Counts reloads of the stores: a channel opened in an earlier generation presents
+        the old ones, and its owner replaces it (see `refresh`)."""
 
     @classmethod
     def of(cls, config: BrokerConfig, listeners: Listeners) -> ControllerChannels:
         if listeners.controller_protocol != SSL:
             return cls()
-        tls = settings(config, listeners.controller_names[0])
-        client_context(tls)  # every config and store checked, one line on failure
-        stores = pem_stores(tls)
-        return cls(tls, grpc.ssl_channel_credentials(
-            stores.root_certificates, stores.private_key, stores.certificate_chain))
+        return cls(settings(config, listeners.controller_names[0]))
+
+    def refresh(self) -> int:
+        """Reload the stores when a file changed (one that does not load is logged and the
+        previous stores kept); the current generation."""
+        if self.tls is None or self._files is None or not self._files.changed():
+            return self.generation
+        try:
+            self._credentials = _channel_credentials(self.tls)
+        except InvalidConfigError as error:
+            log.warning("keeping the previous TLS configuration: %s", error)
+            return self.generation
+        self.generation += 1
+        log.info("listener %s: reloaded its key and trust stores for connections to "
+                 "controllers", self.tls.listener)
+        return self.generation
 
     def _name_options(self, host: str, port: int) -> list[tuple[str, Any]]:
         if self.tls is None or self.tls.endpoint_identification.lower() == "https":
@@ -146,18 +168,19 @@ class ControllerChannels:
 
     async def open(self, host: str, port: int, options: ChannelOptions = ()
                    ) -> grpc.aio.Channel:
-        """Raises OSError when the server's certificate name cannot be read (see above)."""
+        """A channel with the current stores. Raises OSError when the server's certificate
+        name cannot be read (see above)."""
         target = f"{host}:{port}"
-        if self.credentials is None:
+        if self._credentials is None:
             return grpc.aio.insecure_channel(target, options=list(options))
         named = await asyncio.to_thread(self._name_options, host, port)
-        return grpc.aio.secure_channel(target, self.credentials, [*options, *named])
+        return grpc.aio.secure_channel(target, self._credentials, [*options, *named])
 
     def open_blocking(self, host: str, port: int, options: ChannelOptions = ()
                       ) -> grpc.Channel:
         """As `open`, for a synchronous caller."""
         target = f"{host}:{port}"
-        if self.credentials is None:
+        if self._credentials is None:
             return grpc.insecure_channel(target, options=list(options))
-        return grpc.secure_channel(target, self.credentials,
+        return grpc.secure_channel(target, self._credentials,
                                    [*options, *self._name_options(host, port)])

@@ -35,6 +35,7 @@ class ControllerClient:
                  backoff_ms: int, channels: ControllerChannels | None = None) -> None:
         self.voters = dict(voters)
         self.channels = channels or ControllerChannels()
+        self._generation = self.channels.generation
         self.timeout_s = timeout_ms / 1000
         self.backoff_s = max(backoff_ms, 1) / 1000
         self._order = sorted(self.voters)
@@ -54,7 +55,12 @@ class ControllerClient:
 
     async def stub(self) -> controller_pb2_grpc.ControllerStub:
         """The current controller's stub; raises OSError when its channel cannot be opened
-        (see ControllerChannels.open)."""
+        (see ControllerChannels.open). Channels opened before the client's stores were
+        reloaded are closed first (calls on them end, and are retried)."""
+        generation = self.channels.refresh()
+        if generation != self._generation:
+            self._generation = generation
+            await self.close()
         channel = self._channels.get(self._current)
         if channel is None:
             channel = await self.channels.open(*self.voters[self._current], KEEPALIVE)

@@ -56,6 +56,8 @@ class _Peer:
         self.backoff_s = backoff_s
         self.channels = channels
         self.channel: grpc.aio.Channel | None = None
+        self.generation = 0
+        """The generation of `channels` the channel was opened in."""
         self.queue: collections.deque[Message] = collections.deque(maxlen=MAX_QUEUED)
         self.ready = asyncio.Event()
         self.reachable = True
@@ -67,8 +69,12 @@ class _Peer:
         self.reachable = False
 
     async def _stub(self) -> raft_pb2_grpc.RaftTransportStub | None:
-        """The peer's stub, its channel opened on first use; None (after a backoff) while
-        it cannot be opened."""
+        """The peer's stub, its channel opened on first use and again after the client's
+        stores were reloaded; None (after a backoff) while it cannot be opened."""
+        generation = self.channels.refresh()
+        if self.channel is not None and generation != self.generation:
+            await self.channel.close()
+            self.channel = None
         if self.channel is None:
             try:
                 self.channel = await self.channels.open(*self.address, channel_options())
@@ -76,6 +82,7 @@ class _Peer:
                 self._unreachable(repr(error))
                 await asyncio.sleep(self.backoff_s)
                 return None
+            self.generation = generation
         return raft_pb2_grpc.RaftTransportStub(self.channel)
 
     async def run(self) -> None:

@@ -2,7 +2,8 @@
 cluster up`, the controller listener mapped to SSL with `ssl.client.auth=required`. Raft
 between controllers and brokers' calls to the active controller go over it; clients without
 a trusted, valid certificate, and plaintext, are refused while the cluster keeps serving; a
-replaced key store is served to new connections without a restart; SASL_* and an SSL
+replaced key store is served to new connections, and presented on new channels, without a
+restart; SASL_* and an SSL
 controller listener without a key store stop start-up in one line."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.certificates import Authority, Issued
 from tests.integration.broker_process import ODRADEK, free_port
 from tests.integration.clients import receive
 from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -132,7 +134,7 @@ def served_certificate(port: int, stores: Stores) -> str:
     return str(subject["commonName"])
 
 
-def test_a_replaced_key_store_is_served_without_a_restart(cluster: Cluster,
+def test_a_replaced_key_store_is_served_and_presented_without_a_restart(cluster: Cluster,
                                                           stores: Stores) -> None:
     name = cluster.active_controller()
     node = cluster.node(name)
@@ -144,6 +146,11 @@ def test_a_replaced_key_store_is_served_without_a_restart(cluster: Cluster,
     assert served_certificate(node["port"], stores) == "odradek-node-renewed"
     assert cluster.node(name)["pid"] == node["pid"]
     assert "reloaded its key and trust stores" in Path(node["log"]).read_text()
+    client_reload = "reloaded its key and trust stores for connections to controllers"
+    nodes = [n for n in cluster.layout["nodes"] if n["role"] == "broker" or n["name"] == name]
+    wait_until(lambda: all(client_reload in Path(n["log"]).read_text() for n in nodes),
+               TIMEOUT, "brokers and the active controller reopen their channels with the "
+                        "new key store")
     create(admin(cluster.bootstrap), 1, 2)
 
 

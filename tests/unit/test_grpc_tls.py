@@ -120,3 +120,24 @@ def test_unchecked_host_names_still_need_a_trusted_chain(tmp_path: Path) -> None
     channels = ControllerChannels.of(client_config, resolve(client_config, BROKER))
     with pytest.raises(OSError, match="CERTIFICATE_VERIFY_FAILED"):
         asyncio.run(send(channels, server_config))
+
+
+def test_a_replaced_client_key_store_is_presented_without_a_restart(tmp_path: Path) -> None:
+    """The client's key store is first one the controller does not trust, then, replaced
+    on disk, one it does: the same ControllerChannels opens the next channel with it."""
+    authority = Authority()
+    server_dir, client_dir = tmp_path / "server", tmp_path / "client"
+    server_dir.mkdir()
+    client_dir.mkdir()
+    server_config = config(server_dir, authority, ("127.0.0.1",))
+    client_config = config(client_dir, authority, ("127.0.0.1",))
+    keystore = client_dir / "keystore.pem"
+    Authority("Other CA").issue("client").write(keystore)
+    channels = ControllerChannels.of(client_config, resolve(client_config, BROKER))
+    with pytest.raises(grpc.aio.AioRpcError):
+        asyncio.run(send(channels, server_config))
+    staged = client_dir / "keystore.pem.new"
+    authority.issue("client").write(staged)
+    staged.replace(keystore)
+    assert channels.refresh() == 1
+    asyncio.run(send(channels, server_config))
