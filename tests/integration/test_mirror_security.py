@@ -229,7 +229,7 @@ def test_records_and_topic_acls_are_mirrored_over_sasl_ssl(
              ("LITERAL", "orders", "User:alice", "*", "WRITE", "ALLOW"),
              ("LITERAL", "orders", "User:bob", "*", "DESCRIBE", "DENY"),
              ("LITERAL", "payments", "User:alice", "*", "ALL", "ALLOW"),
-             ("PREFIXED", "ord", "User:reader", "*", "READ", "ALLOW"),
+             ("PREFIXED", "orders", "User:carol", "*", "READ", "ALLOW"),
              ("LITERAL", "private", "User:reader", "*", "READ", "ALLOW"))
     values = produce(east.librdkafka("admin"), "orders", 5)
     mirror = secure_mirror(tmp_path, clusters, "orders, payments")
