@@ -10,6 +10,8 @@ listener, where ANONYMOUS is a super user."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -36,7 +38,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.security.authorizer import STANDARD_AUTHORIZER
 from tests.certificates import Authority
-from tests.integration.broker_process import BrokerProcess, free_port
+from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
 from tests.integration.clients import unique
 from tests.integration.mirror_process import MirrorProcess, properties
 from tests.waiting import wait_until
@@ -242,6 +244,13 @@ def test_records_and_topic_acls_are_mirrored_over_sasl_ssl(
         assert west.topic_acls() == expected
         assert read_without_group(west, "reader", "east.orders", 5) == values
         assert health(mirror)[0] == 200
+        status = subprocess.run([*ODRADEK, "mirror", "status", "--json", "--config",
+                                 str(mirror.config_path)], capture_output=True, text=True,
+                                timeout=TIMEOUT)
+        assert status.returncode == 0, status.stderr
+        (flow,) = json.loads(status.stdout)["flows"]
+        assert {row["target_topic"] for row in flow["partitions"]} == {"east.orders",
+                                                                        "east.payments"}
     finally:
         mirror.stop()
     refused: list[KafkaError | None] = []
@@ -311,3 +320,23 @@ def test_without_authorizers_data_is_copied_and_acl_sync_is_off_logged_once(
             mirror.stop()
         for broker in brokers.values():
             broker.stop()
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (["west.security.protocol = SASL_TLS"], "west: security.protocol SASL_TLS is not one of"),
+    (["west.security.protocol = SASL_SSL", "west.sasl.mechanism = SCRAM-SHA-512"],
+     "west: sasl.jaas.config is required for SASL mechanism SCRAM-SHA-512"),
+    (["east.security.protocol = SASL_PLAINTEXT", "east.sasl.mechanism = PLAIN",
+      "east.consumer.sasl.jaas.config = nonsense"], "east.consumer: sasl.jaas.config"),
+])
+def test_bad_security_configs_are_one_line_errors(tmp_path: Path, lines: list[str],
+                                                  message: str) -> None:
+    path = tmp_path / "mm2.properties"
+    path.write_text("\n".join(["clusters = east, west", "east.bootstrap.servers = 127.0.0.1:1",
+                               "west.bootstrap.servers = 127.0.0.1:2",
+                               "east->west.enabled = true", *lines]) + "\n")
+    for command in (["mirror"], ["mirror", "status"]):
+        result = subprocess.run([*ODRADEK, *command, "--config", str(path)],
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
