@@ -1,9 +1,9 @@
 """Which topic ACLs of the source a flow creates on the target, and as what
 (MirrorSourceConnector.syncTopicAcls): LITERAL TOPIC bindings of topics the flow replicates,
 except ALLOW WRITE (only the mirror writes to a remote topic), renamed by the replication
-policy, with ALLOW ALL downgraded to ALLOW READ. PREFIXED bindings and the wildcard topic
-`*` as a name are not special: a PREFIXED binding is skipped, and `*` is a topic name the
-filter decides on, as in MM2. Without IO."""
+policy, with ALLOW ALL downgraded to ALLOW READ. PREFIXED bindings are skipped; a LITERAL
+`*` (every topic) is, as in MM2, a topic named `*` that the topic filter decides on.
+Without IO."""
 
 from __future__ import annotations
 
