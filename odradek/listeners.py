@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from odradek.config import SECURITY_PROTOCOLS, BrokerConfig, InvalidConfigError
 
 PLAINTEXT = "PLAINTEXT"
-CONTROLLER_PROTOCOLS = frozenset({PLAINTEXT})
-"""The security protocols the controllers' gRPC listener serves so far; the Kafka listeners
-serve all four."""
+SSL = "SSL"
+CONTROLLER_PROTOCOLS = frozenset({PLAINTEXT, SSL})
+"""The security protocols the controllers' gRPC listener serves (no SASL on gRPC); the Kafka
+listeners serve all four."""
 WILDCARD = "0.0.0.0"
 
 _URI = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
@@ -54,6 +55,9 @@ class Listeners:
     """The listener other brokers (replica fetchers, transaction markers) connect to; ""
     on a controller-only node."""
     controller_names: tuple[str, ...]
+    controller_protocol: str = PLAINTEXT
+    """The security protocol of the first listener in controller.listener.names: the one
+    controllers serve gRPC on and that brokers and other controllers connect with."""
 
     @property
     def broker(self) -> tuple[Endpoint, ...]:
@@ -190,7 +194,12 @@ def resolve(config: BrokerConfig, roles: Roles, voters_configured: bool = True) 
         inter_broker = _inter_broker_name(config, protocols)
         _check_broker(broker_advertised, inter_broker, names)
     _check_supported(bound, controller_names)
-    return Listeners(tuple(bound), broker_advertised, inter_broker, controller_names)
+    controller_protocol = protocols.get(controller_names[0], PLAINTEXT) if controller_names \
+        else PLAINTEXT
+    _check_controller_protocol(controller_names[0] if controller_names else "",
+                               controller_protocol)
+    return Listeners(tuple(bound), broker_advertised, inter_broker, controller_names,
+                     controller_protocol)
 
 
 def _advertised(bound: list[Endpoint], raw: object, protocols: Mapping[str, str]
@@ -270,12 +279,17 @@ def _check_broker(advertised: tuple[Endpoint, ...], inter_broker: str, names: se
 
 def _check_supported(bound: list[Endpoint], controller_names: tuple[str, ...]) -> None:
     for endpoint in bound:
-        if (endpoint.name in controller_names
-                and endpoint.security_protocol not in CONTROLLER_PROTOCOLS):
-            raise InvalidConfigError(
-                f"controller listener {endpoint.name} uses security protocol "
-                f"{endpoint.security_protocol}, which is not supported yet (supported: "
-                f"{', '.join(sorted(CONTROLLER_PROTOCOLS))})")
+        if endpoint.name in controller_names:
+            _check_controller_protocol(endpoint.name, endpoint.security_protocol)
+
+
+def _check_controller_protocol(name: str, protocol: str) -> None:
+    if protocol not in CONTROLLER_PROTOCOLS:
+        raise InvalidConfigError(
+            f"controller listener {name} uses security protocol {protocol}, which the "
+            f"controllers' gRPC does not serve: map it to "
+            f"{' or '.join(sorted(CONTROLLER_PROTOCOLS, reverse=True))} in "
+            "listener.security.protocol.map")
 
 
 def with_bound_ports(endpoints: Sequence[Endpoint], ports: Mapping[str, int]

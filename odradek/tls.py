@@ -174,6 +174,33 @@ def client_context(tls: TlsSettings) -> ssl.SSLContext:
     return context
 
 
+class StoreFiles:
+    """A listener's key and trust store files, and whether any changed (modification time
+    or size) since the last look."""
+
+    def __init__(self, tls: TlsSettings) -> None:
+        self.paths = tls.watched_files
+        self._stamps = self._read()
+
+    def _read(self) -> tuple[tuple[int, int], ...]:
+        stamps = []
+        for path in self.paths:
+            try:
+                stat = os.stat(path)
+            except OSError:
+                stamps.append((-1, -1))
+                continue
+            stamps.append((stat.st_mtime_ns, stat.st_size))
+        return tuple(stamps)
+
+    def changed(self) -> bool:
+        stamps = self._read()
+        if stamps == self._stamps:
+            return False
+        self._stamps = stamps
+        return True
+
+
 class ReloadingServerContext:
     """A listener's server context that follows its store files: `check` (called now and
     then) builds a new context when a file changed, and new connections use it (the TLS
@@ -183,23 +210,12 @@ class ReloadingServerContext:
                  = server_context) -> None:
         self.tls = tls
         self._build = build
-        self._stamps = self._file_stamps()
+        self._files = StoreFiles(tls)
         self.context = build(tls)
         """The context the server listens with; its handshakes switch to `current`."""
         self.current = self.context
         self.context.sni_callback = self._select
         self.reloads = 0
-
-    def _file_stamps(self) -> tuple[tuple[int, int], ...]:
-        stamps = []
-        for path in self.tls.watched_files:
-            try:
-                stat = os.stat(path)
-            except OSError:
-                stamps.append((-1, -1))
-                continue
-            stamps.append((stat.st_mtime_ns, stat.st_size))
-        return tuple(stamps)
 
     def _select(self, connection: ssl.SSLObject, server_name: str | None,
                 context: ssl.SSLContext) -> None:
@@ -209,10 +225,8 @@ class ReloadingServerContext:
     def check(self) -> bool:
         """Reload when a store file changed; True when a new context is now current. A
         store that does not load is logged and the previous context kept."""
-        stamps = self._file_stamps()
-        if stamps == self._stamps:
+        if not self._files.changed():
             return False
-        self._stamps = stamps
         try:
             self.current = self._build(self.tls)
         except InvalidConfigError as error:

@@ -38,6 +38,7 @@ from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
+from odradek.grpc_tls import ControllerChannels
 from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -73,6 +74,8 @@ class BrokerApp:
                          for endpoint in self.listeners.broker}
         """How each Kafka listener's connections are secured (checked before anything is
         written)."""
+        self.controller_channels = ControllerChannels.of(config, self.listeners)
+        """How the broker reaches the controllers (checked before anything is written)."""
         self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
@@ -140,7 +143,8 @@ class BrokerApp:
         self.bind()
         await loop.run_in_executor(None, broker.load)
         client = ControllerClient(voters, config.integer("controller.quorum.request.timeout.ms"),
-                                  config.integer("controller.quorum.retry.backoff.ms"))
+                                  config.integer("controller.quorum.retry.backoff.ms"),
+                                  self.controller_channels)
         registration = Registration(broker.node_id)
         progress = MetadataProgress()
         services = build_services(broker, client, registration, progress)
@@ -380,6 +384,7 @@ def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
 
     app = BrokerApp(config, COMBINED, generate_cluster_id=True, at_swap_point=at_swap_point)
     controller = ControllerApp(config, app.listeners, app.registry)
+    app.controller_channels = controller.channels  # plaintext to an ephemeral controller port
 
     async def serve(stop: asyncio.Event) -> None:
         app.bind()

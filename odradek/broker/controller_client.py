@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import grpc
 from kio.schema.errors import ErrorCode
 
+from odradek.grpc_tls import ControllerChannels
 from odradek.rpc import controller_pb2_grpc
 
 log = logging.getLogger("odradek.broker.controller")
@@ -31,8 +32,10 @@ class ControllerUnavailable(Exception):
 
 class ControllerClient:
     def __init__(self, voters: Mapping[int, tuple[str, int]], timeout_ms: int,
-                 backoff_ms: int) -> None:
+                 backoff_ms: int, channels: ControllerChannels | None = None) -> None:
         self.voters = dict(voters)
+        self.channels = channels or ControllerChannels()
+        self._generation = self.channels.generation
         self.timeout_s = timeout_ms / 1000
         self.backoff_s = max(backoff_ms, 1) / 1000
         self._order = sorted(self.voters)
@@ -50,13 +53,18 @@ class ControllerClient:
             self._current = node_id
             self.switched.set()
 
-    def stub(self) -> controller_pb2_grpc.ControllerStub:
+    async def stub(self) -> controller_pb2_grpc.ControllerStub:
+        """The current controller's stub; raises OSError when its channel cannot be opened
+        (see ControllerChannels.open). Channels opened before the client's stores were
+        reloaded are closed first (calls on them end, and are retried)."""
+        generation = self.channels.refresh()
+        if generation != self._generation:
+            self._generation = generation
+            await self.close()
         channel = self._channels.get(self._current)
         if channel is None:
-            host, port = self.voters[self._current]
-            channel = self._channels[self._current] = grpc.aio.insecure_channel(
-                f"{host}:{port}", options=KEEPALIVE
-            )
+            channel = await self.channels.open(*self.voters[self._current], KEEPALIVE)
+            self._channels[self._current] = channel
         return controller_pb2_grpc.ControllerStub(channel)
 
     def _next(self) -> None:
@@ -83,13 +91,16 @@ class ControllerClient:
             if remaining <= 0:
                 raise ControllerUnavailable(f"no active controller answered within {budget:.1f}s")
             try:
-                response = await method(self.stub())(
+                response = await method(await self.stub())(
                     request, timeout=min(self.timeout_s, remaining)
                 )
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _TRANSIENT:
                     raise
                 log.debug("controller %d: %s", self._current, error.code().name)
+                self._next()
+            except OSError as error:
+                log.debug("controller %d: %r", self._current, error)
                 self._next()
             else:
                 failure = getattr(response, "error", None)

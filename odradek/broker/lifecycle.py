@@ -178,7 +178,12 @@ class BrokerLifecycle:
                 backoff = self.client.backoff_s
 
     async def _stream(self) -> None:
-        stream = self.client.stub().FetchMetadata(
+        try:
+            stub = await self.client.stub()
+        except OSError:
+            self.client.redirect(None)
+            raise
+        stream = stub.FetchMetadata(
             pb.MetadataFetchRequest(from_offset=self.progress.offset)
         )
         try:

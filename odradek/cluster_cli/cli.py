@@ -120,7 +120,7 @@ def wait_ready(layout: Layout, timeout: float) -> bool:
             _report("exited", dead)
             return False
         if not any(n.name in ready for n in controllers):
-            ready.update(n.name for n in controllers if controller_active(n.port))
+            ready.update(n.name for n in controllers if controller_active(n))
         ready.update(n.name for n in brokers
                      if n.name not in ready and broker_sees(n.port, len(brokers)))
         if all(n.name in ready for n in brokers) and any(n.name in ready for n in controllers):
@@ -147,7 +147,7 @@ def run_status(args: argparse.Namespace) -> int:
                                "listeners": dict(node_ports(node)), "log": node.log,
                                "alive": alive(node)}
         if node.role == "controller":
-            row["leader"] = bool(row["alive"] and controller_active(node.port))
+            row["leader"] = bool(row["alive"] and controller_active(node))
         rows.append(row)
     if args.json:
         print(json.dumps({"bootstrap": layout.bootstrap, "nodes": rows}, indent=2))

@@ -27,7 +27,8 @@ from odradek.controller.raft_transport import (
     channel_options,
 )
 from odradek.controller.service import ControllerService, NotController
-from odradek.listeners import CONTROLLER, WILDCARD, Listeners, resolve
+from odradek.grpc_tls import ControllerChannels, server_credentials
+from odradek.listeners import CONTROLLER, SSL, WILDCARD, Listeners, resolve
 from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
@@ -35,6 +36,7 @@ from odradek.raft import RaftConfig, RaftNode
 from odradek.raft.types import NO_NODE, Role
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
 from odradek.service_runtime import every, run_service, start_metrics
+from odradek.tls import settings
 
 log = logging.getLogger("odradek.controller")
 
@@ -74,6 +76,13 @@ class ControllerApp:
         self.inter_broker_listener = listeners.inter_broker or None
         listener = listeners.controller
         self.bind = (listener.host or WILDCARD, listener.port) if listener else ("127.0.0.1", 0)
+        self.credentials = (server_credentials(settings(config, listener.name))
+                            if listener and listener.security_protocol == SSL else None)
+        """The controller listener's TLS (None: plaintext)."""
+        self.channels = ControllerChannels.of(config, listeners) if listener \
+            else ControllerChannels()
+        """How this node reaches controllers: other voters, and its own broker when combined
+        (which, without a controller listener, reaches its controller in plaintext)."""
         self.registry = registry or CollectorRegistry()
         self.directory = metadata_dir(config)
         self.cluster_id = read_or_create_cluster_id(
@@ -111,7 +120,9 @@ class ControllerApp:
         if persisted.snapshot is not None:
             machine.restore(persisted.snapshot)
         server = grpc.aio.server(options=channel_options())
-        self.port = server.add_insecure_port(f"{self.bind[0]}:{self.bind[1]}")
+        address = f"{self.bind[0]}:{self.bind[1]}"
+        self.port = (server.add_secure_port(address, self.credentials) if self.credentials
+                     else server.add_insecure_port(address))
         if self.port == 0:
             raise OSError(f"cannot listen on {self.bind[0]}:{self.bind[1]}")
         voters = self.voters or {self.node_id: self.endpoint()}
@@ -135,6 +146,7 @@ class ControllerApp:
             self.config.integer("controller.quorum.request.timeout.ms"),
             self.config.integer("controller.quorum.retry.backoff.ms"),
             channel,
+            self.channels,
         )
         driver = RaftDriver(
             node, store, machine, peers, TICK_MS,
@@ -159,8 +171,9 @@ class ControllerApp:
         fencing = every(FENCING_CHECK_MS, lambda: self._fence_expired(service, machine))
         balancing = every(self.config.integer("leader.imbalance.check.interval.seconds") * 1000,
                           lambda: self._balance_leaders(service, machine))
-        log.info("odradek controller %d serving gRPC on %s:%d (cluster %s, quorum %s, "
-                 "metadata log in %s)", self.node_id, self.bind[0], self.port, self.cluster_id,
+        log.info("odradek controller %d serving gRPC%s on %s:%d (cluster %s, quorum %s, "
+                 "metadata log in %s)", self.node_id,
+                 " over TLS" if self.credentials else "", self.bind[0], self.port, self.cluster_id,
                  _describe(voters), self.directory)
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)

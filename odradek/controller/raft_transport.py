@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import grpc
 
 from odradek.controller.raft_codec import message_from_proto, message_to_proto
+from odradek.grpc_tls import ControllerChannels
 from odradek.raft.types import Message
 from odradek.rpc import raft_pb2, raft_pb2_grpc
 
@@ -45,35 +46,61 @@ class ChannelStats:
 
 
 class _Peer:
-    def __init__(self, node_id: int, address: str, cluster_id: str, timeout_s: float,
-                 backoff_s: float, stats: ChannelStats) -> None:
+    def __init__(self, node_id: int, address: tuple[str, int], cluster_id: str,
+                 timeout_s: float, backoff_s: float, stats: ChannelStats,
+                 channels: ControllerChannels) -> None:
         self.node_id = node_id
+        self.address = address
         self.cluster_id = cluster_id
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
-        self.channel = grpc.aio.insecure_channel(address, options=channel_options())
-        self.stub = raft_pb2_grpc.RaftTransportStub(self.channel)
+        self.channels = channels
+        self.channel: grpc.aio.Channel | None = None
+        self.generation = 0
+        """The generation of `channels` the channel was opened in."""
         self.queue: collections.deque[Message] = collections.deque(maxlen=MAX_QUEUED)
         self.ready = asyncio.Event()
         self.reachable = True
         self.stats = stats
+
+    def _unreachable(self, reason: str) -> None:
+        if self.reachable:
+            log.warning("controller %d unreachable: %s", self.node_id, reason)
+        self.reachable = False
+
+    async def _stub(self) -> raft_pb2_grpc.RaftTransportStub | None:
+        """The peer's stub, its channel opened on first use and again after the client's
+        stores were reloaded; None (after a backoff) while it cannot be opened."""
+        generation = self.channels.refresh()
+        if self.channel is not None and generation != self.generation:
+            await self.channel.close()
+            self.channel = None
+        if self.channel is None:
+            try:
+                self.channel = await self.channels.open(*self.address, channel_options())
+            except OSError as error:
+                self._unreachable(repr(error))
+                await asyncio.sleep(self.backoff_s)
+                return None
+            self.generation = generation
+        return raft_pb2_grpc.RaftTransportStub(self.channel)
 
     async def run(self) -> None:
         while True:
             await self.ready.wait()
             self.ready.clear()
             while self.queue:
+                stub = await self._stub()
+                if stub is None:
+                    continue
                 batch = raft_pb2.RaftBatch(cluster_id=self.cluster_id, messages=[
                     message_to_proto(self.queue.popleft()) for _ in range(len(self.queue))])
                 self.stats.requests += 1
                 self.stats.outgoing_bytes += batch.ByteSize()
                 try:
-                    await self.stub.Send(batch, timeout=self.timeout_s)
+                    await stub.Send(batch, timeout=self.timeout_s)
                 except grpc.aio.AioRpcError as error:
-                    if self.reachable:
-                        log.warning("controller %d unreachable: %s", self.node_id,
-                                    error.code().name)
-                    self.reachable = False
+                    self._unreachable(error.code().name)
                     await asyncio.sleep(self.backoff_s)
                     continue
                 self.stats.responses += 1
@@ -86,11 +113,12 @@ class RaftPeers:
     """The outbox of the Raft driver."""
 
     def __init__(self, addresses: Mapping[int, tuple[str, int]], cluster_id: str,
-                 timeout_ms: int, backoff_ms: int, stats: ChannelStats) -> None:
+                 timeout_ms: int, backoff_ms: int, stats: ChannelStats,
+                 channels: ControllerChannels) -> None:
         self._peers = {
-            node_id: _Peer(node_id, f"{host}:{port}", cluster_id, timeout_ms / 1000,
-                           max(backoff_ms, 50) / 1000, stats)
-            for node_id, (host, port) in addresses.items()
+            node_id: _Peer(node_id, address, cluster_id, timeout_ms / 1000,
+                           max(backoff_ms, 50) / 1000, stats, channels)
+            for node_id, address in addresses.items()
         }
         self._tasks = [asyncio.create_task(peer.run()) for peer in self._peers.values()]
 
@@ -111,7 +139,8 @@ class RaftPeers:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await asyncio.gather(*(peer.channel.close() for peer in self._peers.values()))
+        await asyncio.gather(*(peer.channel.close() for peer in self._peers.values()
+                               if peer.channel is not None))
 
 
 class RaftTransportServicer(raft_pb2_grpc.RaftTransportServicer):

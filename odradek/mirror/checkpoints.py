@@ -19,6 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from odradek.clock import now_ms
+from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import CLIENT_LOG, ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Checkpoint, FormatError, OffsetSync
@@ -70,7 +71,7 @@ class OffsetSyncReader:
         self.translator = OffsetTranslator()
         self._health = health
         self._consumer = Consumer({
-            **flow.client_config(flow.offset_syncs_location, "consumer"),
+            **flow_librdkafka_config(flow, flow.offset_syncs_location, "consumer"),
             "group.id": f"mirror-offset-syncs-{uuid.uuid4()}",
             "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True,

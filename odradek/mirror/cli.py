@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odradek.config import InvalidConfigError, load_properties
+from odradek.mirror.client_security import check_security
 from odradek.mirror.config import MirrorConfig, MirrorConfigError, parse_mirror_config
 
 
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = load_mirror_config(args.config, args.clusters)
+        check_security(config)
         run_mirror(config, args.event_loop == "uvloop")
     except InvalidConfigError as error:
         return _config_error(error)
@@ -47,6 +49,7 @@ def run_status(args: argparse.Namespace) -> int:
 
     try:
         config = load_mirror_config(args.config, args.clusters)
+        check_security(config)
     except InvalidConfigError as error:
         return _config_error(error)
     return print_status(config, args.json)

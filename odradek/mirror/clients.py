@@ -40,6 +40,9 @@ CLIENT_LOG = logging.getLogger("odradek.mirror.librdkafka")
 (`--log-level DEBUG` does not reach it); ClusterHealth reports the changes of state."""
 CLIENT_LOG.setLevel(logging.CRITICAL)
 T = TypeVar("T")
+REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL,
+                     KafkaError.SASL_AUTHENTICATION_FAILED})
+"""librdkafka's codes for a cluster that refused the client's login or TLS handshake."""
 TIMEOUT_S = 15.0
 ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
                                  ConsumerGroupState.PREPARING_REBALANCING,
@@ -99,13 +102,33 @@ class ClusterClient:
                  producer_config: Mapping[str, str], health: ClusterHealth) -> None:
         self.alias = alias
         self._health = health
+        self._refused: KafkaError | None = None
+        errors: dict[str, Any] = {"error_cb": self._client_error}
         try:
-            self._admin = AdminClient({**admin_config, "client.id": f"mirror-{alias}-admin"},
-                                      logger=CLIENT_LOG)
+            self._admin = AdminClient({**admin_config, "client.id": f"mirror-{alias}-admin",
+                                       **errors}, logger=CLIENT_LOG)
             self._producer = Producer({**producer_config, "client.id": f"mirror-{alias}",
-                                       "enable.idempotence": True}, logger=CLIENT_LOG)
+                                       "enable.idempotence": True, **errors}, logger=CLIENT_LOG)
         except (KafkaException, TypeError, ValueError) as error:
             raise MirrorConfigError(f"{alias}: bad client config: {error}") from None
+
+    def _client_error(self, error: KafkaError) -> None:
+        """librdkafka's errors outside any call: a refused login or TLS handshake is why the
+        calls time out, and is kept to say so."""
+        if error.code() in REFUSED:
+            self._refused = error
+
+    def _failed(self, error: BaseException, started: float) -> str:
+        """Records the failure with its reason: the error, and a refused login or TLS
+        handshake behind it."""
+        self._admin.poll(0)  # serves the error callbacks
+        self._producer.poll(0)
+        reason = str(error) or type(error).__name__
+        if self._refused is not None:
+            reason = f"{reason} ({self._refused.str()})"
+            self._refused = None
+        self._health.failed(self.alias, reason, started)
+        return reason
 
     async def _call(self, what: str, future: Future[T], tolerate: frozenset[int] = frozenset()
                     ) -> T | None:
@@ -118,8 +141,8 @@ class ClusterClient:
             if code is not None and code.code() in tolerate:
                 self._health.ok(self.alias)
                 return None
-            self._health.failed(self.alias, error, started)
-            raise ClusterUnavailable(self.alias, f"{what}: {error or 'timed out'}") from None
+            raise ClusterUnavailable(self.alias, f"{what}: {self._failed(error, started)}"
+                                     ) from None
         self._health.ok(self.alias)
         return result
 
@@ -133,8 +156,7 @@ class ClusterClient:
         try:
             result = await asyncio.to_thread(call, *args)
         except KafkaException as error:
-            self._health.failed(self.alias, error, started)
-            raise ClusterUnavailable(self.alias, error) from None
+            raise ClusterUnavailable(self.alias, self._failed(error, started)) from None
         self._health.ok(self.alias)
         return result
 
@@ -230,8 +252,7 @@ class ClusterClient:
         remaining = await self._thread("flush", self._producer.flush, TIMEOUT_S)
         if remaining:
             error = TimeoutError(f"{remaining} records not delivered")
-            self._health.failed(self.alias, error, started)
-            raise ClusterUnavailable(self.alias, error)
+            raise ClusterUnavailable(self.alias, self._failed(error, started))
 
 
 def _done(future: Future[None]) -> Future[bool]:

@@ -56,6 +56,8 @@ DEFAULTS: dict[str, str] = {
     "refresh.topics.interval.seconds": "600",
     "sync.topic.configs.enabled": "true",
     "sync.topic.configs.interval.seconds": "600",
+    "sync.topic.acls.enabled": "true",
+    "sync.topic.acls.interval.seconds": "600",
     "replication.factor": "2",
     "offset-syncs.topic.replication.factor": "3",
     "heartbeats.replication.enabled": "true",
@@ -84,7 +86,7 @@ DEFAULTS: dict[str, str] = {
 """Every flow setting the mirror reads, with MM2's default (and ours for exactly-once)."""
 
 IGNORED = frozenset({
-    "sync.topic.acls.enabled", "sync.topic.acls.interval.seconds", "offset.lag.max",
+    "offset.lag.max",
     "name", "connector.class", "source.cluster.alias", "target.cluster.alias",
     "key.converter", "value.converter", "header.converter", "topic.filter.class",
     "group.filter.class", "config.property.filter.class", "forwarding.admin.class",
@@ -242,6 +244,10 @@ class Flow:
     def sync_topic_configs_interval_ms(self) -> int:
         return self._interval_ms("sync.topic.configs.enabled",
                                  "sync.topic.configs.interval.seconds")
+
+    @property
+    def sync_topic_acls_interval_ms(self) -> int:
+        return self._interval_ms("sync.topic.acls.enabled", "sync.topic.acls.interval.seconds")
 
     # -- internal topics -----------------------------------------------------------------
     @property

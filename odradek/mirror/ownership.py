@@ -46,7 +46,7 @@ class GroupOwnership:
             "client.id": f"odradek-mirror-{socket.gethostname()}-{os.getpid()}",
             "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-            **{k: v for k, v in client.items() if k in _CLIENT_KEYS},
+            **{k: v for k, v in client.items() if k in _CLIENT_KEYS or k.startswith("ssl.")},
             "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "latest",
         }
         self._assigned = assigned

@@ -22,8 +22,9 @@ from kio.schema.errors import ErrorCode
 from prometheus_client.registry import CollectorRegistry
 
 from odradek.clock import now_ms
-from odradek.kafka_client import Address, KafkaClientError, KafkaCluster
-from odradek.mirror.config import Flow, MirrorConfig
+from odradek.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
+from odradek.mirror.client_security import flow_librdkafka_config, flow_security
+from odradek.mirror.config import Flow, MirrorConfig, Role, Side
 from odradek.mirror.copier import CopySettings, PartitionCopier
 from odradek.mirror.metrics import MirrorSourceMetrics
 from odradek.mirror.offset_sync_writer import OffsetSyncWriter
@@ -82,6 +83,7 @@ class FlowReplicator:
         self._syncs: OffsetSyncWriter | None = None
         self._ownership: GroupOwnership | None = None
         self._started = asyncio.Event()
+        self._security: dict[tuple[Side, Role], ClientSecurity] = {}
 
     # --- the seam with the service ----------------------------------------------------------
 
@@ -105,7 +107,7 @@ class FlowReplicator:
                 flow.offset_syncs_topic)
             self._syncs.start()
         self._ownership = GroupOwnership(group_id(flow.source, flow.target),
-                                         flow.client_config("target", "consumer"),
+                                         flow_librdkafka_config(flow, "target", "consumer"),
                                          self._assigned, self._revoked)
         self._ownership.start()
         self._started.set()
@@ -182,11 +184,13 @@ class FlowReplicator:
 
     # --- clients and the progress topic -------------------------------------------------
 
-    def _cluster(self, side: str, role: str) -> KafkaCluster:
-        config = self.flow.client_config(side, role)  # type: ignore[arg-type]
+    def _cluster(self, side: Side, role: Role) -> KafkaCluster:
+        config = self.flow.client_config(side, role)
         client_id = config.get("client.id", f"mirror-{self.flow.name}-{side}")
+        if (side, role) not in self._security:
+            self._security[(side, role)] = flow_security(self.flow, side, role)
         return KafkaCluster(addresses(config["bootstrap.servers"]), client_id,
-                            REQUEST_TIMEOUT_S)
+                            REQUEST_TIMEOUT_S, self._security[(side, role)])
 
     async def _progress_topic(self) -> int:
         """The progress topic's partition count, creating it (compacted, with Connect's

@@ -1,6 +1,7 @@
 """`odradek mirror`: the process. For every pair of clusters the config enables (and whose
 target `--clusters` names) it runs MM2's three connectors' work: heartbeats, the target's
-topics (then the data path, `FlowReplicator`, over them) and checkpoints. Each periodic job
+topics (then the data path, `FlowReplicator`, over them), the target's topic ACLs and
+checkpoints. Each periodic job
 backs off while a cluster is unreachable; SIGTERM stops the data path after its commit and
 flushes what the jobs produced."""
 
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from odradek.mirror.acl_sync import TopicAclSync
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
+from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow, MirrorConfig, Side
 from odradek.mirror.heartbeats import HeartbeatEmitter
@@ -77,13 +80,15 @@ class MirrorService:
         self.clients: dict[str, ClusterClient] = {}
         self.replicators: dict[str, FlowReplicator] = {}
         self.readers: list[OffsetSyncReader] = []
+        self.acl_syncs: list[TopicAclSync] = []
         self._tasks: list[asyncio.Task[None]] = []
 
     def client(self, flow: Flow, alias: str) -> ClusterClient:
         if alias not in self.clients:
             side: Side = "source" if alias == flow.source else "target"
-            self.clients[alias] = ClusterClient(alias, flow.client_config(side, "admin"),
-                                                flow.client_config(side, "producer"),
+            self.clients[alias] = ClusterClient(alias,
+                                                flow_librdkafka_config(flow, side, "admin"),
+                                                flow_librdkafka_config(flow, side, "producer"),
                                                 self.health)
         return self.clients[alias]
 
@@ -120,6 +125,10 @@ class MirrorService:
         if flow.sync_topic_configs_interval_ms >= 0:
             self._spawn(f"{flow.name} topic configs", flow.sync_topic_configs_interval_ms,
                         topics.sync_configs)
+        if flow.sync_topic_acls_interval_ms >= 0:
+            acls = TopicAclSync(flow, self.health)
+            self.acl_syncs.append(acls)
+            self._spawn(f"{flow.name} topic ACLs", flow.sync_topic_acls_interval_ms, acls.sync)
         if flow.emit_checkpoints_interval_ms >= 0:
             reader = OffsetSyncReader(flow, self.health)
             self.readers.append(reader)
@@ -162,6 +171,8 @@ class MirrorService:
                 log.warning("not delivered before stopping: %s", error)
         for reader in self.readers:
             reader.close()
+        for acls in self.acl_syncs:
+            acls.close()
 
 
 def run_mirror(config: MirrorConfig, prefer_uvloop: bool = True) -> None:

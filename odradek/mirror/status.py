@@ -17,6 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import CLIENT_LOG, TIMEOUT_S
 from odradek.mirror.config import Flow, MirrorConfig
 from odradek.mirror.formats import Checkpoint, FormatError
@@ -47,7 +48,8 @@ class FlowStatus:
 
 
 def _consumer(flow: Flow, side: str) -> Consumer:
-    config = flow.client_config("source" if side == "source" else "target", "consumer")
+    config = flow_librdkafka_config(flow, "source" if side == "source" else "target",
+                                    "consumer")
     return Consumer({**config, "group.id": f"mirror-status-{uuid.uuid4()}",
                      "enable.auto.commit": False, "enable.partition.eof": True,
                      "isolation.level": "read_committed"}, logger=CLIENT_LOG)
@@ -73,8 +75,10 @@ def _read_topic(consumer: Consumer, topic: str, partitions: int) -> Iterator[Mes
 
 
 def flow_status(flow: Flow) -> FlowStatus:
-    source_admin = AdminClient({**flow.client_config("source", "admin")}, logger=CLIENT_LOG)
-    target_admin = AdminClient({**flow.client_config("target", "admin")}, logger=CLIENT_LOG)
+    source_admin = AdminClient({**flow_librdkafka_config(flow, "source", "admin")},
+                               logger=CLIENT_LOG)
+    target_admin = AdminClient({**flow_librdkafka_config(flow, "target", "admin")},
+                               logger=CLIENT_LOG)
     source_topics = {name: len(meta.partitions) for name, meta in
                      source_admin.list_topics(timeout=TIMEOUT_S).topics.items()
                      if flow.should_replicate_topic(name)}

@@ -87,6 +87,18 @@ def test_a_controller_only_node_serves_its_controller_listener() -> None:
     assert result.inter_broker == ""
 
 
+def test_brokers_and_controllers_reach_controllers_over_the_first_controller_listener() -> None:
+    """Its protocol is the one controllers serve and the one brokers connect with."""
+    protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,OLD:PLAINTEXT"
+    broker = listeners({"listeners": "PLAINTEXT://:9092", "listener.security.protocol.map":
+                        protocols, "controller.listener.names": "CONTROLLER,OLD"})
+    controller = listeners({"listeners": "CONTROLLER://127.0.0.1:9093",
+                            "listener.security.protocol.map": protocols}, CONTROLLER)
+    assert broker.controller_protocol == controller.controller_protocol == "SSL"
+    assert controller.controller == Endpoint("CONTROLLER", "127.0.0.1", 9093, "SSL")
+    assert listeners({"listeners": "PLAINTEXT://:9092"}).controller_protocol == "PLAINTEXT"
+
+
 def test_inter_broker_listener_follows_security_inter_broker_protocol() -> None:
     raw = {"listeners": "PLAINTEXT://:9092,EXTERNAL://:9093",
            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT,"
@@ -166,9 +178,13 @@ def test_an_ephemeral_port_is_advertised_as_bound() -> None:
      "controller.listener.names?"),
     ({"listeners": "INTERNAL://:9092,CONTROLLER://:9093",
       "advertised.listeners": "INTERNAL://broker-1:9092",
-      "listener.security.protocol.map": "INTERNAL:SASL_SSL,CONTROLLER:SSL"}, COMBINED,
-     "controller listener CONTROLLER uses security protocol SSL, which is not supported yet "
-     "(supported: PLAINTEXT)"),
+      "listener.security.protocol.map": "INTERNAL:SSL,CONTROLLER:SASL_SSL"}, COMBINED,
+     "controller listener CONTROLLER uses security protocol SASL_SSL, which the controllers' "
+     "gRPC does not serve: map it to SSL or PLAINTEXT in listener.security.protocol.map"),
+    ({"listeners": "INTERNAL://:9092", "advertised.listeners": None,
+      "listener.security.protocol.map": "INTERNAL:SSL,CONTROLLER:SASL_PLAINTEXT"}, BROKER,
+     "controller listener CONTROLLER uses security protocol SASL_PLAINTEXT, which the "
+     "controllers' gRPC does not serve: map it to SSL or PLAINTEXT"),
     ({"listeners": "SSL://:9092", "advertised.listeners": None,
       "listener.security.protocol.map": None, "inter.broker.listener.name": "SSL"}, BROKER,
      "Controller listener with name CONTROLLER defined in controller.listener.names not found "

@@ -182,3 +182,12 @@ def test_bad_configs_are_one_line_errors(extra: dict[str, str], message: str) ->
 def test_clusters_naming_an_unknown_alias() -> None:
     with pytest.raises(MirrorConfigError, match="--clusters: unknown cluster alias north"):
         parse(only=["north"])
+
+
+def test_topic_acl_sync_is_on_every_ten_minutes_by_default_as_in_mm2() -> None:
+    assert parse().flow("east", "west").sync_topic_acls_interval_ms == 600_000
+    assert parse({"sync.topic.acls.interval.seconds": "5"}).flow(
+        "east", "west").sync_topic_acls_interval_ms == 5_000
+    off = parse({"east->west.sync.topic.acls.enabled": "false"})
+    assert off.flow("east", "west").sync_topic_acls_interval_ms == -1
+    assert not any("sync.topic.acls" in warning for warning in off.warnings)

@@ -1,0 +1,77 @@
+"""The mirror's client security from MM2's per-cluster configs: our own connections'
+`ClientSecurity`, librdkafka's names for the same settings, and one-line errors naming the
+configs' prefix."""
+
+from __future__ import annotations
+
+import pytest
+
+from odradek.mirror.client_security import check_security, flow_security, librdkafka_config
+from odradek.mirror.config import MirrorConfigError, parse_mirror_config
+from tests.certificates import Authority
+
+SCRAM = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+         'username="mirror" password="mirror-secret";')
+
+
+def config(**settings: str):
+    return parse_mirror_config({"clusters": "east, west", "east.bootstrap.servers": "h:1",
+                                "west.bootstrap.servers": "h:2", "east->west.enabled": "true",
+                                **settings})
+
+
+def test_each_cluster_and_role_gets_its_own_security(tmp_path) -> None:
+    ca = Authority().write(tmp_path / "ca.pem")
+    flow = config(**{"west.security.protocol": "SASL_SSL", "west.sasl.mechanism": "SCRAM-SHA-512",
+                     "west.sasl.jaas.config": SCRAM, "west.ssl.truststore.type": "PEM",
+                     "west.ssl.truststore.location": str(ca),
+                     "west.admin.sasl.mechanism": "SCRAM-SHA-256"}).flow("east", "west")
+    assert flow_security(flow, "source", "consumer").protocol == "PLAINTEXT"
+    producer = flow_security(flow, "target", "producer")
+    assert producer.protocol == "SASL_SSL" and producer.ssl_context is not None
+    assert producer.sasl is not None
+    assert (producer.sasl.mechanism, producer.sasl.username, producer.sasl.password) == (
+        "SCRAM-SHA-512", "mirror", "mirror-secret")
+    admin = flow_security(flow, "target", "admin")
+    assert admin.sasl is not None and admin.sasl.mechanism == "SCRAM-SHA-256"
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"west.security.protocol": "SASL_TLS"}, "west: security.protocol SASL_TLS is not one of"),
+    ({"west.security.protocol": "SASL_PLAINTEXT", "west.sasl.mechanism": "SCRAM-SHA-512"},
+     "west: sasl.jaas.config is required"),
+    ({"west.security.protocol": "SASL_PLAINTEXT", "west.sasl.mechanism": "GSSAPI",
+      "west.sasl.jaas.config": SCRAM}, "west: SASL mechanism GSSAPI is not supported"),
+    ({"west.security.protocol": "SASL_PLAINTEXT", "west.sasl.mechanism": "PLAIN",
+      "west.consumer.sasl.jaas.config": "nonsense"}, "west.consumer: sasl.jaas.config"),
+    ({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+      "ssl.truststore.location": "/nonexistent/ca.pem"}, "east"),
+])
+def test_a_bad_security_config_is_one_line_naming_it(settings: dict[str, str],
+                                                     message: str) -> None:
+    with pytest.raises(MirrorConfigError) as raised:
+        check_security(config(**settings))
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_kafka_client_properties_in_librdkafka_names() -> None:
+    translated = librdkafka_config({
+        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": "/ca.pem",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": "/me.pem",
+        "ssl.key.password": "k", "ssl.endpoint.identification.algorithm": "",
+        "ssl.enabled.protocols": "TLSv1.3", "linger.ms": "5"})
+    assert translated == {
+        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mirror",
+        "sasl.password": "mirror-secret", "ssl.ca.location": "/ca.pem",
+        "ssl.certificate.location": "/me.pem", "ssl.key.location": "/me.pem",
+        "ssl.key.password": "k", "ssl.endpoint.identification.algorithm": "none",
+        "linger.ms": "5"}
+    inline = librdkafka_config({"security.protocol": "SSL",
+                                "ssl.truststore.certificates": "CA PEM",
+                                "ssl.keystore.certificate.chain": "CHAIN",
+                                "ssl.keystore.key": "KEY"})
+    assert inline == {"security.protocol": "SSL", "ssl.ca.pem": "CA PEM",
+                      "ssl.certificate.pem": "CHAIN", "ssl.key.pem": "KEY"}
