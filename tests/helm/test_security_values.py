@@ -44,7 +44,7 @@ def test_tls_from_a_secret_with_scram_and_acls() -> None:
     env = values_of(broker)
     assert env["ODRADEK_LISTENERS"] == "INTERNAL://:9092,REPLICATION://:9091,EXTERNAL://:9094"
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:PLAINTEXT,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT,EXTERNAL:SASL_SSL")
+        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT,EXTERNAL:SASL_SSL")
     assert env["ODRADEK_INTER_BROKER_LISTENER_NAME"] == "REPLICATION"
     assert env["ODRADEK_SASL_ENABLED_MECHANISMS"] == "SCRAM-SHA-512,SCRAM-SHA-256"
     assert env["ODRADEK_AUTHORIZER_CLASS_NAME"] == (
@@ -58,6 +58,9 @@ def test_tls_from_a_secret_with_scram_and_acls() -> None:
     assert secret_mounts(controller) == {"/etc/odradek/tls": "east-tls",
                                          "/etc/odradek/users": "east-users"}
     assert values_of(controller)["ODRADEK_SCRAM_USERS_DIR"] == "/etc/odradek/users"
+    assert values_of(controller)["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == "CONTROLLER:SSL"
+    assert values_of(controller)["ODRADEK_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH"] == "required"
+    assert "ODRADEK_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH" not in env
     for pod in (broker, controller):  # every variable the image reads as a config is one
         configs_from_env({k: v for k, v in values_of(pod).items()
                           if k not in ("ODRADEK_TLS_DIR", "ODRADEK_SCRAM_USERS_DIR")})
@@ -102,7 +105,7 @@ def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None
         assert secret_mounts(pod)["/etc/odradek/tls"] == f"{pool}-tls"
     env = values_of(node_pod(objects, "broker"))
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:PLAINTEXT,INTERNAL:SSL,REPLICATION:PLAINTEXT,EXTERNAL:SSL")
+        "CONTROLLER:SSL,INTERNAL:SSL,REPLICATION:PLAINTEXT,EXTERNAL:SSL")
     assert env["ODRADEK_LISTENER_NAME_INTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert env["ODRADEK_LISTENER_NAME_EXTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert "ODRADEK_SASL_ENABLED_MECHANISMS" not in env
@@ -113,7 +116,7 @@ def test_a_combined_dev_node_formats_with_the_users_and_serves_sasl_ssl() -> Non
     pod = node_pod(objects, "combined")
     env = values_of(pod)
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:PLAINTEXT,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT")
+        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT")
     assert env["ODRADEK_LISTENERS"] == (
         "INTERNAL://:9092,REPLICATION://:9091,CONTROLLER://:9093")
     assert "ODRADEK_AUTHORIZER_CLASS_NAME" not in env
@@ -121,6 +124,15 @@ def test_a_combined_dev_node_formats_with_the_users_and_serves_sasl_ssl() -> Non
                                   "/etc/odradek/users": "dev-users"}
     (certificate,) = find(objects, "Certificate")
     assert certificate["spec"]["issuerRef"]["kind"] == "ClusterIssuer"
+
+
+def test_scram_without_tls_is_sasl_plaintext_with_a_plaintext_controller_listener() -> None:
+    objects = render({"sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "u"}}})
+    env = values_of(node_pod(objects, "broker"))
+    assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
+        "CONTROLLER:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT")
+    assert "ODRADEK_TLS_DIR" not in env
+    assert secret_mounts(node_pod(objects, "controller")) == {"/etc/odradek/users": "u"}
 
 
 def test_without_security_values_nothing_changes() -> None:

@@ -40,8 +40,10 @@ from tests.integration.clients import (
 from tests.integration.cluster import TIMEOUT
 from tests.integration.compose_stack import (
     COMPOSE_DIR,
+    NETWORK,
     NODES,
     PROMETHEUS,
+    TOOLS_IMAGE,
     ComposeStack,
     running_stack,
 )
@@ -254,3 +256,40 @@ def test_no_password_or_key_is_in_an_image_or_a_variable(stack: ComposeStack) ->
                              capture_output=True, text=True, check=True).stdout
     assert not any(s in history for s in secrets)
     assert Path(SECRETS).stat().st_mode & 0o077 == 0
+
+
+PROBE = """
+import socket, ssl, sys
+host, port, certificate = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def answer(wrap):
+    with socket.create_connection((host, port), 10) as raw:
+        try:
+            sock = wrap(raw)
+            sock.sendall(b"\\0\\0\\0\\x0a\\0\\x12\\0\\0\\0\\0\\0\\x01\\0\\0")
+            return "answered" if sock.recv(4) else "closed"
+        except (ssl.SSLError, ConnectionResetError):
+            return "closed"
+context = ssl.create_default_context(cafile="/secrets/ca.crt")
+anonymous = answer(lambda raw: context.wrap_socket(raw, server_hostname=host))
+node = f"/secrets/tls/{certificate}"
+context.load_cert_chain(f"{node}/tls.crt", f"{node}/tls.key")
+print(answer(lambda raw: raw), anonymous,
+      answer(lambda raw: context.wrap_socket(raw, server_hostname=host)))
+"""
+"""In a container on the compose network: how `host:port` treats plaintext, TLS without a
+client certificate and TLS with the node certificate named by the third argument."""
+
+
+def probe(host: str, port: int, certificate: str) -> list[str]:
+    result = subprocess.run(
+        ["docker", "run", "--rm", "--network", NETWORK, "--entrypoint", "python3",
+         "--volume", f"{SECRETS}:/secrets:ro", TOOLS_IMAGE, "-c", PROBE, host, str(port),
+         certificate], capture_output=True, text=True, timeout=120, check=False)
+    return result.stdout.split() or [result.stderr]
+
+
+def test_the_controllers_speak_mutual_tls(stack: ComposeStack) -> None:
+    """controller-1:9093 refuses plaintext and a TLS client without a certificate; with a
+    node's certificate (as brokers and the other controllers connect) the handshake
+    completes and the gRPC server answers."""
+    assert probe("controller-1", 9093, "broker-1") == ["closed", "closed", "answered"]

@@ -191,7 +191,7 @@ spec:
               value: {{ include "odradek.quorumVoters" $root | quote }}
             - {name: ODRADEK_CONTROLLER_LISTENER_NAMES, value: CONTROLLER}
             {{- $listeners := list }}
-            {{- $protocols := list "CONTROLLER:PLAINTEXT" }}
+            {{- $protocols := list (printf "CONTROLLER:%s" (ternary "SSL" "PLAINTEXT" $tlsOn)) }}
             {{- if $isBroker }}
             {{- $listeners = append $listeners (printf "INTERNAL://:%d" (int $v.port)) }}
             {{- $protocols = append $protocols (printf "INTERNAL:%s" $clientProtocol) }}
@@ -247,6 +247,10 @@ spec:
             {{- end }}
             {{- if $tlsOn }}
             - {name: ODRADEK_TLS_DIR, value: /etc/odradek/tls}
+            {{- if $isController }}
+            # controllers' gRPC (Raft, brokers' registrations and metadata) over mutual TLS
+            - {name: ODRADEK_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH, value: required}
+            {{- end }}
             {{- end }}
             {{- if $usersOn }}
             - {name: ODRADEK_SCRAM_USERS_DIR, value: /etc/odradek/users}
