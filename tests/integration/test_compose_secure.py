@@ -261,28 +261,33 @@ def test_no_password_or_key_is_in_an_image_or_a_variable(stack: ComposeStack) ->
 PROBE = """
 import socket, ssl, sys
 host, port, certificate = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+# the HTTP/2 preface and an empty SETTINGS frame: a gRPC server answers with its SETTINGS
+hello = b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 def answer(wrap):
     with socket.create_connection((host, port), 10) as raw:
         try:
             sock = wrap(raw)
-            sock.sendall(b"\\0\\0\\0\\x0a\\0\\x12\\0\\0\\0\\0\\0\\x01\\0\\0")
+            sock.sendall(hello)
             return "answered" if sock.recv(4) else "closed"
         except (ssl.SSLError, ConnectionResetError):
             return "closed"
 context = ssl.create_default_context(cafile="/secrets/ca.crt")
+context.set_alpn_protocols(["h2"])
 anonymous = answer(lambda raw: context.wrap_socket(raw, server_hostname=host))
 node = f"/secrets/tls/{certificate}"
 context.load_cert_chain(f"{node}/tls.crt", f"{node}/tls.key")
 print(answer(lambda raw: raw), anonymous,
       answer(lambda raw: context.wrap_socket(raw, server_hostname=host)))
 """
-"""In a container on the compose network: how `host:port` treats plaintext, TLS without a
-client certificate and TLS with the node certificate named by the third argument."""
+"""In a container on the compose network: how the gRPC server at `host:port` treats
+plaintext, TLS without a client certificate, and TLS with the node certificate named by
+the third argument."""
 
 
 def probe(host: str, port: int, certificate: str) -> list[str]:
     result = subprocess.run(
         ["docker", "run", "--rm", "--network", NETWORK, "--entrypoint", "python3",
+         "--user", "0",  # secrets/ is private to its owner on the host
          "--volume", f"{SECRETS}:/secrets:ro", TOOLS_IMAGE, "-c", PROBE, host, str(port),
          certificate], capture_output=True, text=True, timeout=120, check=False)
     return result.stdout.split() or [result.stderr]
@@ -290,6 +295,6 @@ def probe(host: str, port: int, certificate: str) -> list[str]:
 
 def test_the_controllers_speak_mutual_tls(stack: ComposeStack) -> None:
     """controller-1:9093 refuses plaintext and a TLS client without a certificate; with a
-    node's certificate (as brokers and the other controllers connect) the handshake
-    completes and the gRPC server answers."""
+    node's certificate (as brokers and the other controllers connect) its gRPC server
+    answers."""
     assert probe("controller-1", 9093, "broker-1") == ["closed", "closed", "answered"]
