@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -71,8 +72,8 @@ def _config(args: argparse.Namespace, defaults: dict[str, Any], items: Sequence[
     """Our defaults, then --command-config and --bootstrap-server, then the -props items."""
     if args.reporting_interval <= 0:
         raise ToolError("--reporting-interval must be greater than 0")
-    return {**QUIET_CLIENT, **defaults, **client_properties(args),
-            **dict(split_property(item) for item in items)}
+    return librdkafka_spelling({**QUIET_CLIENT, **defaults, **client_properties(args),
+                                **dict(split_property(item) for item in items)})
 
 
 # --- producer --------------------------------------------------------------------------------

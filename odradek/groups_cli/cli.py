@@ -29,6 +29,7 @@ from odradek.groups_cli.reset import (
     refusal,
     reset_scope,
 )
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     DEFAULT_BOOTSTRAP,
     ToolError,
@@ -219,7 +220,8 @@ def _guarded(
         from confluent_kafka import KafkaException
 
         try:
-            return command(args, GroupAdmin(client_properties(args), args.timeout))
+            properties = librdkafka_spelling(client_properties(args))
+            return command(args, GroupAdmin(properties, args.timeout))
         except (GroupsError, ToolError) as error:
             _print_error(str(error))
         except (KafkaException, TimeoutError) as error:

@@ -76,8 +76,10 @@ def admin_client(args: argparse.Namespace) -> Any:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    from odradek.tools.client_spelling import librdkafka_spelling
+
     try:
-        return AdminClient({**QUIET_CLIENT, **client_properties(args)})
+        return AdminClient({**QUIET_CLIENT, **librdkafka_spelling(client_properties(args))})
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid client configuration: {describe_kafka_error(error)}") from None
 

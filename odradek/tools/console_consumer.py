@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -133,7 +134,7 @@ def consumer_config(args: argparse.Namespace) -> dict[str, str]:
     else:
         config["group.id"] = f"console-consumer-{random.randrange(100_000)}"
         config.setdefault("enable.auto.commit", "false")
-    return config
+    return librdkafka_spelling(config)
 
 
 def record_formatter(args: argparse.Namespace) -> Callable[[ConsumerRecord], bytes]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -72,7 +73,7 @@ def producer_config(args: argparse.Namespace) -> dict[str, str]:
         config["compression.type"] = args.compression_codec
     if "delivery.timeout.ms" not in config:
         config.setdefault("message.timeout.ms", str(int(args.timeout * 1000)))
-    return config
+    return librdkafka_spelling(config)
 
 
 def record_parser(args: argparse.Namespace) -> Callable[[bytes, int], ProducerRecord]:

@@ -1,7 +1,8 @@
 """Kafka requests sent straight over the wire, for the admin APIs confluent-kafka has no
 call for (reassignments, log dirs, the metadata quorum, transactions): the tools' adapter of
-`odradek.kafka_client.KafkaCluster`. It takes Kafka's client options, builds requests from
-(api, body) and turns every failure into a ToolError."""
+`odradek.kafka_client.KafkaCluster`. It takes Kafka's client options (the `--command-config`
+security settings in Kafka's or librdkafka's spelling: PLAINTEXT, SSL, SASL_PLAINTEXT and
+SASL_SSL), builds requests from (api, body) and turns every failure into a ToolError."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import Address, KafkaClientError, KafkaCluster
+from odradek.config import InvalidConfigError
+from odradek.kafka_client import Address, KafkaClientError, KafkaCluster, client_security
 from odradek.protocol.codec import build_request
+from odradek.tools.client_spelling import kafka_spelling
 from odradek.tools.common import ToolError, client_properties
 
-PLAINTEXT = "PLAINTEXT"
 T = TypeVar("T")
 
 
@@ -32,14 +34,15 @@ class WireClient:
     """The cluster named by --bootstrap-server; connections are closed on exit."""
 
     def __init__(self, args: argparse.Namespace, client_id: str) -> None:
-        properties = client_properties(args)
-        protocol = properties.get("security.protocol", PLAINTEXT).upper()
-        if protocol != PLAINTEXT:
-            raise ToolError(f"security.protocol={protocol} is not supported by this tool")
+        properties = kafka_spelling(client_properties(args))
+        try:
+            security = client_security(properties, "--command-config")
+        except InvalidConfigError as error:
+            raise ToolError(str(error)) from None
         self.timeout: float = args.timeout
         self.cluster = KafkaCluster(
             [split_host_port(a) for a in args.bootstrap_server.split(",") if a],
-            properties.get("client.id", client_id), self.timeout)
+            properties.get("client.id", client_id), self.timeout, security)
 
     async def __aenter__(self) -> WireClient:
         return self
