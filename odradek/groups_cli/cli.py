@@ -36,6 +36,7 @@ from odradek.tools.common import (
     client_properties,
     describe_kafka_error,
 )
+from odradek.tools.wire import check_login
 
 
 def add_groups_parser(commands: Any) -> None:
@@ -220,8 +221,9 @@ def _guarded(
         from confluent_kafka import KafkaException
 
         try:
-            properties = librdkafka_spelling(client_properties(args))
-            return command(args, GroupAdmin(properties, args.timeout))
+            properties = client_properties(args)
+            check_login(properties, args.bootstrap_server, args.timeout)
+            return command(args, GroupAdmin(librdkafka_spelling(properties), args.timeout))
         except (GroupsError, ToolError) as error:
             _print_error(str(error))
         except (KafkaException, TimeoutError) as error:

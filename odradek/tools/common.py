@@ -77,9 +77,12 @@ def admin_client(args: argparse.Namespace) -> Any:
     from confluent_kafka.admin import AdminClient
 
     from odradek.tools.client_spelling import librdkafka_spelling
+    from odradek.tools.wire import check_login
 
+    properties = client_properties(args)
+    check_login(properties, args.bootstrap_server, args.timeout)
     try:
-        return AdminClient({**QUIET_CLIENT, **librdkafka_spelling(client_properties(args))})
+        return AdminClient({**QUIET_CLIENT, **librdkafka_spelling(properties)})
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid client configuration: {describe_kafka_error(error)}") from None
 

@@ -29,6 +29,7 @@ from odradek.tools.record_lines import (
     format_json,
     split_property,
 )
+from odradek.tools.wire import check_login
 
 TOOL = "consume"
 POLL_SECONDS = 0.5
@@ -152,8 +153,10 @@ def consume(args: argparse.Namespace) -> None:
     check_arguments(args)
     offset = start_offset(args)
     formatter = record_formatter(args)
+    config = consumer_config(args)
+    check_login(config, args.bootstrap_server, args.timeout)
     try:
-        consumer = Consumer(consumer_config(args))
+        consumer = Consumer(config)
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid consumer configuration: {describe_kafka_error(error)}"
                         ) from None

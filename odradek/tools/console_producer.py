@@ -20,6 +20,7 @@ from odradek.tools.common import (
     runs,
 )
 from odradek.tools.record_lines import LineReader, ProducerRecord, parse_json, split_property
+from odradek.tools.wire import check_login
 
 TOOL = "produce"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -118,8 +119,10 @@ def produce(args: argparse.Namespace) -> None:
     from confluent_kafka import KafkaException, Producer
 
     parse = record_parser(args)
+    config = producer_config(args)
+    check_login(config, args.bootstrap_server, args.timeout)
     try:
-        producer = Producer(producer_config(args))
+        producer = Producer(config)
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid producer configuration: {describe_kafka_error(error)}"
                         ) from None

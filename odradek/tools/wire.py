@@ -21,6 +21,7 @@ from odradek.tools.client_spelling import kafka_spelling
 from odradek.tools.common import ToolError, client_properties
 
 T = TypeVar("T")
+LOGIN_CHECK_CLIENT_ID = "odradek-login-check"
 
 
 def split_host_port(address: str) -> Address:
@@ -30,19 +31,25 @@ def split_host_port(address: str) -> Address:
     return host.strip("[]"), int(port)
 
 
+def _cluster(properties: Mapping[str, str], bootstrap: str, client_id: str,
+             timeout: float) -> KafkaCluster:
+    """A cluster client secured as the properties (either spelling) say."""
+    properties = kafka_spelling(properties)
+    try:
+        security = client_security(properties, "--command-config")
+    except InvalidConfigError as error:
+        raise ToolError(str(error)) from None
+    return KafkaCluster([split_host_port(a) for a in bootstrap.split(",") if a],
+                        properties.get("client.id", client_id), timeout, security)
+
+
 class WireClient:
     """The cluster named by --bootstrap-server; connections are closed on exit."""
 
     def __init__(self, args: argparse.Namespace, client_id: str) -> None:
-        properties = kafka_spelling(client_properties(args))
-        try:
-            security = client_security(properties, "--command-config")
-        except InvalidConfigError as error:
-            raise ToolError(str(error)) from None
         self.timeout: float = args.timeout
-        self.cluster = KafkaCluster(
-            [split_host_port(a) for a in args.bootstrap_server.split(",") if a],
-            properties.get("client.id", client_id), self.timeout, security)
+        self.cluster = _cluster(client_properties(args), args.bootstrap_server, client_id,
+                                self.timeout)
 
     async def __aenter__(self) -> WireClient:
         return self
@@ -73,6 +80,24 @@ class WireClient:
     async def brokers(self) -> dict[int, Address]:
         """Each live broker's id and address."""
         return await _as_tool_error(self.cluster.brokers())
+
+
+def check_login(properties: Mapping[str, str], bootstrap: str, timeout: float) -> None:
+    """Log in once, as a librdkafka client with these properties would, when they ask for
+    TLS or SASL: librdkafka retries a refused login or TLS handshake until its request times
+    out and then reports a transport failure, so the tools built on it check first that a
+    bootstrap server accepts them, and fail at once in one line if none does."""
+    if properties.get("security.protocol", "PLAINTEXT").strip().upper() == "PLAINTEXT":
+        return
+
+    async def login() -> None:
+        cluster = _cluster(properties, bootstrap, LOGIN_CHECK_CLIENT_ID, timeout)
+        try:
+            await _as_tool_error(cluster.metadata([]))
+        finally:
+            cluster.close()
+
+    asyncio.run(login())
 
 
 async def _as_tool_error(request: Awaitable[T]) -> T:

@@ -1,0 +1,179 @@
+"""The operator tools against a secured broker: one `odradek dev` with an authorizer, a
+SASL_SSL listener (SCRAM-SHA-512) and an SSL listener (client certificates required). Each
+tool family works with a `--command-config` file as the admin, in Kafka's spelling of the
+client properties and in librdkafka's; a wrong password fails in one line; SCRAM users are
+added, described and deleted with `odradek configs`, and a real client logs in with them
+(or no longer can)."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from odradek.security.authorizer import STANDARD_AUTHORIZER
+from tests.certificates import Authority
+from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
+from tests.integration.tool_runs import one_line_failure, succeeded
+
+RULES = "RULE:^CN=([a-z]+),OU=clients,O=Odradek$/$1/,DEFAULT"
+ADMIN_PASSWORD = "admin-secret"
+TIMEOUT = 30
+CLIENT = "<client options>"
+
+
+@dataclass
+class Secured:
+    broker: BrokerProcess
+    ports: dict[str, int]
+    root: Path
+    truststore: Path
+    admin_keystore: Path
+
+    def bootstrap(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def kafka_properties(self, user: str = "admin", password: str = ADMIN_PASSWORD,
+                         mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
+        """A Java client's properties for the SASL_SSL listener."""
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+                                    f'required username="{user}" password="{password}";',
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.truststore)}
+
+    def librdkafka_config(self, user: str = "admin", password: str = ADMIN_PASSWORD,
+                          mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
+        """The same in librdkafka's spelling, with bootstrap.servers."""
+        return {"bootstrap.servers": self.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
+                "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
+                "ssl.ca.location": str(self.truststore)}
+
+    def ssl_properties(self) -> dict[str, str]:
+        """The admin's certificate on the SSL listener (Kafka's PEM key store, KIP-651)."""
+        return {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(self.truststore), "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(self.admin_keystore)}
+
+    def command_config(self, properties: dict[str, str]) -> Path:
+        path = self.root / f"client-{uuid.uuid4().hex[:8]}.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in properties.items()
+                                if key != "bootstrap.servers"))
+        return path
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    root = tmp_path_factory.mktemp("tools-security")
+    ca = Authority()
+    truststore = ca.write(root / "ca.pem")
+    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_SSL", "SSL")}
+    broker = BrokerProcess(root / "data", root / "broker.log", {
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(ca.issue("broker").write(root / "broker.pem")),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(truststore),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": RULES,
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": "User:admin;User:ANONYMOUS",
+        "num.partitions": "1",
+    }, port=ports["PLAINTEXT"])
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    upsert = UserScramCredentialUpsertion(
+        "admin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), ADMIN_PASSWORD.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT)
+    yield Secured(broker, ports, root, truststore,
+                  ca.issue("admin", OU="clients", O="Odradek").write(root / "admin.pem"))
+    broker.stop()
+
+
+def tool(secured: Secured, listener: str, config: Path | None, *args: str,
+         stdin: str | None = None, config_option: str = "--command-config"
+         ) -> subprocess.CompletedProcess[str]:
+    """`odradek *args` with the client options at CLIENT in args, or at the end."""
+    options = ["--bootstrap-server", secured.bootstrap(listener), "--timeout", "20"]
+    if config is not None:
+        options += [config_option, str(config)]
+    if CLIENT not in args:
+        args = (*args, CLIENT)
+    command = [*ODRADEK, *(o for arg in args for o in (options if arg == CLIENT else [arg]))]
+    return subprocess.run(command, capture_output=True, text=True, input=stdin, timeout=90)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def every_family(secured: Secured, listener: str, config: Path) -> None:
+    """Each tool family, as the admin: topics, configs, acls, produce and consume, groups,
+    quorum, log-dirs and transactions."""
+    def ok(*args: str, stdin: str | None = None, option: str = "--command-config") -> str:
+        return succeeded(tool(secured, listener, config, *args, stdin=stdin,
+                              config_option=option))
+
+    topic, group = unique("sec"), unique("sec-group")
+    ok("topics", "create", "--topic", topic, "--partitions", "1")
+    assert topic in ok("topics", "list").split()
+    ok("configs", "alter", "--topic", topic, "--add-config", "retention.ms=60000")
+    assert "retention.ms=60000" in ok("configs", "describe", "--topic", topic)
+    ok("acls", "add", "--allow-principal", "User:reader", "--operation", "Read",
+       "--topic", topic)
+    assert "User:reader" in ok("acls", "list", "--topic", topic)
+    ok("produce", "--topic", topic, stdin="one\ntwo\n", option="--producer.config")
+    consumed = ok("consume", "--topic", topic, "--group", group, "--from-beginning",
+                  "--max-messages", "2", option="--consumer.config")
+    assert consumed.split() == ["one", "two"]
+    assert group in ok("groups", "list")
+    assert topic in ok("groups", "describe", "--group", group)
+    assert "LeaderId" in ok("quorum", CLIENT, "describe", "--status")
+    assert topic in ok("log-dirs", "describe", "--topic-list", topic)
+    ok("transactions", CLIENT, "list")
+
+
+def test_every_tool_family_over_sasl_ssl_in_kafkas_spelling(secured: Secured) -> None:
+    every_family(secured, "SASL_SSL", secured.command_config(secured.kafka_properties()))
+
+
+def test_every_tool_family_over_sasl_ssl_in_librdkafkas_spelling(secured: Secured) -> None:
+    every_family(secured, "SASL_SSL", secured.command_config(secured.librdkafka_config()))
+
+
+def test_every_tool_family_over_ssl_with_a_client_certificate(secured: Secured) -> None:
+    every_family(secured, "SSL", secured.command_config(secured.ssl_properties()))
+
+
+WRONG_PASSWORD_RUNS = {
+    "topics": ("topics", "list"),
+    "configs": ("configs", "describe", "--broker", "1"),
+    "acls": ("acls", "list"),
+    "produce": ("produce", "--topic", "orders"),
+    "consume": ("consume", "--topic", "orders", "--max-messages", "1"),
+    "groups": ("groups", "list"),
+    "quorum": ("quorum", CLIENT, "describe", "--status"),
+}
+
+
+@pytest.mark.parametrize("family", WRONG_PASSWORD_RUNS)
+def test_a_wrong_password_fails_in_one_line(secured: Secured, family: str) -> None:
+    config = secured.command_config(secured.kafka_properties(password="wrong"))
+    result = tool(secured, "SASL_SSL", config, *WRONG_PASSWORD_RUNS[family], stdin="v\n")
+    line = one_line_failure(result, None if family == "groups" else family)
+    assert "SASL SCRAM-SHA-512 login as admin failed" in line, line
+    assert "sasl_authentication_failed" in line.lower(), line
+    good = secured.command_config(secured.kafka_properties())
+    succeeded(tool(secured, "SASL_SSL", good, "topics", "list"))
