@@ -2,7 +2,11 @@
 `SCRAM-SHA-256=[iterations=8192,password=...]` added with AlterUserScramCredentials (the salt
 and the salted password computed here, so the password never leaves this process), removed
 by mechanism name, and described (mechanism and iterations, never a secret) with
-DescribeUserScramCredentials, with kafka-configs' checks, lines and messages."""
+DescribeUserScramCredentials, with kafka-configs' checks, lines and messages.
+
+One difference: kafka-configs sends every SCRAM change of a command in one request, which a
+KRaft controller refuses when it changes one user twice (both mechanisms of Kafka's own
+documented example); this tool sends one request per mechanism, so that example works."""
 
 from __future__ import annotations
 
@@ -97,27 +101,33 @@ def _mechanism(name: str) -> ScramMechanism:
     return mechanism
 
 
-def alteration(changes: ScramChanges, salt: bytes | None = None) -> dict[str, Any]:
-    """The AlterUserScramCredentials request body: each upsertion with a new random salt
-    (or `salt`) and the password salted with it."""
-    upsertions = []
+def alterations(changes: ScramChanges, salt: bytes | None = None
+                ) -> list[tuple[ScramMechanism, dict[str, Any]]]:
+    """AlterUserScramCredentials request bodies, one per mechanism (deletions first): a
+    controller refuses a request that changes one user twice (DUPLICATE_RESOURCE, as Kafka's
+    ScramControlManager does), so two mechanisms go in two requests. Each upsertion gets a
+    new random salt (or `salt`) and the password salted with it."""
+    bodies: list[tuple[ScramMechanism, dict[str, Any]]] = [
+        (mechanism, {"deletions": [{"name": changes.user, "mechanism": mechanism.type_id}],
+                     "upsertions": []})
+        for mechanism in changes.deletions]
     for upsertion in changes.upsertions:
         chosen = salt if salt is not None else secrets.token_bytes(SALT_BYTES)
-        upsertions.append({
+        bodies.append((upsertion.mechanism, {"deletions": [], "upsertions": [{
             "name": changes.user, "mechanism": upsertion.mechanism.type_id,
             "iterations": upsertion.iterations, "salt": chosen,
             "salted_password": salted_password(upsertion.mechanism, upsertion.password,
-                                               chosen, upsertion.iterations)})
-    return {"deletions": [{"name": changes.user, "mechanism": m.type_id}
-                          for m in changes.deletions],
-            "upsertions": upsertions}
+                                               chosen, upsertion.iterations)}]}))
+    return bodies
 
 
 async def alter_credentials(client: WireClient, changes: ScramChanges) -> None:
-    response = await client.send(ALTER_USER_SCRAM_CREDENTIALS, alteration(changes))
-    for result in response.results:
-        check(result.error_code, f"altering the SCRAM credentials of user {result.user}",
-              result.error_message)
+    """The changes in order; the first refused one stops the rest (those before it stay)."""
+    for mechanism, body in alterations(changes):
+        response = await client.send(ALTER_USER_SCRAM_CREDENTIALS, body)
+        for result in response.results:
+            check(result.error_code, f"altering the {mechanism.mechanism_name} credential of "
+                                     f"user {result.user}", result.error_message)
 
 
 @dataclass(frozen=True)

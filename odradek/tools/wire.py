@@ -107,11 +107,29 @@ async def _as_tool_error(request: Awaitable[T]) -> T:
         raise ToolError(str(error)) from None
 
 
+AUTHORIZATION_FAILURES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
+"""The messages of Kafka's authorization exceptions, as its tools print them."""
+
+
 def check(code: int, what: str, message: str | None = None) -> None:
-    """A non-zero Kafka error code as a ToolError naming `what`."""
-    if code != ErrorCode.none:
-        detail = f": {message}" if message else ""
-        raise ToolError(f"{what}: {ErrorCode(code).name.upper()}{detail}")
+    """A non-zero Kafka error code as a ToolError naming `what`; an authorization failure
+    reads as Kafka's ("Cluster authorization failed."), with the code and the broker's
+    message in parentheses."""
+    if code == ErrorCode.none:
+        return
+    name = ErrorCode(code).name.upper()
+    if message and message.upper().startswith(f"{name}: "):
+        message = message[len(name) + 2:]
+    detail = f": {message}" if message else ""
+    sentence = AUTHORIZATION_FAILURES.get(ErrorCode(code))
+    if sentence is not None:
+        raise ToolError(f"{what}: {sentence} ({name}{detail})")
+    raise ToolError(f"{what}: {name}{detail}")
 
 
 BROKER_RESOURCE = 4
