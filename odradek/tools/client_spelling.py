@@ -15,6 +15,8 @@ from odradek.security.sasl import PLAIN
 from odradek.tools.common import ToolError
 
 PEM = "PEM"
+JKS = "JKS"
+"""Kafka's default store type, which Odradek's clients do not read."""
 PKCS12 = "PKCS12"
 DROPPED_FOR_LIBRDKAFKA = ("ssl.truststore.type", "ssl.truststore.password",
                           "ssl.keystore.type", "ssl.enabled.protocols", "ssl.protocol")
@@ -31,9 +33,9 @@ def librdkafka_spelling(properties: Mapping[str, str]) -> dict[str, str]:
     """`properties` with Kafka's Java-client security names turned into librdkafka's."""
     given = dict(properties)
     result = {k: v for k, v in given.items() if k not in DROPPED_FOR_LIBRDKAFKA}
-    trust_type = _store_type(given, "ssl.truststore.type")
+    trust_type = _store_type(given, "ssl.truststore.type") or JKS
     has_trust = "ssl.truststore.location" in given or "ssl.truststore.certificates" in given
-    if has_trust and trust_type not in (None, PEM):
+    if has_trust and trust_type != PEM:
         raise ToolError(f"ssl.truststore.type={trust_type} is not supported: use a PEM trust "
                         "store (ssl.truststore.type=PEM, KIP-651) or librdkafka's "
                         "ssl.ca.location")
