@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odradek.spark.kafka_client import ClusterLookup
 from odradek.spark.source_options import Subscribe
+from odradek.tools.client_spelling import librdkafka_spelling
+from odradek.tools.common import ToolError, read_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,6 +23,18 @@ INTERNAL = re.compile(r"__.*|.*\.internal|mm2-.*|(.*\.)?heartbeats|(.*\.)?checkp
 
 Cut = dict[str, dict[str, int]]
 """{topic: {partition: end offset}}, the JSON Spark's endingOffsets takes."""
+
+
+def client_config(path: Path | None) -> dict[str, str]:
+    """A `--command-config` file's client properties (TLS, SASL) in librdkafka's spelling
+    (either spelling accepted, as the operator tools take it); none without a file. Raises
+    ValueError naming what is wrong."""
+    if path is None:
+        return {}
+    try:
+        return librdkafka_spelling(read_properties(path))
+    except ToolError as error:
+        raise ValueError(str(error)) from None
 
 
 def matching_topics(bootstrap: str, pattern: str, client: Mapping[str, str] | None = None
