@@ -92,8 +92,8 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         if bucket_ms <= 0 or from_ms >= to_ms:
             raise ValueError("--bucket must be positive and --from before --to")
         re.compile(args.topics)
-        source_client = client_config(args.source_command_config)
-        target_client = client_config(args.target_command_config)
+        source_client = client_config(args.source_command_config, args.source_bootstrap)
+        target_client = client_config(args.target_command_config, args.target_bootstrap)
     except (ValueError, re.error) as error:
         print(f"audit: {error}", file=sys.stderr)
         return 2

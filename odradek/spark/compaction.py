@@ -73,8 +73,8 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         if args.mirror_bootstrap and args.replication_policy == "default" \
                 and not args.source_alias:
             raise ValueError("--mirror-bootstrap with the default policy needs --source-alias")
-        client = client_config(args.command_config)
-        mirror_client = client_config(args.mirror_command_config)
+        client = client_config(args.command_config, args.bootstrap)
+        mirror_client = client_config(args.mirror_command_config, args.mirror_bootstrap or "")
     except (ValueError, re.error) as error:
         print(f"compact: {error}", file=sys.stderr)
         return 2
