@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
+from tests.certificates import Authority
 from tests.integration.broker_process import ODRADEK
 from tests.integration.secured_broker import ADMIN_PASSWORD, TIMEOUT, Secured, running_secured
 from tests.integration.tool_runs import one_line_failure, succeeded
@@ -224,3 +225,20 @@ def test_authorization_failures_read_as_kafkas(secured: Secured) -> None:
         line = one_line_failure(tool(secured, "SASL_SSL", config, *args), args[0])
         assert "Cluster authorization failed" in line and "CLUSTER_AUTHORIZATION_FAILED" in line
     assert login(secured, user, f"{user}-secret", "SCRAM-SHA-512") is None
+
+
+@pytest.mark.parametrize("family", ["topics", "configs"])
+def test_tls_refusals_fail_in_one_line(secured: Secured, family: str, tmp_path: Path) -> None:
+    """No client certificate where the listener requires one, and a broker certificate from
+    a CA the client does not trust: one line each, from the tools on either client."""
+    args = WRONG_PASSWORD_RUNS[family]
+    no_certificate = {k: v for k, v in secured.ssl_properties().items()
+                      if not k.startswith("ssl.keystore")}
+    line = one_line_failure(tool(secured, "SSL", secured.command_config(no_certificate), *args),
+                            family)
+    assert "the broker closed the connection" in line, line
+    other_ca = {**secured.kafka_properties(),
+                "ssl.truststore.location": str(Authority("Other CA").write(tmp_path / "o.pem"))}
+    line = one_line_failure(tool(secured, "SASL_SSL", secured.command_config(other_ca), *args),
+                            family)
+    assert "CERTIFICATE_VERIFY_FAILED" in line, line
