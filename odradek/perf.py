@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -23,6 +24,7 @@ from odradek.tools.common import (
     runs,
 )
 from odradek.tools.record_lines import split_property
+from odradek.tools.wire import check_login
 
 MB = 1024 * 1024
 """Kafka's perf tools count a MB as 2^20 bytes."""
@@ -71,8 +73,10 @@ def _config(args: argparse.Namespace, defaults: dict[str, Any], items: Sequence[
     """Our defaults, then --command-config and --bootstrap-server, then the -props items."""
     if args.reporting_interval <= 0:
         raise ToolError("--reporting-interval must be greater than 0")
-    return {**QUIET_CLIENT, **defaults, **client_properties(args),
-            **dict(split_property(item) for item in items)}
+    config = librdkafka_spelling({**QUIET_CLIENT, **defaults, **client_properties(args),
+                                  **dict(split_property(item) for item in items)})
+    check_login(config, args.bootstrap_server, args.timeout)
+    return config
 
 
 # --- producer --------------------------------------------------------------------------------

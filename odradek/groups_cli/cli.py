@@ -29,12 +29,14 @@ from odradek.groups_cli.reset import (
     refusal,
     reset_scope,
 )
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     DEFAULT_BOOTSTRAP,
     ToolError,
     client_properties,
     describe_kafka_error,
 )
+from odradek.tools.wire import check_login
 
 
 def add_groups_parser(commands: Any) -> None:
@@ -219,7 +221,9 @@ def _guarded(
         from confluent_kafka import KafkaException
 
         try:
-            return command(args, GroupAdmin(client_properties(args), args.timeout))
+            properties = client_properties(args)
+            check_login(properties, args.bootstrap_server, args.timeout)
+            return command(args, GroupAdmin(librdkafka_spelling(properties), args.timeout))
         except (GroupsError, ToolError) as error:
             _print_error(str(error))
         except (KafkaException, TimeoutError) as error:

@@ -113,6 +113,12 @@ class BrokerConnection:
             await self._authenticate(timeout)
         return await self._exchange(requests, timeout)
 
+    def _closed_by_broker(self) -> str:
+        if self._security.ssl_context is None:
+            return "the broker closed the connection"
+        return ("the broker closed the connection (a TLS listener with ssl.client.auth=required "
+                "does so to a client without a certificate it trusts)")
+
     async def _exchange(self, requests: list[Any], timeout: float) -> list[Any]:
         payloads = []
         first_id = self._correlation_id + 1
@@ -132,7 +138,10 @@ class BrokerConnection:
                 for _ in requests:
                     (size,) = INT32.unpack(await self._reader.readexactly(4))
                     frames.append(await self._reader.readexactly(size))
-        except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
+        except (asyncio.IncompleteReadError, ConnectionResetError):
+            self.close()
+            raise BrokerConnectionError(self._closed_by_broker()) from None
+        except (OSError, TimeoutError) as error:
             self.close()
             raise BrokerConnectionError(f"{type(error).__name__}: {error}") from None
         return [self._decode(request, frame, first_id + index)

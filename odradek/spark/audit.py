@@ -12,7 +12,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +26,7 @@ from odradek.spark.audit_rules import (
     parse_time,
     target_topic,
 )
+from odradek.spark.cut import client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,6 +42,10 @@ BUCKET_COLUMNS = ("topic STRING, target_topic STRING, bucket_start_ms LONG, buck
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-bootstrap", required=True, metavar="HOST:PORT,...")
     parser.add_argument("--target-bootstrap", required=True, metavar="HOST:PORT,...")
+    parser.add_argument("--source-command-config", type=Path, metavar="FILE",
+                        help="client properties (TLS, SASL) for the source cluster")
+    parser.add_argument("--target-command-config", type=Path, metavar="FILE",
+                        help="client properties (TLS, SASL) for the target cluster")
     add_naming_arguments(parser, alias_required=True)
     parser.add_argument("--topics", default=".*", metavar="REGEX",
                         help="source topics whose whole name matches (default: all but "
@@ -87,23 +92,26 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         if bucket_ms <= 0 or from_ms >= to_ms:
             raise ValueError("--bucket must be positive and --from before --to")
         re.compile(args.topics)
+        source_client = client_config(args.source_command_config, args.source_bootstrap)
+        target_client = client_config(args.target_command_config, args.target_bootstrap)
     except (ValueError, re.error) as error:
         print(f"audit: {error}", file=sys.stderr)
         return 2
     from odradek.spark.cut import matching_topics, take_cut
     from odradek.spark.session import spark_session
 
-    topics = matching_topics(args.source_bootstrap, args.topics)
+    topics = matching_topics(args.source_bootstrap, args.topics, source_client)
     names = {t: target_topic(t, args.source_alias, args.replication_policy, args.separator)
              for t in topics}
-    source_cut = take_cut(args.source_bootstrap, topics)
-    target_cut = take_cut(args.target_bootstrap, list(names.values()))
+    source_cut = take_cut(args.source_bootstrap, topics, source_client)
+    target_cut = take_cut(args.target_bootstrap, list(names.values()), target_client)
     spark = spark or spark_session("odradek-mirror-audit", args.master)
     back = {target: source for source, target in names.items()}
     window = (from_ms, to_ms, bucket_ms)
     result = audit(
-        _counts(spark, args.source_bootstrap, source_cut, window, {t: t for t in topics}),
-        _counts(spark, args.target_bootstrap, target_cut, window, back),
+        _counts(spark, args.source_bootstrap, source_cut, window, {t: t for t in topics},
+                source_client),
+        _counts(spark, args.target_bootstrap, target_cut, window, back, target_client),
         names, bucket_ms=bucket_ms, grace_start_ms=now_ms - grace_ms, from_ms=from_ms)
     result.settings = {
         "source_bootstrap": args.source_bootstrap, "target_bootstrap": args.target_bootstrap,
@@ -112,13 +120,14 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         "audited_at_ms": now_ms, "cut": {"source": source_cut, "target": target_cut}}
     _write(spark, result, Path(args.output))
     if args.audit_topic:
-        _publish(args.target_bootstrap, args.audit_topic, result)
+        _publish(args.target_bootstrap, args.audit_topic, result, target_client)
     _print_summary(result, Path(args.output))
     return 0 if result.complete else 1
 
 
 def _counts(spark: SparkSession, bootstrap: str, cut: dict[str, dict[str, int]],
-            window: tuple[int, int, int], source_name: dict[str, str]) -> list[Counts]:
+            window: tuple[int, int, int], source_name: dict[str, str],
+            client: Mapping[str, str]) -> list[Counts]:
     """Per topic partition and bucket: count, bytes, checksum and newest timestamp."""
     if not cut:
         return []
@@ -134,7 +143,7 @@ def _counts(spark: SparkSession, bootstrap: str, cut: dict[str, dict[str, int]],
                              F.col("value").isNull(), F.coalesce("value", F.lit(b"")),
                              millis, headers)
     size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
-    rows = (read_to_cut(spark, bootstrap, cut)
+    rows = (read_to_cut(spark, bootstrap, cut, client)
             .where((millis >= from_ms) & (millis < to_ms))
             .groupBy("topic", "partition", (millis - F.pmod(millis, F.lit(bucket_ms)))
                      .alias("bucket"))
@@ -155,13 +164,13 @@ def _write(spark: SparkSession, result: Audit, output: Path) -> None:
     (output / "summary.json").write_text(json.dumps(result.to_json(), indent=2) + "\n")
 
 
-def _publish(bootstrap: str, topic: str, result: Audit) -> None:
+def _publish(bootstrap: str, topic: str, result: Audit, client: Mapping[str, str]) -> None:
     """One record per bucket, keyed by topic and bucket, to a compacted topic: the latest
     result of every bucket stays readable for dashboards and alerts."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **client})
     if topic not in admin.list_topics(timeout=30).topics:
         futures = admin.create_topics([NewTopic(topic, 1, -1,
                                                 config={"cleanup.policy": "compact"})])
@@ -170,7 +179,7 @@ def _publish(bootstrap: str, topic: str, result: Audit) -> None:
         except Exception as error:  # created meanwhile by another audit: fine
             if "TOPIC_ALREADY_EXISTS" not in str(error):
                 raise
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **client})
     for key, value in audit_records(result):
         producer.produce(topic, key=key, value=value)
         producer.poll(0)

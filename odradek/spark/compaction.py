@@ -16,14 +16,14 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odradek.spark.audit import add_naming_arguments
 from odradek.spark.audit_rules import target_topic
-from odradek.spark.cut import Cut
+from odradek.spark.cut import Cut, client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare the snapshot with the compacted topic (and the mirror)")
     parser.add_argument("--mirror-bootstrap", metavar="HOST:PORT,...",
                         help="with --verify: the cluster holding the mirrored copy")
+    parser.add_argument("--command-config", type=Path, metavar="FILE",
+                        help="client properties (TLS, SASL) for --bootstrap's cluster")
+    parser.add_argument("--mirror-command-config", type=Path, metavar="FILE",
+                        help="client properties (TLS, SASL) for --mirror-bootstrap's cluster")
     add_naming_arguments(parser, alias_required=False)
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
 
@@ -69,6 +73,8 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         if args.mirror_bootstrap and args.replication_policy == "default" \
                 and not args.source_alias:
             raise ValueError("--mirror-bootstrap with the default policy needs --source-alias")
+        client = client_config(args.command_config, args.bootstrap)
+        mirror_client = client_config(args.mirror_command_config, args.mirror_bootstrap or "")
     except (ValueError, re.error) as error:
         print(f"compact: {error}", file=sys.stderr)
         return 2
@@ -76,24 +82,24 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     from odradek.spark.session import spark_session
 
     output = Path(args.output)
-    topics = matching_topics(args.bootstrap, args.topics)
-    cut = take_cut(args.bootstrap, topics)
+    topics = matching_topics(args.bootstrap, args.topics, client)
+    cut = take_cut(args.bootstrap, topics, client)
     spark = spark or spark_session("odradek-compact-snapshot", args.master)
-    stats = snapshot(spark, args.bootstrap, cut, output)
+    stats = snapshot(spark, args.bootstrap, cut, output, client)
     _print_stats(stats, output)
     if not args.verify:
         return 0
     live = {(r["topic"], r["partition"], bytes(r["key"])): bytes(r["value"])
             for r in spark.read.parquet(str(output / "snapshot")).toLocalIterator()} \
         if stats else {}
-    own, rewritten = latest_values(args.bootstrap, cut, {t: t for t in cut})
+    own, rewritten = latest_values(args.bootstrap, cut, {t: t for t in cut}, client)
     found = compare("compacted", live, own, rewritten)
     if args.mirror_bootstrap:
         names = {t: target_topic(t, args.source_alias or "", args.replication_policy,
                                  args.separator) for t in cut}
-        mirrored_cut = take_cut(args.mirror_bootstrap, list(names.values()))
+        mirrored_cut = take_cut(args.mirror_bootstrap, list(names.values()), mirror_client)
         back = {target: source for source, target in names.items()}
-        mirrored, _ = latest_values(args.mirror_bootstrap, mirrored_cut, back)
+        mirrored, _ = latest_values(args.mirror_bootstrap, mirrored_cut, back, mirror_client)
         found += compare("mirror", live, mirrored, rewritten)
     report = {"differences": [asdict(d) for d in found], "rewritten_after_cut": len(rewritten)}
     (output / "verify.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -101,8 +107,8 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     return 1 if found else 0
 
 
-def snapshot(spark: SparkSession, bootstrap: str, cut: Cut, output: Path
-             ) -> dict[str, dict[str, int]]:
+def snapshot(spark: SparkSession, bootstrap: str, cut: Cut, output: Path,
+             client: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
     """Writes the snapshot and the cut; per topic: records read, live and deleted keys."""
     from pyspark.sql import functions as F
 
@@ -115,7 +121,7 @@ def snapshot(spark: SparkSession, bootstrap: str, cut: Cut, output: Path
     if not cut:
         return {}
     fields = ("value", "offset", "timestamp", "timestampType", "headers")
-    latest = (read_to_cut(spark, bootstrap, cut).where(F.col("key").isNotNull())
+    latest = (read_to_cut(spark, bootstrap, cut, client).where(F.col("key").isNotNull())
               .groupBy("topic", "partition", "key")
               .agg(F.max_by(F.struct(*fields), "offset").alias("latest"),
                    F.count(F.lit(1)).alias("records"))
@@ -135,7 +141,8 @@ def snapshot(spark: SparkSession, bootstrap: str, cut: Cut, output: Path
             for r in rows}
 
 
-def latest_values(bootstrap: str, cut: Cut, source_name: dict[str, str]
+def latest_values(bootstrap: str, cut: Cut, source_name: dict[str, str],
+                  client: Mapping[str, str] | None = None
                   ) -> tuple[dict[Key, bytes], set[Key]]:
     """What a consumer reading the topics from their start finds: the latest value of each
     key before the cut (absent once a tombstone is latest), and the keys written at or after
@@ -144,14 +151,15 @@ def latest_values(bootstrap: str, cut: Cut, source_name: dict[str, str]
     from odradek.spark.offset_ranges import OffsetRange
     from odradek.spark.source_options import Subscribe
 
-    lookup = ClusterLookup({"bootstrap.servers": bootstrap, "isolation.level": "read_committed"})
+    lookup = ClusterLookup({"bootstrap.servers": bootstrap, "isolation.level": "read_committed",
+                            **(client or {})})
     partitions = lookup.partitions(Subscribe(tuple(cut)))
     starts, ends = lookup.earliest(partitions), lookup.latest(partitions)
     latest: dict[Key, bytes | None] = {}
     rewritten: set[Key] = set()
     config = {"bootstrap.servers": bootstrap, "group.id": "odradek-compact-verify",
               "enable.partition.eof": True, "enable.auto.commit": False,
-              "isolation.level": "read_committed"}
+              "isolation.level": "read_committed", **(client or {})}
     for topic, partition in partitions:
         before = cut.get(topic, {}).get(str(partition), 0)
         offset_range = OffsetRange(topic, partition, starts[(topic, partition)],

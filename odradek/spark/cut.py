@@ -7,19 +7,39 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odradek.spark.kafka_client import ClusterLookup
 from odradek.spark.source_options import Subscribe
+from odradek.tools.client_spelling import librdkafka_spelling
+from odradek.tools.common import ToolError, read_properties
+from odradek.tools.wire import check_login
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 INTERNAL = re.compile(r"__.*|.*\.internal|mm2-.*|(.*\.)?heartbeats|(.*\.)?checkpoints\..*")
 """Kafka's and MirrorMaker 2's internal topics, which no regex of a job selects."""
+LOGIN_TIMEOUT_S = 30.0
 
 Cut = dict[str, dict[str, int]]
 """{topic: {partition: end offset}}, the JSON Spark's endingOffsets takes."""
+
+
+def client_config(path: Path | None, bootstrap: str) -> dict[str, str]:
+    """A `--command-config` file's client properties (TLS, SASL) in librdkafka's spelling
+    (either spelling accepted, as the operator tools take it), after one login to
+    `bootstrap` when they ask for TLS or SASL (`check_login`); none without a file. Raises
+    ValueError naming what is wrong."""
+    if path is None:
+        return {}
+    try:
+        config = librdkafka_spelling(read_properties(path))
+        check_login(config, bootstrap, LOGIN_TIMEOUT_S)
+    except ToolError as error:
+        raise ValueError(str(error)) from None
+    return config
 
 
 def matching_topics(bootstrap: str, pattern: str, client: Mapping[str, str] | None = None

@@ -24,10 +24,10 @@ from odradek.security.acls import (
     enum_named,
 )
 from odradek.security.principal import KafkaPrincipal
+from odradek.tools.admin_client import admin_client
 from odradek.tools.common import (
     ToolError,
     add_client_options,
-    admin_client,
     print_rows,
     runs,
     wait,

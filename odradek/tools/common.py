@@ -71,17 +71,6 @@ def read_json_file(path: Path) -> Any:
         raise ToolError(f"{path} is not valid JSON: {error}") from None
 
 
-def admin_client(args: argparse.Namespace) -> Any:
-    """A confluent-kafka AdminClient for the tool's cluster."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        return AdminClient({**QUIET_CLIENT, **client_properties(args)})
-    except (KafkaException, ValueError, TypeError) as error:
-        raise ToolError(f"invalid client configuration: {describe_kafka_error(error)}") from None
-
-
 def wait(future: Any, args: argparse.Namespace) -> Any:
     """A client future's result; librdkafka times a request out a little before us."""
     return future.result(timeout=args.timeout + 5)

@@ -1,6 +1,6 @@
 """`odradek configs describe|alter`, the counterpart of kafka-configs.sh for topics, brokers
-(each broker, and the cluster-wide default), groups, and the client quotas of users and
-client ids (quota_entities.py).
+(each broker, and the cluster-wide default), groups, the client quotas of users and client
+ids (quota_entities.py) and the SCRAM credentials of users (scram_users.py).
 
 DescribeConfigs and IncrementalAlterConfigs are sent over the wire: confluent-kafka keys a
 config's synonyms by name, which drops the layers of a broker config (they share its name),
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from odradek.tools import scram_users
 from odradek.tools.common import (
     ToolError,
     add_client_options,
@@ -36,6 +37,7 @@ from odradek.tools.config_entities import (
 from odradek.tools.quota_entities import (
     QuotaEntity,
     alter_quotas,
+    check_config_names,
     describe_lines,
     describe_quotas,
     quota_changes,
@@ -51,7 +53,8 @@ CLIENT_ID = "odradek-configs"
 def add_configs_parser(commands: Any) -> None:
     """Adds `configs` and its two tools to the `odradek` subcommands."""
     tool = commands.add_parser("configs", help="describe and alter topic, broker and group "
-                                               "configs and client quotas")
+                                               "configs, client quotas and users' SCRAM "
+                                               "credentials")
     tools = tool.add_subparsers(dest="tool", required=True)
     describe = tools.add_parser("describe", help="an entity's dynamic configs (--all: every "
                                                  "config)")
@@ -142,11 +145,7 @@ async def _every(client: WireClient, kind: str) -> list[Entity]:
 async def describe_configs(client: WireClient, args: argparse.Namespace) -> None:
     entity = entity_from_args(args, altering=False)
     if isinstance(entity, QuotaEntity):
-        quotas = await describe_quotas(client, entity)
-        if args.json:
-            print_json([{"entity": names, "quotas": values} for names, values in quotas])
-        else:
-            print("\n".join(describe_lines(quotas)))
+        await describe_users_and_clients(client, entity, args.json)
         return
     entities = [entity] if entity.name is not None else await _every(client, entity.type)
     described = [(e, await entity_configs(client, e, args.all)) for e in entities]
@@ -158,6 +157,23 @@ async def describe_configs(client: WireClient, args: argparse.Namespace) -> None
         print(header(e, args.all))
         for config in configs:
             print(entry_line(config))
+
+
+async def describe_users_and_clients(client: WireClient, entity: QuotaEntity,
+                                     as_json: bool) -> None:
+    """Quotas, then (for users, but not the default user nor a user with a client) SCRAM
+    credentials, as kafka-configs describes them."""
+    quotas = await describe_quotas(client, entity)
+    scram: list[scram_users.Described] = []
+    ((first_kind, first_name), *others) = entity.parts
+    if first_kind == "users" and not others and first_name != "":
+        scram = await scram_users.describe_credentials(client, first_name)
+    if as_json:
+        print_json([*({"entity": names, "quotas": values} for names, values in quotas),
+                    *scram_users.describe_json(scram)])
+        return
+    for line in [*describe_lines(quotas), *scram_users.describe_lines(scram)]:
+        print(line)
 
 
 async def alter_entity(client: WireClient, args: argparse.Namespace) -> None:
@@ -172,6 +188,12 @@ async def alter_entity(client: WireClient, args: argparse.Namespace) -> None:
         additions = parse_add_config(args.add_config or "")
     deletions = parse_delete_config(args.delete_config)
     if isinstance(entity, QuotaEntity):
+        check_config_names(entity, additions, deletions)
+        scram = scram_users.scram_changes(entity, additions, deletions)
+        if scram is not None:
+            await scram_users.alter_credentials(client, scram)
+            print(quota_completed(entity))
+            return
         quota_ops = quota_changes(entity, additions, deletions)
         described = await describe_quotas(client, entity)
         set_now = described[0][1] if described else {}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -28,6 +29,7 @@ from odradek.tools.record_lines import (
     format_json,
     split_property,
 )
+from odradek.tools.wire import check_login
 
 TOOL = "consume"
 POLL_SECONDS = 0.5
@@ -133,7 +135,7 @@ def consumer_config(args: argparse.Namespace) -> dict[str, str]:
     else:
         config["group.id"] = f"console-consumer-{random.randrange(100_000)}"
         config.setdefault("enable.auto.commit", "false")
-    return config
+    return librdkafka_spelling(config)
 
 
 def record_formatter(args: argparse.Namespace) -> Callable[[ConsumerRecord], bytes]:
@@ -151,8 +153,10 @@ def consume(args: argparse.Namespace) -> None:
     check_arguments(args)
     offset = start_offset(args)
     formatter = record_formatter(args)
+    config = consumer_config(args)
+    check_login(config, args.bootstrap_server, args.timeout)
     try:
-        consumer = Consumer(consumer_config(args))
+        consumer = Consumer(config)
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid consumer configuration: {describe_kafka_error(error)}"
                         ) from None

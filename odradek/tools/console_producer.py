@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
@@ -19,6 +20,7 @@ from odradek.tools.common import (
     runs,
 )
 from odradek.tools.record_lines import LineReader, ProducerRecord, parse_json, split_property
+from odradek.tools.wire import check_login
 
 TOOL = "produce"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -72,7 +74,7 @@ def producer_config(args: argparse.Namespace) -> dict[str, str]:
         config["compression.type"] = args.compression_codec
     if "delivery.timeout.ms" not in config:
         config.setdefault("message.timeout.ms", str(int(args.timeout * 1000)))
-    return config
+    return librdkafka_spelling(config)
 
 
 def record_parser(args: argparse.Namespace) -> Callable[[bytes, int], ProducerRecord]:
@@ -117,8 +119,10 @@ def produce(args: argparse.Namespace) -> None:
     from confluent_kafka import KafkaException, Producer
 
     parse = record_parser(args)
+    config = producer_config(args)
+    check_login(config, args.bootstrap_server, args.timeout)
     try:
-        producer = Producer(producer_config(args))
+        producer = Producer(config)
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid producer configuration: {describe_kafka_error(error)}"
                         ) from None

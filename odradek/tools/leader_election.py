@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from odradek.tools.admin_client import admin_client
 from odradek.tools.common import (
     ToolError,
     add_client_options,
-    admin_client,
     describe_kafka_error,
     kafka_error,
     read_json_file,

@@ -10,12 +10,13 @@ from decimal import Decimal
 from typing import Any
 
 from odradek.security.client_quotas import CLIENT_ID, QUOTA_KEYS, USER
+from odradek.security.scram import ScramMechanism
 from odradek.tools.common import ToolError
 from odradek.tools.wire import WireClient, check
 
 QUOTA_TYPES = {"users": USER, "clients": CLIENT_ID}
 """kafka-configs' entity types and the quota entity types they name."""
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_MECHANISMS = tuple(m.mechanism_name for m in ScramMechanism)
 DESCRIBE_CLIENT_QUOTAS = (48, 1)
 ALTER_CLIENT_QUOTAS = (49, 1)
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
@@ -98,22 +99,29 @@ def describe_lines(described: Sequence[tuple[Mapping[str, str | None], Mapping[s
     return lines
 
 
-def quota_changes(entity: QuotaEntity, additions: Mapping[str, str],
-                  deletions: Sequence[str]) -> dict[str, float | None]:
-    """The AlterClientQuotas ops of kafka-configs' --add-config/--delete-config."""
+def check_config_names(entity: QuotaEntity, additions: Mapping[str, str],
+                       deletions: Sequence[str]) -> None:
+    """kafka-configs' checks of the names: quota configs for clients (and a user with a
+    client), quota and SCRAM credential configs for users."""
     kind = "clients" if len(entity.parts) > 1 else entity.parts[0][0]
     for names, verb in ((list(additions), "added"), (list(deletions), "deleted")):
         scram = [n for n in names if n in SCRAM_MECHANISMS]
         unknown = [n for n in names if n not in QUOTA_KEYS and n not in SCRAM_MECHANISMS]
         if kind == "clients" and (unknown or scram):
             raise ToolError(f"Only quota configs can be {verb} for 'clients' using "
-                            f"--bootstrap-server. Unexpected config names: {unknown + scram}")
+                            f"--bootstrap-server. Unexpected config names: "
+                            f"{','.join(unknown + scram)}")
         if unknown:
             raise ToolError(f"Only quota and SCRAM credential configs can be {verb} for "
                             f"'users' using --bootstrap-server. Unexpected config names: "
-                            f"{unknown}")
-        if scram:
-            raise ToolError("SCRAM credentials are not managed by odradek configs")
+                            f"{','.join(unknown)}")
+
+
+def quota_changes(entity: QuotaEntity, additions: Mapping[str, str],
+                  deletions: Sequence[str]) -> dict[str, float | None]:
+    """The AlterClientQuotas ops of kafka-configs' --add-config/--delete-config (quota
+    configs only: SCRAM credentials are scram_users.py's)."""
+    check_config_names(entity, additions, deletions)
     changes: dict[str, float | None] = {}
     for key, text in additions.items():
         try:

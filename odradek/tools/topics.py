@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from odradek.tools.admin_client import admin_client
 from odradek.tools.common import (
     ToolError,
     add_client_options,
-    admin_client,
     kafka_error,
     print_json,
     runs,

@@ -1,7 +1,8 @@
 """Kafka requests sent straight over the wire, for the admin APIs confluent-kafka has no
 call for (reassignments, log dirs, the metadata quorum, transactions): the tools' adapter of
-`odradek.kafka_client.KafkaCluster`. It takes Kafka's client options, builds requests from
-(api, body) and turns every failure into a ToolError."""
+`odradek.kafka_client.KafkaCluster`. It takes Kafka's client options (the `--command-config`
+security settings in Kafka's or librdkafka's spelling: PLAINTEXT, SSL, SASL_PLAINTEXT and
+SASL_SSL), builds requests from (api, body) and turns every failure into a ToolError."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import Address, KafkaClientError, KafkaCluster
+from odradek.config import InvalidConfigError
+from odradek.kafka_client import Address, KafkaClientError, KafkaCluster, client_security
 from odradek.protocol.codec import build_request
+from odradek.tools.client_spelling import kafka_spelling
 from odradek.tools.common import ToolError, client_properties
 
-PLAINTEXT = "PLAINTEXT"
 T = TypeVar("T")
+LOGIN_CHECK_CLIENT_ID = "odradek-login-check"
 
 
 def split_host_port(address: str) -> Address:
@@ -28,18 +31,25 @@ def split_host_port(address: str) -> Address:
     return host.strip("[]"), int(port)
 
 
+def _cluster(properties: Mapping[str, str], bootstrap: str, client_id: str,
+             timeout: float) -> KafkaCluster:
+    """A cluster client secured as the properties (either spelling) say."""
+    properties = kafka_spelling(properties)
+    try:
+        security = client_security(properties, "--command-config")
+    except InvalidConfigError as error:
+        raise ToolError(str(error)) from None
+    return KafkaCluster([split_host_port(a) for a in bootstrap.split(",") if a],
+                        properties.get("client.id", client_id), timeout, security)
+
+
 class WireClient:
     """The cluster named by --bootstrap-server; connections are closed on exit."""
 
     def __init__(self, args: argparse.Namespace, client_id: str) -> None:
-        properties = client_properties(args)
-        protocol = properties.get("security.protocol", PLAINTEXT).upper()
-        if protocol != PLAINTEXT:
-            raise ToolError(f"security.protocol={protocol} is not supported by this tool")
         self.timeout: float = args.timeout
-        self.cluster = KafkaCluster(
-            [split_host_port(a) for a in args.bootstrap_server.split(",") if a],
-            properties.get("client.id", client_id), self.timeout)
+        self.cluster = _cluster(client_properties(args), args.bootstrap_server, client_id,
+                                self.timeout)
 
     async def __aenter__(self) -> WireClient:
         return self
@@ -72,6 +82,24 @@ class WireClient:
         return await _as_tool_error(self.cluster.brokers())
 
 
+def check_login(properties: Mapping[str, str], bootstrap: str, timeout: float) -> None:
+    """Log in once, as a librdkafka client with these properties would, when they ask for
+    TLS or SASL: librdkafka retries a refused login or TLS handshake until its request times
+    out and then reports a transport failure, so the tools built on it check first that a
+    bootstrap server accepts them, and fail at once in one line if none does."""
+    if properties.get("security.protocol", "PLAINTEXT").strip().upper() == "PLAINTEXT":
+        return
+
+    async def login() -> None:
+        cluster = _cluster(properties, bootstrap, LOGIN_CHECK_CLIENT_ID, timeout)
+        try:
+            await _as_tool_error(cluster.metadata([]))
+        finally:
+            cluster.close()
+
+    asyncio.run(login())
+
+
 async def _as_tool_error(request: Awaitable[T]) -> T:
     try:
         return await request
@@ -79,11 +107,29 @@ async def _as_tool_error(request: Awaitable[T]) -> T:
         raise ToolError(str(error)) from None
 
 
+AUTHORIZATION_FAILURES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
+"""The messages of Kafka's authorization exceptions, as its tools print them."""
+
+
 def check(code: int, what: str, message: str | None = None) -> None:
-    """A non-zero Kafka error code as a ToolError naming `what`."""
-    if code != ErrorCode.none:
-        detail = f": {message}" if message else ""
-        raise ToolError(f"{what}: {ErrorCode(code).name.upper()}{detail}")
+    """A non-zero Kafka error code as a ToolError naming `what`; an authorization failure
+    reads as Kafka's ("Cluster authorization failed."), with the code and the broker's
+    message in parentheses."""
+    if code == ErrorCode.none:
+        return
+    name = ErrorCode(code).name.upper()
+    if message and message.upper().startswith(f"{name}: "):
+        message = message[len(name) + 2:]
+    detail = f": {message}" if message else ""
+    sentence = AUTHORIZATION_FAILURES.get(ErrorCode(code))
+    if sentence is not None:
+        raise ToolError(f"{what}: {sentence} ({name}{detail})")
+    raise ToolError(f"{what}: {name}{detail}")
 
 
 BROKER_RESOURCE = 4
