@@ -77,10 +77,18 @@ def test_tls_from_a_secret_with_scram_and_acls() -> None:
         "app.kubernetes.io/name": "odradek", "app.kubernetes.io/instance": "east",
         "app.kubernetes.io/component": "broker"}}}]
     assert not find(objects, "Certificate")
-    assert not find(objects, "Pod"), "the helm test Pod speaks PLAINTEXT"
+    (test_pod,) = find(objects, "Pod")
+    test_spec = test_pod["spec"]
+    assert values_of(test_spec)["SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert values_of(test_spec)["SCRAM_USER"] == "admin"
+    assert {v["name"]: v["secret"] for v in test_spec["volumes"] if "secret" in v} == {
+        "tls": {"secretName": "east-tls", "defaultMode": 0o440,
+                "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+        "user": {"secretName": "east-users", "defaultMode": 0o440,
+                 "items": [{"key": "admin", "path": "password"}]}}
     text = notes(MATRIX["tls-scram-acls"])
     assert "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512" in text
-    assert "helm test" not in text and "super users: User:admin." in text
+    assert "helm test east" in text and "super users: User:admin." in text
 
 
 def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None:
@@ -109,6 +117,8 @@ def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None
     assert env["ODRADEK_LISTENER_NAME_INTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert env["ODRADEK_LISTENER_NAME_EXTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert "ODRADEK_SASL_ENABLED_MECHANISMS" not in env
+    assert not find(objects, "Pod"), "the helm test Pod has no client certificate"
+    assert "helm test" not in notes(MATRIX["tls-cert-manager-mtls"])
 
 
 def test_a_combined_dev_node_formats_with_the_users_and_serves_sasl_ssl() -> None:

@@ -126,14 +126,16 @@ class PodRunner:
         return directory
 
     def secret_dir(self, volume: dict[str, Any], fs_group: int | None) -> Path:
-        """A Secret volume as the kubelet writes it: a file per key, mode `defaultMode`
-        (0644 unless set), owned by root and the pod's fsGroup."""
+        """A Secret volume as the kubelet writes it: a file per key (or per `items` entry,
+        at its path), mode `defaultMode` (0644 unless set), owned by root and the pod's
+        fsGroup."""
         name = volume["secretName"]
-        directory = self.scratch / "secrets" / name
-        directory.mkdir(parents=True, exist_ok=True)
-        for key, data in self.find("Secret", name)["data"].items():
-            path = directory / key
-            path.write_bytes(b64decode(data))
+        data = self.find("Secret", name)["data"]
+        paths = {i["key"]: i["path"] for i in volume.get("items", [])} or {k: k for k in data}
+        directory = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.scratch))
+        for key, file in paths.items():
+            path = directory / file
+            path.write_bytes(b64decode(data[key]))
             os.chown(path, 0, fs_group or 0)
             path.chmod(volume.get("defaultMode", 0o644))
         os.chown(directory, 0, fs_group or 0)
@@ -243,10 +245,13 @@ class PodRunner:
                           timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """A Pod (e.g. the `helm test` hook) run in the foreground; its exit status."""
         spec = self.find(kind, name)["spec"]
+        fs_group = spec.get("securityContext", {}).get("fsGroup")
+        volumes = {v["name"]: ["--mount", f"type=bind,src={self.secret_dir(v['secret'], fs_group)}"
+                                          ",dst={},readonly"] if "secret" in v
+                   else ["--tmpfs", "{}"] for v in spec["volumes"]}
         argv = self.container_argv(spec, spec["containers"][0],
                                    {"POD_NAME": name, "POD_NAMESPACE": namespace,
-                                    "NODE_NAME": "node-0"},
-                                   {v["name"]: ["--tmpfs", "{}"] for v in spec["volumes"]})
+                                    "NODE_NAME": "node-0"}, volumes)
         return docker("run", "--rm", "--network", self.network, "--hostname", name, *argv,
                       timeout=timeout, check=False)
 

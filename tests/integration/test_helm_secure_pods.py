@@ -3,8 +3,9 @@ the rendered pods as a kubelet would): a combined node with tls.existingSecret,
 sasl.scram.enabled with users from sasl.users.existingSecret, and authorization on. The
 Secrets are mounted as Secret volumes (files of mode 0440, group the pod's fsGroup, 10001); the
 node formats its storage with the users on first start; a client outside reaches it over
-SASL_SSL with SCRAM on the external NodePort and is held to its ACLs; a wrong password and
-plaintext are refused; no password is in the container's environment."""
+SASL_SSL with SCRAM on the external NodePort and is held to its ACLs; the chart's `helm test`
+Pod passes over SASL_SSL; a wrong password and plaintext are refused; no password is in the
+container's environment."""
 
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRelease]
                    timeout=900)
     build_images(["broker"])
     authority = Authority()
-    issued = authority.issue("sec-odradek-combined", (POD_DNS, "localhost", "127.0.0.1"))
+    issued = authority.issue("sec-odradek-combined", (
+        POD_DNS, f"sec-odradek-bootstrap.{NAMESPACE}.svc.cluster.local", "localhost",
+        "127.0.0.1"))
     ca = authority.write(tmp_path_factory.mktemp("ca") / "ca.crt")
     runner = PodRunner(NETWORK)
     runner.create_network()
@@ -139,6 +142,16 @@ def test_users_of_the_secret_log_in_over_sasl_ssl_and_acls_hold(
         consumer.close()
     assert sorted((m.partition(), m.value()) for m in got) == sorted(
         (r.partition, r.value) for r in sent)
+
+
+def test_the_charts_helm_test_pod_passes_over_sasl_ssl(release: SecureRelease) -> None:
+    """The `helm test` hook Pod as rendered: it logs in as tests.user (admin) with the
+    password of its mounted Secret key and trusts the mounted ca.crt, through the bootstrap
+    Service's name (which the certificate names)."""
+    result = release.runner.run_to_completion("Pod", "sec-odradek-test-produce-consume",
+                                              NAMESPACE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "produced and consumed" in result.stdout
 
 
 def test_a_wrong_password_and_plaintext_are_refused(release: SecureRelease) -> None:

@@ -192,3 +192,10 @@ REPLICATION listener of their own. */}}
 {{- fail "authorization.enabled with TLS alone needs tls.clientAuth=required: a client without a certificate is User:ANONYMOUS" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* "true" when the `helm test` Pod is rendered: tests.enabled, unless TLS alone requires
+client certificates (the Pod has none). */}}
+{{- define "odradek.testPod" -}}
+{{- $tls := .Values.tls -}}
+{{- if and .Values.tests.enabled (or .Values.sasl.scram.enabled (not $tls.enabled) (ne $tls.clientAuth "required")) }}true{{ end -}}
+{{- end -}}
