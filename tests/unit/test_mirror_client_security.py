@@ -45,7 +45,11 @@ def test_each_cluster_and_role_gets_its_own_security(tmp_path) -> None:
     ({"west.security.protocol": "SASL_PLAINTEXT", "west.sasl.mechanism": "PLAIN",
       "west.consumer.sasl.jaas.config": "nonsense"}, "west.consumer: sasl.jaas.config"),
     ({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
-      "ssl.truststore.location": "/nonexistent/ca.pem"}, "east"),
+      "ssl.truststore.location": "/nonexistent/ca.pem"},
+     "east: cannot load the trust store /nonexistent/ca.pem: No such file or directory"),
+    ({"west.security.protocol": "SSL", "west.ssl.truststore.type": "PEM",
+      "west.ssl.truststore.certificates": "not a certificate"},
+     "west: cannot load the trust store (ssl.truststore.certificates): "),
     ({"west.ssl.truststore.location": "/t.jks"},
      "west: ssl.truststore.type=JKS is not supported: use a PEM trust store"),
 ])
