@@ -44,7 +44,7 @@ def _blocks(text: str, kind: str) -> str:
 def pem_stores(tls: TlsSettings) -> PemStores:
     """The stores of `tls` (checked already, by server_context or client_context)."""
     def problem(message: str) -> InvalidConfigError:
-        return InvalidConfigError(f"listener {tls.listener}: {message}")
+        return InvalidConfigError(f"{tls.whose}: {message}")
 
     try:
         keystore = Path(tls.keystore_location).read_text() if tls.keystore_location else None
@@ -78,8 +78,8 @@ def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
     files = StoreFiles(tls)
     initial = _server_configuration(tls)
     if tls.cipher_suites:
-        log.warning("listener %s: ssl.cipher.suites does not apply to the controllers' gRPC, "
-                    "which negotiates with gRPC's own cipher suites", tls.listener)
+        log.warning("%s: ssl.cipher.suites does not apply to the controllers' gRPC, "
+                    "which negotiates with gRPC's own cipher suites", tls.whose)
 
     def fetch() -> grpc.ServerCertificateConfiguration | None:
         if not files.changed():
@@ -89,7 +89,7 @@ def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
         except InvalidConfigError as error:
             log.warning("keeping the previous TLS configuration: %s", error)
             return None
-        log.info("listener %s: reloaded its key and trust stores", tls.listener)
+        log.info("%s: reloaded its key and trust stores", tls.whose)
         return configuration
 
     return grpc.dynamic_ssl_server_credentials(
@@ -157,8 +157,8 @@ class ControllerChannels:
             log.warning("keeping the previous TLS configuration: %s", error)
             return self.generation
         self.generation += 1
-        log.info("listener %s: reloaded its key and trust stores for connections to "
-                 "controllers", self.tls.listener)
+        log.info("%s: reloaded its key and trust stores for connections to "
+                 "controllers", self.tls.whose)
         return self.generation
 
     def _name_options(self, host: str, port: int) -> list[tuple[str, Any]]:

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
     add_client_options,
     client_properties,
     describe_kafka_error,
+    librdkafka_config,
     runs,
 )
 from odradek.tools.record_lines import split_property
@@ -73,7 +73,7 @@ def _config(args: argparse.Namespace, defaults: dict[str, Any], items: Sequence[
     """Our defaults, then --command-config and --bootstrap-server, then the -props items."""
     if args.reporting_interval <= 0:
         raise ToolError("--reporting-interval must be greater than 0")
-    config = librdkafka_spelling({**QUIET_CLIENT, **defaults, **client_properties(args),
+    config = librdkafka_config({**QUIET_CLIENT, **defaults, **client_properties(args),
                                   **dict(split_property(item) for item in items)})
     check_login(config, args.bootstrap_server, args.timeout)
     return config

@@ -25,9 +25,10 @@ VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3
 
 @dataclass(frozen=True, slots=True)
 class TlsSettings:
-    """One listener's SSL configs."""
+    """One listener's or client's SSL configs."""
 
-    listener: str
+    whose: str
+    """Whose configs, as errors name them: `listener <name>`, or a client's name."""
     keystore_type: str
     keystore_location: str | None
     key_password: str | None
@@ -48,12 +49,13 @@ class TlsSettings:
 
 def settings(config: BrokerConfig, listener: str) -> TlsSettings:
     """The SSL configs of `listener` (its `listener.name.<listener>.ssl.*` overrides first)."""
-    return _settings(listener, lambda name: config.for_listener(listener, name))
+    return _settings(f"listener {listener}", lambda name: config.for_listener(listener, name))
 
 
 def client_settings(properties: Mapping[str, str], name: str) -> TlsSettings:
     """The SSL configs of a client's properties (Kafka's client config names and defaults,
-    as `odradek/config.py` defines them); `name` says whose in error messages."""
+    as `odradek/config.py` defines them); `name` says whose in error messages (`west`,
+    `--command-config`)."""
     def value(config: str) -> Value:
         definition = BROKER_CONFIGS[config]
         if config in properties:
@@ -63,7 +65,7 @@ def client_settings(properties: Mapping[str, str], name: str) -> TlsSettings:
     return _settings(name, value)
 
 
-def _settings(listener: str, value: Callable[[str], Value]) -> TlsSettings:
+def _settings(whose: str, value: Callable[[str], Value]) -> TlsSettings:
     def text(name: str) -> str | None:
         found = value(name)
         return None if found is None else str(found)
@@ -74,7 +76,7 @@ def _settings(listener: str, value: Callable[[str], Value]) -> TlsSettings:
 
     key_password = text("ssl.key.password") or text("ssl.keystore.password")
     return TlsSettings(
-        listener, text("ssl.keystore.type") or "", text("ssl.keystore.location"), key_password,
+        whose, text("ssl.keystore.type") or "", text("ssl.keystore.location"), key_password,
         text("ssl.keystore.certificate.chain"), text("ssl.keystore.key"),
         text("ssl.truststore.type") or "", text("ssl.truststore.location"),
         text("ssl.truststore.certificates"), text("ssl.client.auth") or "none",
@@ -83,7 +85,12 @@ def _settings(listener: str, value: Callable[[str], Value]) -> TlsSettings:
 
 
 def _problem(tls: TlsSettings, message: str) -> InvalidConfigError:
-    return InvalidConfigError(f"listener {tls.listener}: {message}")
+    return InvalidConfigError(f"{tls.whose}: {message}")
+
+
+def _reason(error: Exception) -> str:
+    """An error's reason without errno or path (the message names the path itself)."""
+    return (error.strerror if isinstance(error, OSError) else None) or str(error)
 
 
 def _load_key_store(context: ssl.SSLContext, tls: TlsSettings) -> None:
@@ -111,7 +118,8 @@ def _load_key_store(context: ssl.SSLContext, tls: TlsSettings) -> None:
                 file.write(f"{tls.private_key.strip()}\n{tls.certificate_chain.strip()}\n")
             context.load_cert_chain(path, password=tls.key_password)
     except (OSError, ssl.SSLError) as error:
-        raise _problem(tls, f"cannot load the key store: {error}") from None
+        where = tls.keystore_location or "(ssl.keystore.certificate.chain, ssl.keystore.key)"
+        raise _problem(tls, f"cannot load the key store {where}: {_reason(error)}") from None
 
 
 def _load_trust_store(context: ssl.SSLContext, tls: TlsSettings) -> bool:
@@ -127,7 +135,9 @@ def _load_trust_store(context: ssl.SSLContext, tls: TlsSettings) -> bool:
         else:
             context.load_verify_locations(cadata=tls.truststore_certificates)
     except (OSError, ssl.SSLError, ValueError) as error:
-        raise _problem(tls, f"cannot load the trust store: {error}") from None
+        where = tls.truststore_location or "(ssl.truststore.certificates)"
+        raise _problem(tls, f"cannot load the trust store {where}: {_reason(error)}"
+                       ) from None
     return True
 
 
@@ -233,5 +243,5 @@ class ReloadingServerContext:
             log.warning("keeping the previous TLS configuration: %s", error)
             return False
         self.reloads += 1
-        log.info("listener %s: reloaded its key and trust stores", self.tls.listener)
+        log.info("%s: reloaded its key and trust stores", self.tls.whose)
         return True

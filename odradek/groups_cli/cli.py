@@ -29,12 +29,12 @@ from odradek.groups_cli.reset import (
     refusal,
     reset_scope,
 )
-from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     DEFAULT_BOOTSTRAP,
     ToolError,
     client_properties,
     describe_kafka_error,
+    librdkafka_config,
 )
 from odradek.tools.wire import check_login
 
@@ -223,7 +223,7 @@ def _guarded(
         try:
             properties = client_properties(args)
             check_login(properties, args.bootstrap_server, args.timeout)
-            return command(args, GroupAdmin(librdkafka_spelling(properties), args.timeout))
+            return command(args, GroupAdmin(librdkafka_config(properties), args.timeout))
         except (GroupsError, ToolError) as error:
             _print_error(str(error))
         except (KafkaException, TimeoutError) as error:

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.spark.kafka_client import ClusterLookup
 from odradek.spark.source_options import Subscribe
-from odradek.tools.client_spelling import librdkafka_spelling
-from odradek.tools.common import ToolError, read_properties
+from odradek.tools.common import ToolError, librdkafka_config, read_properties
 from odradek.tools.wire import check_login
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ def client_config(path: Path | None, bootstrap: str) -> dict[str, str]:
     if path is None:
         return {}
     try:
-        config = librdkafka_spelling(read_properties(path))
+        config = librdkafka_config(read_properties(path))
         check_login(config, bootstrap, LOGIN_TIMEOUT_S)
     except ToolError as error:
         raise ValueError(str(error)) from None

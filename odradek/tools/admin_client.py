@@ -7,8 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from odradek.tools.client_spelling import librdkafka_spelling
-from odradek.tools.common import QUIET_CLIENT, ToolError, client_properties, describe_kafka_error
+from odradek.tools.common import (
+    QUIET_CLIENT,
+    ToolError,
+    client_properties,
+    describe_kafka_error,
+    librdkafka_config,
+)
 from odradek.tools.wire import check_login
 
 
@@ -20,6 +25,6 @@ def admin_client(args: argparse.Namespace) -> Any:
     properties = client_properties(args)
     check_login(properties, args.bootstrap_server, args.timeout)
     try:
-        return AdminClient({**QUIET_CLIENT, **librdkafka_spelling(properties)})
+        return AdminClient({**QUIET_CLIENT, **librdkafka_config(properties)})
     except (KafkaException, ValueError, TypeError) as error:
         raise ToolError(f"invalid client configuration: {describe_kafka_error(error)}") from None

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from odradek.config import InvalidConfigError, load_properties
+from odradek.kafka_client.spelling import librdkafka_spelling
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 QUIET_CLIENT = {"log_level": "0"}
@@ -57,6 +58,15 @@ def read_properties(path: Path) -> dict[str, str]:
         return load_properties(path)
     except (OSError, UnicodeDecodeError) as error:
         raise ToolError(f"cannot read {path}: {_os_reason(error)}") from None
+    except InvalidConfigError as error:
+        raise ToolError(str(error)) from None
+
+
+def librdkafka_config(properties: Mapping[str, str]) -> dict[str, str]:
+    """Client properties in either spelling as confluent-kafka takes them
+    (`librdkafka_spelling`); what has no counterpart is a ToolError naming it."""
+    try:
+        return librdkafka_spelling(properties)
     except InvalidConfigError as error:
         raise ToolError(str(error)) from None
 

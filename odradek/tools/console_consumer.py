@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
     add_client_options,
     client_properties,
     describe_kafka_error,
+    librdkafka_config,
     runs,
 )
 from odradek.tools.record_lines import (
@@ -135,7 +135,7 @@ def consumer_config(args: argparse.Namespace) -> dict[str, str]:
     else:
         config["group.id"] = f"console-consumer-{random.randrange(100_000)}"
         config.setdefault("enable.auto.commit", "false")
-    return librdkafka_spelling(config)
+    return librdkafka_config(config)
 
 
 def record_formatter(args: argparse.Namespace) -> Callable[[ConsumerRecord], bytes]:

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from odradek.tools.client_spelling import librdkafka_spelling
 from odradek.tools.common import (
     QUIET_CLIENT,
     ToolError,
     add_client_options,
     client_properties,
     describe_kafka_error,
+    librdkafka_config,
     runs,
 )
 from odradek.tools.record_lines import LineReader, ProducerRecord, parse_json, split_property
@@ -74,7 +74,7 @@ def producer_config(args: argparse.Namespace) -> dict[str, str]:
         config["compression.type"] = args.compression_codec
     if "delivery.timeout.ms" not in config:
         config.setdefault("message.timeout.ms", str(int(args.timeout * 1000)))
-    return librdkafka_spelling(config)
+    return librdkafka_config(config)
 
 
 def record_parser(args: argparse.Namespace) -> Callable[[bytes, int], ProducerRecord]:

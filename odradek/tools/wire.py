@@ -16,8 +16,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.config import InvalidConfigError
 from odradek.kafka_client import Address, KafkaClientError, KafkaCluster, client_security
+from odradek.kafka_client.spelling import kafka_spelling
 from odradek.protocol.codec import build_request
-from odradek.tools.client_spelling import kafka_spelling
 from odradek.tools.common import ToolError, client_properties
 
 T = TypeVar("T")
@@ -34,8 +34,8 @@ def split_host_port(address: str) -> Address:
 def _cluster(properties: Mapping[str, str], bootstrap: str, client_id: str,
              timeout: float) -> KafkaCluster:
     """A cluster client secured as the properties (either spelling) say."""
-    properties = kafka_spelling(properties)
     try:
+        properties = kafka_spelling(properties)
         security = client_security(properties, "--command-config")
     except InvalidConfigError as error:
         raise ToolError(str(error)) from None

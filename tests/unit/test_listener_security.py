@@ -57,7 +57,9 @@ def test_inline_pem_stores_serve_like_files(stores: dict[str, str]) -> None:
     ({"ssl.keystore.type": "JKS"}, "SASL_SSL", "ssl.keystore.type JKS is not supported"),
     ({"ssl.truststore.location": None, "ssl.client.auth": "required"}, "SSL",
      "ssl.client.auth=required needs a trust store"),
-    ({"ssl.keystore.location": "/nonexistent.pem"}, "SSL", "cannot load the key store"),
+    ({"ssl.keystore.location": "/nonexistent.pem"}, "SSL",
+     "^listener EXTERNAL: cannot load the key store /nonexistent.pem: No such file or "
+     "directory$"),
     ({"ssl.cipher.suites": "NOT-A-CIPHER"}, "SSL", "names no cipher suite"),
     ({"ssl.principal.mapping.rules": "RULE:x"}, "SSL", "ssl.principal.mapping.rules"),
     ({}, "SASL_PLAINTEXT", "sasl.enabled.mechanisms GSSAPI names no mechanism or one Odradek"),

@@ -1,12 +1,12 @@
 """The mirror's client security from MM2's per-cluster configs: our own connections'
-`ClientSecurity`, librdkafka's names for the same settings, and one-line errors naming the
-configs' prefix."""
+`ClientSecurity`, librdkafka's names for the same settings (the translation itself:
+test_kafka_client_spelling.py), and one-line errors naming the configs' prefix."""
 
 from __future__ import annotations
 
 import pytest
 
-from odradek.mirror.client_security import check_security, flow_security, librdkafka_config
+from odradek.mirror.client_security import check_security, flow_librdkafka_config, flow_security
 from odradek.mirror.config import MirrorConfigError, parse_mirror_config
 from tests.certificates import Authority
 
@@ -45,7 +45,13 @@ def test_each_cluster_and_role_gets_its_own_security(tmp_path) -> None:
     ({"west.security.protocol": "SASL_PLAINTEXT", "west.sasl.mechanism": "PLAIN",
       "west.consumer.sasl.jaas.config": "nonsense"}, "west.consumer: sasl.jaas.config"),
     ({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
-      "ssl.truststore.location": "/nonexistent/ca.pem"}, "east"),
+      "ssl.truststore.location": "/nonexistent/ca.pem"},
+     "east: cannot load the trust store /nonexistent/ca.pem: No such file or directory"),
+    ({"west.security.protocol": "SSL", "west.ssl.truststore.type": "PEM",
+      "west.ssl.truststore.certificates": "not a certificate"},
+     "west: cannot load the trust store (ssl.truststore.certificates): "),
+    ({"west.ssl.truststore.location": "/t.jks"},
+     "west: ssl.truststore.type=JKS is not supported: use a PEM trust store"),
 ])
 def test_a_bad_security_config_is_one_line_naming_it(settings: dict[str, str],
                                                      message: str) -> None:
@@ -54,24 +60,13 @@ def test_a_bad_security_config_is_one_line_naming_it(settings: dict[str, str],
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_kafka_client_properties_in_librdkafka_names() -> None:
-    translated = librdkafka_config({
-        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM,
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": "/ca.pem",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": "/me.pem",
-        "ssl.key.password": "k", "ssl.endpoint.identification.algorithm": "",
-        "ssl.enabled.protocols": "TLSv1.3", "linger.ms": "5"})
-    assert translated == {
-        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mirror",
-        "sasl.password": "mirror-secret", "ssl.ca.location": "/ca.pem",
-        "ssl.certificate.location": "/me.pem", "ssl.key.location": "/me.pem",
-        "ssl.key.password": "k", "ssl.endpoint.identification.algorithm": "none",
-        "linger.ms": "5"}
-    inline = librdkafka_config({"security.protocol": "SSL",
-                                "ssl.truststore.certificates": "CA PEM",
-                                "ssl.keystore.certificate.chain": "CHAIN",
-                                "ssl.keystore.key": "KEY"})
-    assert inline == {"security.protocol": "SSL", "ssl.ca.pem": "CA PEM",
-                      "ssl.certificate.pem": "CHAIN", "ssl.key.pem": "KEY"}
+def test_each_role_gets_its_librdkafka_config() -> None:
+    flow = config(**{"west.security.protocol": "SASL_PLAINTEXT",
+                     "west.sasl.mechanism": "SCRAM-SHA-512", "west.sasl.jaas.config": SCRAM,
+                     "west.sasl.login.refresh.window.factor": "0.8",
+                     "west.ssl.enabled.protocols": "TLSv1.3"}).flow("east", "west")
+    target = flow_librdkafka_config(flow, "target", "producer")
+    assert (target["sasl.username"], target["sasl.password"]) == ("mirror", "mirror-secret")
+    assert not {"sasl.jaas.config", "sasl.login.refresh.window.factor",
+                "ssl.enabled.protocols"} & target.keys()
+    assert "sasl.username" not in flow_librdkafka_config(flow, "source", "consumer")
