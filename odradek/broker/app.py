@@ -38,6 +38,7 @@ from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
+from odradek.inter_broker import inter_broker_security
 from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -73,7 +74,9 @@ class BrokerApp:
                          for endpoint in self.listeners.broker}
         """How each Kafka listener's connections are secured (checked before anything is
         written)."""
-        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
+        _, inter_broker = inter_broker_security(config)
+        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id,
+                             inter_broker)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._sockets: dict[str, socket.socket] = {}

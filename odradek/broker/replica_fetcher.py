@@ -100,7 +100,7 @@ class ReplicaFetcher:
                     if connection is None:
                         connection = await BrokerConnection.connect(
                             self.host, self.port, f"replica-fetcher-{self.broker.node_id}",
-                            self.request_timeout_s)
+                            self.request_timeout_s, self.broker.inter_broker_security)
                     truncating = {k: s for k, s in ready.items() if s.truncating}
                     if truncating:
                         await self._truncate(connection, truncating)

@@ -27,6 +27,7 @@ from odradek.controller.raft_transport import (
     channel_options,
 )
 from odradek.controller.service import ControllerService, NotController
+from odradek.inter_broker import inter_broker_security
 from odradek.listeners import CONTROLLER, WILDCARD, Listeners, resolve
 from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
@@ -71,7 +72,8 @@ class ControllerApp:
                 )
         else:
             self.voters = {}
-        self.inter_broker_listener = listeners.inter_broker or None
+        self.inter_broker_listener, self.inter_broker_security = inter_broker_security(config)
+        """How this controller's exporter reaches the brokers: as they reach each other."""
         listener = listeners.controller
         self.bind = (listener.host or WILDCARD, listener.port) if listener else ("127.0.0.1", 0)
         self.registry = registry or CollectorRegistry()
@@ -151,7 +153,7 @@ class ControllerApp:
         controller_pb2_grpc.add_ControllerServicer_to_server(service, server)
         ControllerMetrics(self.registry, driver, machine, channel)
         exporter = ClusterExporter(self.registry, driver, machine, loop,
-                                   self.inter_broker_listener)
+                                   self.inter_broker_listener, self.inter_broker_security)
         self._driver = driver
         await server.start()
         self.ready.set()
