@@ -21,7 +21,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.partitions import TopicPartition
 from odradek.clock import now_ms
-from odradek.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.kafka_client import BrokerConnection, BrokerConnectionError, SaslAuthenticationError
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.codec import build_request
@@ -107,8 +107,9 @@ class ReplicaFetcher:
                     else:
                         await self._fetch(connection, ready)
                 except BrokerConnectionError as error:
-                    log.info("fetching from broker %d at %s:%d: %s", self.leader_id, self.host,
-                             self.port, error)
+                    log.log(logging.ERROR if isinstance(error, SaslAuthenticationError)
+                            else logging.INFO, "fetching from broker %d at %s:%d: %s",
+                            self.leader_id, self.host, self.port, error)
                     connection = None
                     await asyncio.sleep(self.backoff_s)
         finally:
