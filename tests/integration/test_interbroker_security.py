@@ -43,6 +43,11 @@ TXN_TOPIC = "ledger"
 BROKER_SECRET = "broker-secret"
 JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
         'username="broker" password="{password}";')
+TXN_REPLICAS = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
+"""Each broker leads one partition, so that whichever one coordinates the transaction, after
+a kill one partition's leader is another broker: its markers cross the inter-broker
+listener."""
+TXN_PARTITIONS = len(TXN_REPLICAS)
 WRONG_PASSWORD_LOG = re.compile(r"fetching from broker \d+ .*SASL_AUTHENTICATION_FAILED")
 
 
@@ -66,8 +71,8 @@ class SecureCluster:
     def alice(self, **extra: Any) -> dict[str, Any]:
         return self.client("alice", "alice-secret", **extra)
 
-    def partition(self, topic: str) -> Any:
-        return self.admin().list_topics(topic, timeout=TIMEOUT).topics[topic].partitions[0]
+    def partition(self, topic: str, index: int = 0) -> Any:
+        return self.admin().list_topics(topic, timeout=TIMEOUT).topics[topic].partitions[index]
 
 
 @pytest.fixture(scope="module")
@@ -121,24 +126,27 @@ def _grant_alice(admin: AdminClient) -> None:
                         "User:alice", "*", AclOperation.WRITE, allow)]
     for future in admin.create_acls(acls).values():
         future.result(TIMEOUT)
-    topics = [NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})
-              for name in (TOPIC, TXN_TOPIC)]
+    mirrored = {"min.insync.replicas": "2"}
+    topics = [NewTopic(TOPIC, 1, 3, config=mirrored),
+              NewTopic(TXN_TOPIC, len(TXN_REPLICAS), replica_assignment=TXN_REPLICAS,
+                       config=mirrored)]
     for future in admin.create_topics(topics, request_timeout=TIMEOUT).values():
         future.result(TIMEOUT)
 
 
-def _full_isr(secure: SecureCluster, topic: str) -> bool:
-    return len(secure.partition(topic).isrs) == 3
+def _full_isr(secure: SecureCluster, topic: str, partitions: int = 1) -> bool:
+    return all(len(secure.partition(topic, p).isrs) == 3 for p in range(partitions))
 
 
-def _read_all(secure: SecureCluster, topic: str, group: str, committed: bool = False
-              ) -> list[tuple[int, bytes]]:
+def _read_all(secure: SecureCluster, topic: str, group: str, committed: bool = False,
+              partition: int = 0) -> list[tuple[int, bytes]]:
     consumer = Consumer(secure.alice(**{
         "group.id": group, "enable.auto.commit": False,
         "isolation.level": "read_committed" if committed else "read_uncommitted"}))
     try:
-        end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)[1]
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        end = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                             timeout=TIMEOUT)[1]
+        consumer.assign([TopicPartition(topic, partition, 0)])
         records: list[tuple[int, bytes]] = []
         deadline = time.monotonic() + 60
         while (not records or records[-1][0] + 1 < end) and time.monotonic() < deadline:
@@ -208,26 +216,29 @@ def test_acknowledged_writes_survive_a_leader_kill_on_a_secure_cluster(
 
 def test_a_transaction_commits_across_a_leader_kill(secure: SecureCluster) -> None:
     cluster = secure.cluster
-    wait_until(lambda: _full_isr(secure, TXN_TOPIC), what="a full ISR", ignoring=Exception)
+    wait_until(lambda: _full_isr(secure, TXN_TOPIC, TXN_PARTITIONS), what="a full ISR",
+               ignoring=Exception)
     producer = Producer(secure.alice(**{"transactional.id": "alice-ledger",
                                         "transaction.timeout.ms": 60000}))
     producer.init_transactions(TIMEOUT)
     producer.begin_transaction()
-    for n in range(50):
-        producer.produce(TXN_TOPIC, f"a{n}".encode())
+    sent = [f"{batch}{n}".encode() for batch in "ab" for n in range(30)]
+    for value in sent[:30]:
+        producer.produce(TXN_TOPIC, value, partition=int(value[1:]) % TXN_PARTITIONS)
     assert producer.flush(TIMEOUT) == 0
     victim = f"broker-{secure.partition(TXN_TOPIC).leader}"
     cluster.stop(victim, kill=True)
-    for n in range(50):
-        producer.produce(TXN_TOPIC, f"b{n}".encode())
+    for value in sent[30:]:
+        producer.produce(TXN_TOPIC, value, partition=int(value[1:]) % TXN_PARTITIONS)
     producer.commit_transaction(60)
     cluster.start(victim)
-    wait_until(lambda: _full_isr(secure, TXN_TOPIC), timeout=60,
+    wait_until(lambda: _full_isr(secure, TXN_TOPIC, TXN_PARTITIONS), timeout=60,
                what=f"{victim} back in the ISR", ignoring=Exception)
 
-    values = [value for _, value in _read_all(secure, TXN_TOPIC, "alice-txn", committed=True)]
-    assert values == [f"a{n}".encode() for n in range(50)] + [f"b{n}".encode()
-                                                             for n in range(50)]
+    for partition in range(TXN_PARTITIONS):
+        values = [value for _, value in _read_all(secure, TXN_TOPIC, "alice-txn", True,
+                                                  partition)]
+        assert values == [v for v in sent if int(v[1:]) % TXN_PARTITIONS == partition]
 
 
 def test_a_broker_with_a_wrong_inter_broker_password_cannot_replicate(
