@@ -35,7 +35,9 @@ from confluent_kafka.admin import (
 )
 
 from tests.certificates import Authority
+from tests.integration.broker_process import free_port
 from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
+from tests.integration.test_startup_config import start_expecting_failure
 from tests.waiting import wait_until
 
 TOPIC = "payments"
@@ -269,3 +271,23 @@ def test_a_broker_with_a_wrong_inter_broker_password_cannot_replicate(
         cluster.start(outcast)
     wait_until(lambda: _full_isr(secure, TOPIC), timeout=60,
                what=f"{outcast} back in the ISR with the right password", ignoring=Exception)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({}, "sasl.mechanism.inter.broker.protocol GSSAPI is not supported on inter-broker "
+         "listener INTERNAL (SASL_PLAINTEXT)"),
+    ({"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"},
+     "listener.name.internal.scram-sha-512.sasl.jaas.config: sasl.jaas.config is required"),
+])
+def test_a_sasl_inter_broker_listener_without_a_usable_login_stops_startup(
+        tmp_path: Path, overrides: dict[str, str], message: str) -> None:
+    settings = {"listeners": f"PLAINTEXT://127.0.0.1:{free_port()},"
+                             f"INTERNAL://127.0.0.1:{free_port()}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
+                                                  "INTERNAL:SASL_PLAINTEXT",
+                "inter.broker.listener.name": "INTERNAL",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512", **overrides}
+    output = start_expecting_failure(
+        tmp_path / "data", *(arg for key, value in settings.items()
+                             for arg in ("--override", f"{key}={value}")))
+    assert message in output
