@@ -142,12 +142,14 @@ def _full_isr(secure: SecureCluster, topic: str, partitions: int = 1) -> bool:
 
 def _read_all(secure: SecureCluster, topic: str, group: str, committed: bool = False,
               partition: int = 0) -> list[tuple[int, bytes]]:
+    """The partition's records up to its end (read_committed: up to its last record before
+    the commit marker that ends it)."""
     consumer = Consumer(secure.alice(**{
         "group.id": group, "enable.auto.commit": False,
         "isolation.level": "read_committed" if committed else "read_uncommitted"}))
     try:
         end = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                             timeout=TIMEOUT)[1]
+                                             timeout=TIMEOUT)[1] - committed
         consumer.assign([TopicPartition(topic, partition, 0)])
         records: list[tuple[int, bytes]] = []
         deadline = time.monotonic() + 60
