@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.certificates import Authority
 from tests.integration.broker_process import free_port
@@ -293,3 +295,24 @@ def test_a_sasl_inter_broker_listener_without_a_usable_login_stops_startup(
         tmp_path / "data", *(arg for key, value in settings.items()
                              for arg in ("--override", f"{key}={value}")))
     assert message in output
+
+
+def test_the_active_controller_exports_offsets_read_over_the_secure_listener(
+        secure: SecureCluster) -> None:
+    """Kafka Exporter's offsets come from ListOffsets the controller sends to the brokers'
+    inter-broker listener, logged in as the brokers are."""
+    controller = secure.cluster.node("controller-1")
+    producer = Producer(secure.alice())
+    producer.produce(TOPIC, b"counted")
+    assert producer.flush(TIMEOUT) == 0
+
+    def newest_offset() -> float | None:
+        url = f"http://127.0.0.1:{controller['metrics_port']}/metrics"
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            text = response.read().decode()
+        return next((sample.value for family in text_string_to_metric_families(text)
+                     for sample in family.samples
+                     if sample.name == "kafka_topic_partition_current_offset"
+                     and sample.labels.get("topic") == TOPIC), None)
+
+    wait_until(lambda: (newest_offset() or 0) > 0, what="the exporter's offset of the topic")
