@@ -125,8 +125,8 @@ class ReplicaFetcher:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
-    def _retry_later(self, following: _Following) -> None:
-        following.retry_at = asyncio.get_running_loop().time() + EPOCH_RETRY_S
+    def _retry_later(self, following: _Following, delay_s: float = EPOCH_RETRY_S) -> None:
+        following.retry_at = asyncio.get_running_loop().time() + delay_s
 
     # --- truncation ----------------------------------------------------------------------
 
@@ -216,7 +216,8 @@ class ReplicaFetcher:
         response = await connection.send(
             request, self.max_wait_ms / 1000 + self.request_timeout_s)
         if response.error_code != ErrorCode.none:
-            raise BrokerConnectionError(f"fetch failed: {ErrorCode(response.error_code).name}")
+            raise BrokerConnectionError(
+                f"fetch failed: {ErrorCode(response.error_code).name.upper()}")
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
@@ -245,10 +246,10 @@ class ReplicaFetcher:
         if code in _RETRIABLE:
             self._retry_later(following)
             return
-        if code != ErrorCode.none:
-            log.warning("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
-                        ErrorCode(code).name)
-            self._retry_later(following)
+        if code != ErrorCode.none:  # as Kafka's fetcher: an error, then replica.fetch.backoff.ms
+            log.error("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
+                      ErrorCode(code).name.upper())
+            self._retry_later(following, self.backoff_s)
             return
         records = answer.records
         if records:

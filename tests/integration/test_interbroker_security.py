@@ -52,7 +52,8 @@ TXN_REPLICAS = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 a kill one partition's leader is another broker: its markers cross the inter-broker
 listener."""
 TXN_PARTITIONS = len(TXN_REPLICAS)
-WRONG_PASSWORD_LOG = re.compile(r"fetching from broker \d+ .*SASL_AUTHENTICATION_FAILED")
+REFUSED_LOGIN_LOG = r"fetching from broker \d+ .*SASL_AUTHENTICATION_FAILED"
+NOT_A_BROKER_LOG = rf"{TOPIC}-0: fetch from \d+ failed: TOPIC_AUTHORIZATION_FAILED"
 
 
 @dataclass
@@ -247,8 +248,14 @@ def test_a_transaction_commits_across_a_leader_kill(secure: SecureCluster) -> No
         assert values == [v for v in sent if int(v[1:]) % TXN_PARTITIONS == partition]
 
 
-def test_a_broker_with_a_wrong_inter_broker_password_cannot_replicate(
-        secure: SecureCluster) -> None:
+@pytest.mark.parametrize(("login", "refusal"), [
+    ('username="broker" password="not-it"', REFUSED_LOGIN_LOG),
+    ('username="alice" password="alice-secret"', NOT_A_BROKER_LOG),
+], ids=["wrong-password", "not-cluster-action"])
+def test_a_broker_refused_by_the_others_cannot_replicate(
+        secure: SecureCluster, login: str, refusal: str) -> None:
+    """A wrong password, or a principal without CLUSTER_ACTION (alice may read the topic,
+    but not as a follower): the broker stays out of the ISR and the others serve."""
     cluster = secure.cluster
     wait_until(lambda: _full_isr(secure, TOPIC), what="a full ISR", ignoring=Exception)
     leader = secure.partition(TOPIC).leader
@@ -257,12 +264,12 @@ def test_a_broker_with_a_wrong_inter_broker_password_cannot_replicate(
     good = config.read_text()
     log = Path(cluster.node(outcast)["log"])
     cluster.stop(outcast)
-    config.write_text(good.replace(f'password="{BROKER_SECRET}"', 'password="not-it"'))
+    config.write_text(good.replace(f'username="broker" password="{BROKER_SECRET}"', login))
     seen = len(log.read_text(errors="replace"))
     try:
         cluster.start(outcast)
-        wait_until(lambda: WRONG_PASSWORD_LOG.search(log.read_text(errors="replace")[seen:]),
-                   timeout=60, what="the refused login in the broker's log")
+        wait_until(lambda: re.search(refusal, log.read_text(errors="replace")[seen:]),
+                   timeout=60, what=f"{refusal} in the broker's log")
         producer = Producer(secure.alice(acks="all", **{"enable.idempotence": True}))
         for n in range(20):
             producer.produce(TOPIC, f"while-refused-{n}".encode())
@@ -274,7 +281,7 @@ def test_a_broker_with_a_wrong_inter_broker_password_cannot_replicate(
         config.write_text(good)
         cluster.start(outcast)
     wait_until(lambda: _full_isr(secure, TOPIC), timeout=60,
-               what=f"{outcast} back in the ISR with the right password", ignoring=Exception)
+               what=f"{outcast} back in the ISR as the broker", ignoring=Exception)
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
