@@ -12,11 +12,16 @@ from odradek.config import BrokerConfig
 from odradek.controller.app import ControllerApp, metadata_dir
 from odradek.listeners import resolve
 from odradek.meta_properties import new_cluster_id, read_bootstrap, read_or_create_cluster_id
-from odradek.metadata.records import UserScramCredentialRecord
+from odradek.metadata.records import MetadataRecord, UserScramCredentialRecord
 from odradek.metadata.scram_bootstrap import FormatterError
 from odradek.tools.storage import format_storage
 
 SCRAM = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
+
+
+def scram_user(record: MetadataRecord) -> str:
+    assert isinstance(record, UserScramCredentialRecord)
+    return record.name
 
 
 def controller_config(tmp_path: Path) -> BrokerConfig:
@@ -49,7 +54,8 @@ def test_the_controller_reads_the_bootstrap_records_and_the_cluster_id(tmp_path:
     format_storage(config, cluster_id, [SCRAM], ignore_formatted=False)
     app = ControllerApp(config, resolve(config, frozenset({"controller"})))
     assert app.cluster_id == cluster_id
-    assert [r.name for r in app.bootstrap] == ["broker"]  # type: ignore[union-attr]
+    assert app.bootstrap == read_bootstrap(tmp_path / "meta")
+    assert [scram_user(r) for r in app.bootstrap] == ["broker"]
     assert metadata_dir(config).parent == tmp_path / "meta"
 
 
@@ -78,8 +84,7 @@ def test_the_cli_takes_kafka_storages_arguments(tmp_path: Path,
     assert len(cluster_id) == 22
     assert main(["storage", "format", "-c", str(properties), "-t", cluster_id,
                  "-S", SCRAM, "--add-scram", "SCRAM-SHA-256=[name=admin,password=a]"]) == 0
-    assert [r.name for r in read_bootstrap(tmp_path / "d")] == [  # type: ignore[union-attr]
-        "broker", "admin"]
+    assert [scram_user(r) for r in read_bootstrap(tmp_path / "d")] == ["broker", "admin"]
     assert main(["storage", "format", "--config", str(properties), "--cluster-id",
                  cluster_id]) == 1
     assert "is already formatted" in capsys.readouterr().err
