@@ -1,6 +1,6 @@
 """A replicated cluster secured inside as well as outside: StandardAuthorizer, an inter-broker
 listener on SASL_SSL (SCRAM-SHA-512 as `broker`, bootstrapped by `storage format --add-scram`,
-and mutual TLS) and a client listener on SASL_SSL. An idempotent acks=all producer (alice,
+and mutual TLS), the controllers' gRPC on mutual TLS, and a client listener on SASL_SSL. An idempotent acks=all producer (alice,
 with ACLs only on her topic) loses and duplicates nothing when the partition leader is killed
 mid-stream; the killed broker rejoins the ISR over the secure listener, and a transaction
 commits across another kill. A broker with a wrong inter-broker password is refused and stays
@@ -88,13 +88,14 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
     keystore = ca.issue("broker").write(pki / "broker.pem")
     overrides = {
         "listener.security.protocol.map":
-            "PLAINTEXT:PLAINTEXT,CLIENT:SASL_SSL,INTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "PLAINTEXT:PLAINTEXT,CLIENT:SASL_SSL,INTERNAL:SASL_SSL,CONTROLLER:SSL",
         "inter.broker.listener.name": "INTERNAL",
         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "listener.name.internal.scram-sha-512.sasl.jaas.config":
             JAAS.format(password=BROKER_SECRET),
         "listener.name.internal.ssl.client.auth": "required",
+        "listener.name.controller.ssl.client.auth": "required",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(keystore),
         "ssl.truststore.type": "PEM",
