@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     from odradek.tools.log_dirs import add_log_dirs_parser
     from odradek.tools.quorum import add_quorum_parser
     from odradek.tools.reassign import add_reassign_parser
+    from odradek.tools.storage import add_storage_parser
     from odradek.tools.topics import add_topics_parser
     from odradek.transactions_cli import add_transactions_parser
 
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_delete_records_parser(commands)
     add_log_dirs_parser(commands)
     add_quorum_parser(commands)
+    add_storage_parser(commands)
     add_dump_log_parser(commands)
     add_perf_parser(commands)
     add_spark_parsers(commands)

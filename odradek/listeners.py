@@ -244,6 +244,15 @@ def _check_controller(controller_names: tuple[str, ...], names: set[str]) -> Non
                                  "controller role")
 
 
+def inter_broker_listener(config: BrokerConfig) -> tuple[str, str]:
+    """(name, security protocol) of the listener brokers reach each other on, from
+    inter.broker.listener.name or security.inter.broker.protocol: a controller reads it too,
+    to reach the brokers as they reach each other."""
+    protocols = effective_protocol_map(config)
+    name = _inter_broker_name(config, protocols)
+    return name, protocols.get(name, name)
+
+
 def _inter_broker_name(config: BrokerConfig, protocols: Mapping[str, str]) -> str:
     name = config["inter.broker.listener.name"]
     if name is None:

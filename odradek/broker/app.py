@@ -39,6 +39,7 @@ from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
 from odradek.grpc_tls import ControllerChannels
+from odradek.inter_broker import inter_broker_security
 from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -76,7 +77,9 @@ class BrokerApp:
         written)."""
         self.controller_channels = ControllerChannels.of(config, self.listeners)
         """How the broker reaches the controllers (checked before anything is written)."""
-        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id)
+        _, inter_broker = inter_broker_security(config)
+        self.broker = Broker(config, self.listeners.inter_broker, generate_cluster_id,
+                             inter_broker)
         self.broker.metrics.register_metadata(lambda: self.broker.metadata_offset)
         self._last_flush_ms: dict[tuple[str, int], int] = {}
         self._sockets: dict[str, socket.socket] = {}

@@ -16,6 +16,7 @@ from odradek.broker.metrics import BrokerMetrics
 from odradek.broker.partitions import PartitionWaiters, TopicPartition
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, effective_topic_config
+from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity
 from odradek.listeners import Endpoint
 from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
@@ -43,11 +44,14 @@ class Broker:
     The services built on it (`BrokerServices`) are wired by the app."""
 
     def __init__(self, config: BrokerConfig, inter_broker_listener: str,
-                 generate_cluster_id: bool = False) -> None:
-        """`inter_broker_listener`: the listener this broker reaches other brokers on."""
+                 generate_cluster_id: bool = False,
+                 inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        """`inter_broker_listener`: the listener this broker reaches other brokers on, with
+        `inter_broker_security`."""
         self.config = config
         self.node_id = config.integer("node.id")
         self.inter_broker_listener = inter_broker_listener
+        self.inter_broker_security = inter_broker_security
         self.log_dir = config.log_dirs()[0].resolve()
         self.cluster_id = read_or_create_cluster_id(
             self.log_dir, self.node_id, config["cluster.id"],  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.partitions import TopicPartition
 from odradek.clock import now_ms
-from odradek.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.kafka_client import BrokerConnection, BrokerConnectionError, SaslAuthenticationError
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.codec import build_request
@@ -100,15 +100,16 @@ class ReplicaFetcher:
                     if connection is None:
                         connection = await BrokerConnection.connect(
                             self.host, self.port, f"replica-fetcher-{self.broker.node_id}",
-                            self.request_timeout_s)
+                            self.request_timeout_s, self.broker.inter_broker_security)
                     truncating = {k: s for k, s in ready.items() if s.truncating}
                     if truncating:
                         await self._truncate(connection, truncating)
                     else:
                         await self._fetch(connection, ready)
                 except BrokerConnectionError as error:
-                    log.info("fetching from broker %d at %s:%d: %s", self.leader_id, self.host,
-                             self.port, error)
+                    log.log(logging.ERROR if isinstance(error, SaslAuthenticationError)
+                            else logging.INFO, "fetching from broker %d at %s:%d: %s",
+                            self.leader_id, self.host, self.port, error)
                     connection = None
                     await asyncio.sleep(self.backoff_s)
         finally:
@@ -124,8 +125,8 @@ class ReplicaFetcher:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
-    def _retry_later(self, following: _Following) -> None:
-        following.retry_at = asyncio.get_running_loop().time() + EPOCH_RETRY_S
+    def _retry_later(self, following: _Following, delay_s: float = EPOCH_RETRY_S) -> None:
+        following.retry_at = asyncio.get_running_loop().time() + delay_s
 
     # --- truncation ----------------------------------------------------------------------
 
@@ -215,7 +216,8 @@ class ReplicaFetcher:
         response = await connection.send(
             request, self.max_wait_ms / 1000 + self.request_timeout_s)
         if response.error_code != ErrorCode.none:
-            raise BrokerConnectionError(f"fetch failed: {ErrorCode(response.error_code).name}")
+            raise BrokerConnectionError(
+                f"fetch failed: {ErrorCode(response.error_code).name.upper()}")
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
@@ -244,10 +246,10 @@ class ReplicaFetcher:
         if code in _RETRIABLE:
             self._retry_later(following)
             return
-        if code != ErrorCode.none:
-            log.warning("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
-                        ErrorCode(code).name)
-            self._retry_later(following)
+        if code != ErrorCode.none:  # as Kafka's fetcher: an error, then replica.fetch.backoff.ms
+            log.error("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
+                      ErrorCode(code).name.upper())
+            self._retry_later(following, self.backoff_s)
             return
         records = answer.records
         if records:

@@ -142,7 +142,7 @@ class MarkerSender:
         try:
             connection = await BrokerConnection.connect(
                 endpoint.host, endpoint.port, f"txn-markers-{self.broker.node_id}",
-                self._timeout_s)
+                self._timeout_s, self.broker.inter_broker_security)
         except BrokerConnectionError as error:
             log.info("markers to broker %d: %s", leader, error)
             return {}

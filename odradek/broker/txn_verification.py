@@ -70,7 +70,8 @@ async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition
     timeout_s = broker.config.integer("request.timeout.ms") / 1000
     try:
         connection = await BrokerConnection.connect(
-            endpoint.host, endpoint.port, f"txn-verify-{broker.node_id}", timeout_s)
+            endpoint.host, endpoint.port, f"txn-verify-{broker.node_id}", timeout_s,
+            broker.inter_broker_security)
         try:
             response = await connection.send(request, timeout_s)
         finally:

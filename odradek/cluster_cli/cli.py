@@ -25,8 +25,11 @@ from odradek.cluster_cli.layout import (
 )
 from odradek.cluster_cli.probe import broker_sees, controller_active
 from odradek.cluster_cli.processes import alive, signal_node, spawn, wait_dead
+from odradek.config import BrokerConfig, InvalidConfigError, load_properties
 from odradek.meta_properties import new_cluster_id
+from odradek.metadata.scram_bootstrap import FormatterError
 from odradek.tools.common import key_value
+from odradek.tools.storage import format_storage
 
 STOP_TIMEOUT_S = 30.0
 
@@ -54,6 +57,9 @@ def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
                     "--override inter.broker.listener.name=NAME)")
     up.add_argument("--racks", type=lambda text: [r for r in text.split(",") if r], default=[],
                     metavar="RACK,RACK,...", help="broker.rack of broker 1, 2, ... in turn")
+    up.add_argument("--add-scram", action="append", default=[], metavar="SCRAM_CREDENTIAL",
+                    help="format every node first (`odradek storage format`) with this SCRAM "
+                    "credential for the first active controller to write (repeatable)")
     up.add_argument("--timeout", type=float, default=60.0)
     status = verb("status", "which nodes are alive, which controller is active", run_status)
     status.add_argument("--json", action="store_true")
@@ -100,6 +106,12 @@ def run_up(args: argparse.Namespace) -> int:
     for node in layout.nodes:
         Path(node.config).parent.mkdir(parents=True, exist_ok=True)
         Path(node.config).write_text(properties(layout, node, overrides, args.racks))
+        if args.add_scram:
+            try:
+                format_storage(BrokerConfig(load_properties(Path(node.config))),
+                               layout.cluster_id, args.add_scram, ignore_formatted=False)
+            except (FormatterError, InvalidConfigError) as error:
+                return _fail(f"formatting {node.name}: {error}")
     for node in sorted(layout.nodes, key=lambda n: n.role != "controller"):
         spawn(node)
     write_layout(data_dir, layout)

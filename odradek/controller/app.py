@@ -8,6 +8,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -28,10 +29,12 @@ from odradek.controller.raft_transport import (
 )
 from odradek.controller.service import ControllerService, NotController
 from odradek.grpc_tls import ControllerChannels, server_credentials
+from odradek.inter_broker import inter_broker_security
 from odradek.listeners import CONTROLLER, SSL, WILDCARD, Listeners, resolve
-from odradek.meta_properties import read_or_create_cluster_id
+from odradek.meta_properties import read_bootstrap, read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
+from odradek.metadata.records import encode_batch
 from odradek.raft import RaftConfig, RaftNode
 from odradek.raft.types import NO_NODE, Role
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
@@ -73,7 +76,8 @@ class ControllerApp:
                 )
         else:
             self.voters = {}
-        self.inter_broker_listener = listeners.inter_broker or None
+        self.inter_broker_listener, self.inter_broker_security = inter_broker_security(config)
+        """How this controller's exporter reaches the brokers: as they reach each other."""
         listener = listeners.controller
         self.bind = (listener.host or WILDCARD, listener.port) if listener else ("127.0.0.1", 0)
         self.credentials = (server_credentials(settings(config, listener.name))
@@ -89,6 +93,8 @@ class ControllerApp:
             self.directory.parent, self.node_id, config["cluster.id"],  # type: ignore[arg-type]
             generate=len(self.voters) <= 1,
         )
+        self.bootstrap = read_bootstrap(self.directory.parent)
+        """The records `storage format` left for the first active controller (KIP-900)."""
         self.port = 0
         self.ready = asyncio.Event()
         """Set once the gRPC server listens (then `port` is the bound port)."""
@@ -151,7 +157,7 @@ class ControllerApp:
         driver = RaftDriver(
             node, store, machine, peers, TICK_MS,
             self.config.integer("metadata.log.max.record.bytes.between.snapshots"),
-            on_active=lambda: machine.controller.become_active(now_ms()),
+            on_active=lambda: self._become_active(driver, machine),
         )
         service = ControllerService(
             machine, driver, self.cluster_id, voters,
@@ -163,7 +169,7 @@ class ControllerApp:
         controller_pb2_grpc.add_ControllerServicer_to_server(service, server)
         ControllerMetrics(self.registry, driver, machine, channel)
         exporter = ClusterExporter(self.registry, driver, machine, loop,
-                                   self.inter_broker_listener)
+                                   self.inter_broker_listener, self.inter_broker_security)
         self._driver = driver
         await server.start()
         self.ready.set()
@@ -198,6 +204,15 @@ class ControllerApp:
         if failure is not None:
             raise SystemExit(1)
 
+    def _become_active(self, driver: RaftDriver, machine: ControllerMachine) -> None:
+        """Sessions restart; the first active controller of an empty metadata log writes the
+        bootstrap records first, as Kafka's writes its bootstrap.checkpoint."""
+        machine.controller.become_active(now_ms())
+        if not self.bootstrap or machine.holds_records:
+            return
+        written = driver.propose(encode_batch(self.bootstrap))
+        written.add_done_callback(partial(_bootstrapped, len(self.bootstrap)))
+
     @staticmethod
     async def _resign(driver: RaftDriver, reachable: list[int]) -> None:
         """An active controller that is shutting down hands leadership to a reachable voter
@@ -230,6 +245,14 @@ class ControllerApp:
             await service.write(lambda: (machine.controller.balance_leaders(percentage), None))
         except (NotController, MetadataError, TimeoutError) as failure:
             log.warning("rebalancing leaders failed: %r", failure)
+
+
+def _bootstrapped(count: int, written: asyncio.Future[int]) -> None:
+    if written.cancelled() or written.exception() is not None:
+        log.warning("the bootstrap records were not written: %r",
+                    None if written.cancelled() else written.exception())
+        return
+    log.info("wrote %d bootstrap record(s) at metadata offset %d", count, written.result())
 
 
 def _describe(voters: Mapping[int, tuple[str, int]]) -> str:

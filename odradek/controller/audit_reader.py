@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from odradek.controller.audit_series import AuditResults
-from odradek.kafka_client import KafkaCluster
+from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity, KafkaCluster
 from odradek.metadata.image import TopicState
 from odradek.mirror.reader import EARLIEST, READ_UNCOMMITTED, PartitionReader, ReadError
 from odradek.protocol.record_codec import decode_records
@@ -24,9 +24,10 @@ Address = tuple[str, int]
 
 
 class AuditReader:
-    def __init__(self, timeout_s: float, topic: str = AUDIT_TOPIC) -> None:
+    def __init__(self, timeout_s: float, topic: str = AUDIT_TOPIC,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.topic = topic
-        self.cluster = KafkaCluster([], "odradek-audit-exporter", timeout_s)
+        self.cluster = KafkaCluster([], "odradek-audit-exporter", timeout_s, security)
         self.results = AuditResults()
         self.positions: dict[int, int] = {}
         self.topic_id: str | None = None

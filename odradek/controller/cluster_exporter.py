@@ -28,7 +28,7 @@ from odradek.controller.exporter_series import (
 )
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.raft_driver import RaftDriver
-from odradek.kafka_client import ConnectionPool, KafkaClientError
+from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity, ConnectionPool, KafkaClientError
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.controller.exporter")
@@ -47,15 +47,15 @@ Address = tuple[str, int]
 class ClusterExporter(Collector):
     def __init__(self, registry: CollectorRegistry, driver: RaftDriver,
                  machine: ControllerMachine, loop: asyncio.AbstractEventLoop,
-                 listener: str | None) -> None:
-        """`listener`: the brokers' listener to ask (the inter-broker one when this node
-        names it); a broker without an endpoint there is asked on its first."""
+                 listener: str, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        """`listener`: the brokers' listener to ask (the inter-broker one), with `security`;
+        a broker without an endpoint there is asked on its first."""
         self.listener = listener
         self.driver = driver
         self.machine = machine
         self.loop = loop
-        self.pool = ConnectionPool("odradek-cluster-exporter", TIMEOUT_S)
-        self.audit = AuditReader(TIMEOUT_S)
+        self.pool = ConnectionPool("odradek-cluster-exporter", TIMEOUT_S, security)
+        self.audit = AuditReader(TIMEOUT_S, security=security)
         registry.register(self)
 
     def collect(self) -> Iterator[Metric]:
@@ -81,7 +81,7 @@ class ClusterExporter(Collector):
         view = ClusterView()
         addresses: dict[int, Address] = {}
         for broker in metadata.unfenced_brokers():
-            endpoint = (self.listener and broker.endpoint(self.listener)) or broker.endpoints[0]
+            endpoint = broker.endpoint(self.listener) or broker.endpoints[0]
             addresses[broker.broker_id] = (endpoint.host, endpoint.port)
             view.brokers[broker.broker_id] = f"{endpoint.host}:{endpoint.port}"
         led: dict[int, list[TopicPartition]] = {}

@@ -39,6 +39,11 @@ class ControllerMachine:
         self.offsets, self.batches = [], []
         self._notify()
 
+    @property
+    def holds_records(self) -> bool:
+        """Whether any metadata record was ever applied (from a snapshot or an entry)."""
+        return self.image_offset > 0 or any(self.batches)
+
     def snapshot_data(self) -> bytes:
         return encode_batch(self.controller.metadata.to_records())
 

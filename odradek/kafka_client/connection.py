@@ -81,7 +81,8 @@ class BrokerConnection:
         if handshake[0].error_code != ErrorCode.none:
             self.close()
             raise SaslAuthenticationError(
-                f"SASL mechanism {login.mechanism} refused ({handshake[0].error_code.name}); "
+                f"SASL mechanism {login.mechanism} refused "
+                f"({handshake[0].error_code.name.upper()}); "
                 f"the broker enables {', '.join(handshake[0].mechanisms) or 'none'}")
         exchange = login.exchange()
         token: bytes | None = exchange.first()
@@ -91,7 +92,7 @@ class BrokerConnection:
                     [build_request(*SASL_AUTHENTICATE, {"auth_bytes": token})], timeout)
                 if response.error_code != ErrorCode.none:
                     raise SaslAuthenticationError(
-                        f"{response.error_code.name}: {response.error_message or ''}")
+                        f"{response.error_code.name.upper()}: {response.error_message or ''}")
                 token = exchange.answer(response.auth_bytes)
         except (SaslAuthenticationError, ValueError) as error:
             self.close()

@@ -97,14 +97,20 @@ def alter_credentials(metadata: ClusterMetadata, deletions: Sequence[Deletion],
     for upsertion in upserting.values():
         mechanism = ScramMechanism.from_type(upsertion.mechanism)
         assert mechanism is not None
-        stored = credential_from_salted(mechanism, upsertion.salted_password, upsertion.salt,
-                                        upsertion.iterations)
-        records.append(UserScramCredentialRecord(
-            upsertion.name, upsertion.mechanism, _b64(stored.salt), _b64(stored.stored_key),
-            _b64(stored.server_key), stored.iterations))
+        records.append(credential_record(upsertion.name, mechanism, upsertion.salted_password,
+                                         upsertion.salt, upsertion.iterations))
         results.append((upsertion.name, ErrorCode.none, None))
     results += [(name, code, message) for name, (code, message) in errors.items()]
     return records, results
+
+
+def credential_record(name: str, mechanism: ScramMechanism, salted_password: bytes,
+                      salt: bytes, iterations: int) -> UserScramCredentialRecord:
+    """The record of a user's salted password: the salt and the derived keys."""
+    stored = credential_from_salted(mechanism, salted_password, salt, iterations)
+    return UserScramCredentialRecord(name, mechanism.type_id, _b64(stored.salt),
+                                     _b64(stored.stored_key), _b64(stored.server_key),
+                                     stored.iterations)
 
 
 def _b64(data: bytes) -> str:

@@ -24,8 +24,9 @@ TIMEOUT = 30.0
 class Cluster:
     def __init__(self, data_dir: Path, controllers: int = 3, brokers: int = 3,
                  overrides: dict[str, str] | None = None, racks: list[str] | None = None,
-                 listeners: list[str] | None = None) -> None:
+                 listeners: list[str] | None = None, add_scram: list[str] | None = None) -> None:
         self.data_dir = data_dir
+        self.add_scram = add_scram or []
         self.controllers = controllers
         self.broker_count = brokers
         self.overrides = overrides or {}
@@ -53,6 +54,8 @@ class Cluster:
             args += ["--racks", ",".join(self.racks)]
         if self.listeners:
             args += ["--listeners", ",".join(self.listeners)]
+        for credential in self.add_scram:
+            args += ["--add-scram", credential]
         self.cli(*args)
 
     def down(self) -> None:
@@ -110,9 +113,10 @@ class Cluster:
 @contextmanager
 def running_cluster(data_dir: Path, controllers: int, brokers: int,
                     overrides: dict[str, str], racks: list[str] | None = None,
-                    listeners: list[str] | None = None) -> Iterator[Cluster]:
+                    listeners: list[str] | None = None, add_scram: list[str] | None = None
+                    ) -> Iterator[Cluster]:
     """A cluster that is up for the block and torn down after it, whatever happens."""
-    cluster = Cluster(data_dir, controllers, brokers, overrides, racks, listeners)
+    cluster = Cluster(data_dir, controllers, brokers, overrides, racks, listeners, add_scram)
     try:
         cluster.up()
         yield cluster

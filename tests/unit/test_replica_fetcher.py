@@ -11,6 +11,7 @@ from typing import Any
 
 from odradek.broker.replica_fetcher import EPOCH_RETRY_S, ReplicaFetcher
 from odradek.config import BrokerConfig
+from odradek.kafka_client import PLAINTEXT_CLIENT
 from odradek.replication.throttle import ByteRate
 
 SPIN_LIMIT = 1000
@@ -46,7 +47,8 @@ async def follow_a_partition_without_a_log(window_s: float) -> tuple[int, BaseEx
     server = await asyncio.start_server(accept, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     logs = CountingLogs()
-    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs)
+    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs,
+                                  inter_broker_security=PLAINTEXT_CLIENT)
     fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=port,
                              throttle=never_consulted, quota=ByteRate())
     fetcher.add(("orders", 0), leader_epoch=0)
