@@ -4,8 +4,9 @@
 #   bash deploy/compose/make-secrets.sh [DIR]
 # What exists is kept (delete DIR to start over):
 #   ca.crt ca.key            a CA of its own (ca.key never leaves this directory)
-#   tls/<node>/              ca.crt, tls.crt, tls.key of each node, as a kubernetes.io/tls
-#                            Secret holds them: the node's name, localhost and 127.0.0.1
+#   tls/<node>/              ca.crt, tls.crt, tls.key of each node (and of the mirror, with
+#                            keystore.pem: key then chain), as a kubernetes.io/tls Secret
+#                            holds them: the node's name, localhost and 127.0.0.1
 #   clients/<user>/          ca.crt, tls.crt, tls.key: a client certificate, CN=<user>
 #   users/<user>             the password of each SCRAM user, one file each (the
 #                            controllers format their storage with these on first start)
@@ -15,7 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/secrets}
-nodes=(controller-1 controller-2 controller-3 broker-1 broker-2 broker-3 west)
+nodes=(controller-1 controller-2 controller-3 broker-1 broker-2 broker-3 west mirror)
 users=(admin alice)
 clients=(alice)
 days=825
@@ -50,6 +51,8 @@ issue() {
 for node in "${nodes[@]}"; do
   issue "tls/$node" "$node" "DNS:$node,DNS:localhost,IP:127.0.0.1"
 done
+# the mirror's own clients read one PEM key store (KIP-651): the key, then the chain
+[[ -s tls/mirror/keystore.pem ]] || cat tls/mirror/tls.key tls/mirror/tls.crt >tls/mirror/keystore.pem
 for user in "${clients[@]}"; do
   issue "clients/$user" "$user" "DNS:$user"
 done

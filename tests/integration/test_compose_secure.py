@@ -3,8 +3,10 @@ certificates and users deploy/compose/make-secrets.sh writes: clients on the hos
 east over SASL_SSL with SCRAM as the users of secrets/users/ (which the controllers wrote
 into the metadata log when they formatted their storage), and over SSL with a client
 certificate; the authorizer holds alice to her ACLs; a wrong password, plaintext sent to a
-TLS port and a missing client certificate are refused; the mirror still copies east to west
-and Prometheus still scrapes every process. One stack serves the module."""
+TLS port and a missing client certificate are refused; inside the network the controllers
+and the brokers' INTERNAL listeners take only the stack's certificates, and the mirror
+(with its own) still copies east to west; Prometheus still scrapes every process. One stack
+serves the module."""
 
 from __future__ import annotations
 
@@ -260,9 +262,11 @@ def test_no_password_or_key_is_in_an_image_or_a_variable(stack: ComposeStack) ->
 
 PROBE = """
 import socket, ssl, sys
-host, port, certificate = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-# the HTTP/2 preface and an empty SETTINGS frame: a gRPC server answers with its SETTINGS
-hello = b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+host, port, certificate, protocol = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# gRPC: the HTTP/2 preface and an empty SETTINGS frame (the server answers with its own);
+# Kafka: an ApiVersions v0 request
+hello = (b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+         if protocol == "grpc" else bytes([0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0, 0]))
 def answer(wrap):
     with socket.create_connection((host, port), 10) as raw:
         try:
@@ -272,24 +276,25 @@ def answer(wrap):
         except (ssl.SSLError, ConnectionResetError):
             return "closed"
 context = ssl.create_default_context(cafile="/secrets/ca.crt")
-context.set_alpn_protocols(["h2"])
+if protocol == "grpc":
+    context.set_alpn_protocols(["h2"])
 anonymous = answer(lambda raw: context.wrap_socket(raw, server_hostname=host))
 node = f"/secrets/tls/{certificate}"
 context.load_cert_chain(f"{node}/tls.crt", f"{node}/tls.key")
 print(answer(lambda raw: raw), anonymous,
       answer(lambda raw: context.wrap_socket(raw, server_hostname=host)))
 """
-"""In a container on the compose network: how the gRPC server at `host:port` treats
-plaintext, TLS without a client certificate, and TLS with the node certificate named by
-the third argument."""
+"""In a container on the compose network: how the server at `host:port` (gRPC or Kafka)
+treats plaintext, TLS without a client certificate, and TLS with the certificate of
+tls/<third argument>."""
 
 
-def probe(host: str, port: int, certificate: str) -> list[str]:
+def probe(host: str, port: int, certificate: str, protocol: str) -> list[str]:
     result = subprocess.run(
         ["docker", "run", "--rm", "--network", NETWORK, "--entrypoint", "python3",
          "--user", "0",  # secrets/ is private to its owner on the host
          "--volume", f"{SECRETS}:/secrets:ro", TOOLS_IMAGE, "-c", PROBE, host, str(port),
-         certificate], capture_output=True, text=True, timeout=120, check=False)
+         certificate, protocol], capture_output=True, text=True, timeout=120, check=False)
     return result.stdout.split() or [result.stderr]
 
 
@@ -297,4 +302,10 @@ def test_the_controllers_speak_mutual_tls(stack: ComposeStack) -> None:
     """controller-1:9093 refuses plaintext and a TLS client without a certificate; with a
     node's certificate (as brokers and the other controllers connect) its gRPC server
     answers."""
-    assert probe("controller-1", 9093, "broker-1") == ["closed", "closed", "answered"]
+    assert probe("controller-1", 9093, "broker-1", "grpc") == ["closed", "closed", "answered"]
+
+
+def test_the_brokers_internal_listeners_speak_mutual_tls(stack: ComposeStack) -> None:
+    """broker-1:9092 (replication, transaction markers, the mirror) refuses plaintext and
+    TLS without a client certificate, and answers the mirror's certificate."""
+    assert probe("broker-1", 9092, "mirror", "kafka") == ["closed", "closed", "answered"]
