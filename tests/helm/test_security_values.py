@@ -44,12 +44,15 @@ def test_tls_from_a_secret_with_scram_and_acls() -> None:
     env = values_of(broker)
     assert env["ODRADEK_LISTENERS"] == "INTERNAL://:9092,REPLICATION://:9091,EXTERNAL://:9094"
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT,EXTERNAL:SASL_SSL")
+        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:SSL,EXTERNAL:SASL_SSL")
     assert env["ODRADEK_INTER_BROKER_LISTENER_NAME"] == "REPLICATION"
     assert env["ODRADEK_SASL_ENABLED_MECHANISMS"] == "SCRAM-SHA-512,SCRAM-SHA-256"
     assert env["ODRADEK_AUTHORIZER_CLASS_NAME"] == (
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
-    assert env["ODRADEK_SUPER_USERS"] == "User:admin;User:ANONYMOUS"
+    assert env["ODRADEK_SUPER_USERS"] == "User:admin;User:east-odradek-broker"
+    assert env["ODRADEK_LISTENER_NAME_REPLICATION_SSL_CLIENT_AUTH"] == "required"
+    assert env["ODRADEK_LISTENER_NAME_REPLICATION_SSL_PRINCIPAL_MAPPING_RULES"] == (
+        "RULE:^CN=([^,]+)$/$1/,DEFAULT")
     assert env["ODRADEK_TLS_DIR"] == "/etc/odradek/tls"
     assert "ODRADEK_SCRAM_USERS_DIR" not in env
     assert 'advertised="$advertised,REPLICATION://${host}:${REPLICATION_PORT}"' in (
@@ -104,6 +107,9 @@ def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None
         "east-odradek-bootstrap", "east-odradek-bootstrap.data",
         "east-odradek-bootstrap.data.svc", "east-odradek-bootstrap.data.svc.cluster.local",
         "b0.kafka.example.com", "b1.kafka.example.com", "b2.kafka.example.com"]
+    assert certificates["east-odradek-broker"]["commonName"] == "east-odradek-broker"
+    assert values_of(node_pod(objects, "broker"))["ODRADEK_SUPER_USERS"] == (
+        "User:admin;User:east-odradek-broker")
     for pool, spec in certificates.items():
         assert spec["secretName"] == f"{pool}-tls"
         assert spec["issuerRef"] == {"name": "odradek-ca", "kind": "Issuer",
@@ -113,7 +119,7 @@ def test_cert_manager_certificates_name_every_pod_and_mtls_is_required() -> None
         assert secret_mounts(pod)["/etc/odradek/tls"] == f"{pool}-tls"
     env = values_of(node_pod(objects, "broker"))
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:SSL,INTERNAL:SSL,REPLICATION:PLAINTEXT,EXTERNAL:SSL")
+        "CONTROLLER:SSL,INTERNAL:SSL,REPLICATION:SSL,EXTERNAL:SSL")
     assert env["ODRADEK_LISTENER_NAME_INTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert env["ODRADEK_LISTENER_NAME_EXTERNAL_SSL_CLIENT_AUTH"] == "required"
     assert "ODRADEK_SASL_ENABLED_MECHANISMS" not in env
@@ -126,7 +132,7 @@ def test_a_combined_dev_node_formats_with_the_users_and_serves_sasl_ssl() -> Non
     pod = node_pod(objects, "combined")
     env = values_of(pod)
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
-        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:PLAINTEXT")
+        "CONTROLLER:SSL,INTERNAL:SASL_SSL,REPLICATION:SSL")
     assert env["ODRADEK_LISTENERS"] == (
         "INTERNAL://:9092,REPLICATION://:9091,CONTROLLER://:9093")
     assert "ODRADEK_AUTHORIZER_CLASS_NAME" not in env
@@ -136,11 +142,13 @@ def test_a_combined_dev_node_formats_with_the_users_and_serves_sasl_ssl() -> Non
     assert certificate["spec"]["issuerRef"]["kind"] == "ClusterIssuer"
 
 
-def test_scram_without_tls_is_sasl_plaintext_with_a_plaintext_controller_listener() -> None:
-    objects = render({"sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "u"}}})
+def test_scram_without_tls_leaves_controller_and_replication_listeners_plaintext() -> None:
+    objects = render({"sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "u"}},
+                      "authorization": {"enabled": True}})
     env = values_of(node_pod(objects, "broker"))
     assert env["ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP"] == (
         "CONTROLLER:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT")
+    assert env["ODRADEK_SUPER_USERS"] == "User:ANONYMOUS"  # the brokers on REPLICATION
     assert "ODRADEK_TLS_DIR" not in env
     assert secret_mounts(node_pod(objects, "controller")) == {"/etc/odradek/users": "u"}
 

@@ -1,11 +1,13 @@
 """The chart's secure variant run on a real Docker engine (tests/integration/helm_pods.py runs
-the rendered pods as a kubelet would): a combined node with tls.existingSecret,
-sasl.scram.enabled with users from sasl.users.existingSecret, and authorization on. The
+the rendered pods as a kubelet would): a controller and two brokers with tls.existingSecret,
+sasl.scram.enabled with users from sasl.users.existingSecret, and authorization on; the
+controller's listener and the brokers' REPLICATION listener are mutual TLS. The
 Secrets are mounted as Secret volumes (files of mode 0440, group the pod's fsGroup, 10001); the
-node formats its storage with the users on first start; a client outside reaches it over
-SASL_SSL with SCRAM on the external NodePort and is held to its ACLs; the chart's `helm test`
-Pod passes over SASL_SSL; a wrong password and plaintext are refused; no password is in the
-container's environment."""
+controller formats its storage with the users on first start; a client outside reaches the
+brokers over SASL_SSL with SCRAM on their external NodePorts and is held to its ACLs, and its
+acks=all writes to a topic replicated on both brokers (over REPLICATION) are read back; the
+chart's `helm test` Pod passes over SASL_SSL; a wrong password and plaintext are refused; no
+password is in a container's environment."""
 
 from __future__ import annotations
 
@@ -50,16 +52,16 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
 NAMESPACE = "data"
 NETWORK = "odradek-helm-secure-test"
 NODE_PORT = 31290
-BOOTSTRAP = f"localhost:{NODE_PORT}"
-POD = "sec-odradek-combined-0"
-POD_DNS = f"{POD}.sec-odradek-combined-headless.{NAMESPACE}.svc.cluster.local"
+BOOTSTRAP = f"localhost:{NODE_PORT},localhost:{NODE_PORT + 1}"
+PODS = ["sec-odradek-controller-0", "sec-odradek-broker-0", "sec-odradek-broker-1"]
 USERS = {"admin": "admin-pw-5bd1", "alice": "alice-pw-93c2"}
 VALUES: dict[str, Any] = {
-    "image": {"tag": TAG}, "mode": "combined",
-    "brokers": {"replicas": 1, "rack": {"enabled": False},
+    "image": {"tag": TAG},
+    "controllers": {"replicas": 1},
+    "brokers": {"replicas": 2, "rack": {"enabled": False},
                 "topologySpread": {"enabled": False},
                 "external": {"enabled": True, "nodePortBase": NODE_PORT,
-                             "advertisedHosts": ["localhost"]}},
+                             "advertisedHosts": ["localhost", "localhost"]}},
     "tls": {"enabled": True, "existingSecret": "sec-tls"},
     "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "sec-users"}},
     "authorization": {"enabled": True, "superUsers": ["User:admin"]},
@@ -71,11 +73,23 @@ def secret(name: str, data: dict[str, str]) -> dict[str, Any]:
             "data": {key: b64encode(value.encode()).decode() for key, value in data.items()}}
 
 
+def pod_dns(pod: str) -> str:
+    return f"{pod}.{pod.rsplit('-', 1)[0]}-headless.{NAMESPACE}.svc.cluster.local"
+
+
 @dataclass
 class SecureRelease:
     runner: PodRunner
-    container: str
+    controller: str
+    broker: str
     ca: Path
+
+
+def start(runner: PodRunner, pod: str) -> str:
+    container = runner.run_statefulset_pod(pod.rsplit("-", 1)[0], int(pod[-1]), NAMESPACE)
+    wait_until(lambda: runner.ready(container, 9404), 180,
+               lambda: f"{container} ready; its log:\n{runner.logs(container)}", interval=1)
+    return container
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +97,12 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRelease]
     engine_or_skip()
     subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")], check=True,
                    timeout=900)
-    build_images(["broker"])
+    build_images(["broker", "controller"])
     authority = Authority()
-    issued = authority.issue("sec-odradek-combined", (
-        POD_DNS, f"sec-odradek-bootstrap.{NAMESPACE}.svc.cluster.local", "localhost",
-        "127.0.0.1"))
+    # one Secret for every pod; its CN is the brokers' principal on REPLICATION
+    issued = authority.issue("sec-odradek-broker", (
+        *map(pod_dns, PODS), f"sec-odradek-bootstrap.{NAMESPACE}.svc.cluster.local",
+        "localhost", "127.0.0.1"))
     ca = authority.write(tmp_path_factory.mktemp("ca") / "ca.crt")
     runner = PodRunner(NETWORK)
     runner.create_network()
@@ -96,10 +111,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRelease]
                                    "tls.key": issued.key_pem}),
                 secret("sec-users", USERS)])
     try:
-        container = runner.run_statefulset_pod("sec-odradek-combined", 0, NAMESPACE)
-        wait_until(lambda: runner.ready(container, 9404), 180,
-                   lambda: f"{container} ready; its log:\n{runner.logs(container)}", interval=1)
-        yield SecureRelease(runner, container, ca)
+        containers = [start(runner, pod) for pod in PODS]  # each ready before the next
+        yield SecureRelease(runner, containers[0], containers[1], ca)
     finally:
         runner.remove()
 
@@ -114,7 +127,10 @@ def test_users_of_the_secret_log_in_over_sasl_ssl_and_acls_hold(
         release: SecureRelease) -> None:
     admin = AdminClient(scram(release, "admin"))
     topic, group = unique("helm-secure"), unique("alice")
-    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(TIMEOUT)
+    # replicated on both brokers: acks=all waits for the follower, which fetches over
+    # REPLICATION (mutual TLS, as User:sec-odradek-broker)
+    admin.create_topics([NewTopic(topic, 2, 2, config={"min.insync.replicas": "2"})]
+                        )[topic].result(TIMEOUT)
     outs = [Out(f"k{i}".encode(), f"v{i}".encode(), now_ms(), (), i % 2) for i in range(20)]
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         produce_confluent(BOOTSTRAP, topic, outs[:1], scram(release, "alice"))
@@ -166,22 +182,25 @@ def test_a_wrong_password_and_plaintext_are_refused(release: SecureRelease) -> N
     finally:
         raw.close()
     admin = AdminClient(scram(release, "admin"))
-    assert set(admin.list_topics(timeout=TIMEOUT).brokers) == {0}
+    assert set(admin.list_topics(timeout=TIMEOUT).brokers) == {0, 1}
 
 
 def test_the_secrets_are_files_not_variables(release: SecureRelease) -> None:
-    environment = json.loads(docker("inspect", "--format", "{{json .Config.Env}}",
-                                    release.container).stdout)
-    assert not any(password in variable for password in USERS.values()
-                   for variable in environment)
-    listing = docker("exec", release.container, "sh", "-c",
+    for container in (release.controller, release.broker):
+        environment = json.loads(docker("inspect", "--format", "{{json .Config.Env}}",
+                                        container).stdout)
+        assert not any(password in variable for password in USERS.values()
+                       for variable in environment)
+    listing = docker("exec", release.controller, "sh", "-c",
                      "stat -c '%a %g %n' /etc/odradek/users/* /etc/odradek/tls/*").stdout
     assert sorted(listing.split("\n")[:-1]) == sorted(
         f"440 10001 {directory}/{key}" for directory, keys in (
             ("/etc/odradek/users", USERS), ("/etc/odradek/tls", ("ca.crt", "tls.crt",
                                                                  "tls.key")))
         for key in keys)
-    logs = docker("logs", release.container)
+    assert "No such file" in docker("exec", release.broker, "ls", "/etc/odradek/users",
+                                    check=False).stderr  # users: the controllers only
+    logs = docker("logs", release.controller)
     log = logs.stdout + logs.stderr
     assert "Formatting metadata directory /var/lib/odradek/data." in log, log[-3000:]
     assert "wrote 4 bootstrap record(s)" in log, log[-3000:]  # 2 users x 2 mechanisms

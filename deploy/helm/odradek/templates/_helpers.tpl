@@ -199,3 +199,14 @@ client certificates (the Pod has none). */}}
 {{- $tls := .Values.tls -}}
 {{- if and .Values.tests.enabled (or .Values.sasl.scram.enabled (not $tls.enabled) (ne $tls.clientAuth "required")) }}true{{ end -}}
 {{- end -}}
+
+{{/* The brokers' principal on the REPLICATION listener: with TLS, the CN of their
+certificate (tls.replicationPrincipal, default the broker pool's name, the CN the
+cert-manager Certificates carry); without, ANONYMOUS (PLAINTEXT). */}}
+{{- define "odradek.replicationPrincipal" -}}
+{{- if .Values.tls.enabled -}}
+{{ .Values.tls.replicationPrincipal | default (include "odradek.poolName" (dict "root" . "pool" (include "odradek.brokerPool" .))) }}
+{{- else -}}
+ANONYMOUS
+{{- end -}}
+{{- end -}}

@@ -197,7 +197,7 @@ spec:
             {{- $protocols = append $protocols (printf "INTERNAL:%s" $clientProtocol) }}
             {{- if $replicationOn }}
             {{- $listeners = append $listeners (printf "REPLICATION://:%d" (int $v.replicationPort)) }}
-            {{- $protocols = append $protocols "REPLICATION:PLAINTEXT" }}
+            {{- $protocols = append $protocols (printf "REPLICATION:%s" (ternary "SSL" "PLAINTEXT" $tlsOn)) }}
             {{- end }}
             {{- if $externalOn }}
             {{- $listeners = append $listeners (printf "EXTERNAL://:%d" (int $external.containerPort)) }}
@@ -218,6 +218,12 @@ spec:
             {{- if $root.Values.sasl.scram.enabled }}
             - {name: ODRADEK_SASL_ENABLED_MECHANISMS, value: "SCRAM-SHA-512,SCRAM-SHA-256"}
             {{- end }}
+            {{- if and $tlsOn $replicationOn }}
+            # replication and transaction markers over mutual TLS; a peer's principal is its
+            # certificate's CN
+            - {name: ODRADEK_LISTENER_NAME_REPLICATION_SSL_CLIENT_AUTH, value: required}
+            - {name: ODRADEK_LISTENER_NAME_REPLICATION_SSL_PRINCIPAL_MAPPING_RULES, value: "RULE:^CN=([^,]+)$/$1/,DEFAULT"}
+            {{- end }}
             {{- if $tlsOn }}
             {{- range $listener := ternary (list "INTERNAL" "EXTERNAL") (list "INTERNAL") $externalOn }}
             - {name: ODRADEK_LISTENER_NAME_{{ $listener }}_SSL_CLIENT_AUTH, value: {{ $root.Values.tls.clientAuth | quote }}}
@@ -226,8 +232,9 @@ spec:
             {{- end }}
             {{- if $root.Values.authorization.enabled }}
             - {name: ODRADEK_AUTHORIZER_CLASS_NAME, value: org.apache.kafka.metadata.authorizer.StandardAuthorizer}
-            # the brokers replicate on REPLICATION (PLAINTEXT) as User:ANONYMOUS
-            - {name: ODRADEK_SUPER_USERS, value: {{ join ";" (append $root.Values.authorization.superUsers "User:ANONYMOUS") | quote }}}
+            # the brokers as they connect to each other on REPLICATION: their certificate's CN
+            # with TLS, else User:ANONYMOUS (PLAINTEXT)
+            - {name: ODRADEK_SUPER_USERS, value: {{ join ";" (append $root.Values.authorization.superUsers (printf "User:%s" (include "odradek.replicationPrincipal" $root))) | quote }}}
             {{- end }}
             - {name: HEADLESS_SERVICE, value: {{ $headless }}}
             - {name: CLUSTER_DOMAIN, value: {{ $root.Values.clusterDomain }}}
