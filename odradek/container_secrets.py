@@ -123,7 +123,8 @@ def add_scram_arguments(users: Mapping[str, str]) -> list[str]:
 def format_argv(config_file: Path, cluster_id: str, users: Mapping[str, str]) -> list[str]:
     """The `odradek storage format` command that records `users` on a node's first start and
     leaves formatted storage as it is."""
-    return ["storage", "format", "--config", str(config_file), "--cluster-id", cluster_id,
+    # `=`: a cluster id may begin with "-" (URL-safe base64)
+    return ["storage", "format", "--config", str(config_file), f"--cluster-id={cluster_id}",
             "--ignore-formatted", *add_scram_arguments(users)]
 
 

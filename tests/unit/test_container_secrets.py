@@ -100,11 +100,11 @@ def test_unusable_user_files_are_refused(tmp_path: Path, users: dict[str, str],
 
 
 def test_format_command_adds_every_user_with_both_mechanisms(tmp_path: Path) -> None:
-    argv = secrets.format_argv(tmp_path / "f.properties", "MkU3OEVBNTcwNTJENDM2Qk",
+    argv = secrets.format_argv(tmp_path / "f.properties", "-kU3OEVBNTcwNTJENDM2Qk",
                                {"admin": "a-pw", "broker": "b-pw"})
     assert argv == [
         "storage", "format", "--config", str(tmp_path / "f.properties"),
-        "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", "--ignore-formatted",
+        "--cluster-id=-kU3OEVBNTcwNTJENDM2Qk", "--ignore-formatted",
         "--add-scram", 'SCRAM-SHA-256=[name=admin,password="a-pw"]',
         "--add-scram", 'SCRAM-SHA-512=[name=admin,password="a-pw"]',
         "--add-scram", 'SCRAM-SHA-256=[name=broker,password="b-pw"]',
@@ -144,7 +144,7 @@ def test_a_controller_formats_with_the_users_then_runs_and_a_broker_just_runs(
            "ODRADEK_TLS_DIR": str(mounted), "ODRADEK_SCRAM_USERS_DIR": str(users)}
     format_step, node = commands(env, private)
     assert format_step[:3] == ["storage", "format", "--config"]
-    assert format_step[4:] == ["--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", "--ignore-formatted",
+    assert format_step[4:] == ["--cluster-id=MkU3OEVBNTcwNTJENDM2Qk", "--ignore-formatted",
                                "--add-scram", 'SCRAM-SHA-256=[name=admin,password="admin-secret"]',
                                "--add-scram", 'SCRAM-SHA-512=[name=admin,password="admin-secret"]']
     written = (private / "format.properties").read_text().splitlines()
@@ -157,3 +157,16 @@ def test_a_controller_formats_with_the_users_then_runs_and_a_broker_just_runs(
               "ODRADEK_NODE_ID": "1"}
     (only,) = commands(broker, private)
     assert only[0] == "broker"
+
+
+def test_the_format_command_parses_a_cluster_id_that_begins_with_a_dash(tmp_path: Path) -> None:
+    """`odradek storage format` itself reads the command (its arguments as argparse sees
+    them): a cluster id may begin with "-"."""
+    from odradek.cli import build_parser
+
+    argv = secrets.format_argv(tmp_path / "f.properties", "-kU3OEVBNTcwNTJENDM2Qk",
+                               {"admin": "a-pw"})
+    args = build_parser().parse_args(argv)
+    assert args.cluster_id == "-kU3OEVBNTcwNTJENDM2Qk"
+    assert args.add_scram == ['SCRAM-SHA-256=[name=admin,password="a-pw"]',
+                              'SCRAM-SHA-512=[name=admin,password="a-pw"]']
