@@ -61,7 +61,9 @@ VALUES: dict[str, Any] = {
     "brokers": {"replicas": 2, "rack": {"enabled": False},
                 "topologySpread": {"enabled": False},
                 "external": {"enabled": True, "nodePortBase": NODE_PORT,
-                             "advertisedHosts": ["localhost", "localhost"]}},
+                             "advertisedHosts": ["localhost", "localhost"]},
+                "config": {"offsets.topic.replication.factor": 2,
+                           "transaction.state.log.replication.factor": 2}},
     "tls": {"enabled": True, "existingSecret": "sec-tls"},
     "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "sec-users"}},
     "authorization": {"enabled": True, "superUsers": ["User:admin"]},
@@ -175,7 +177,7 @@ def test_a_wrong_password_and_plaintext_are_refused(release: SecureRelease) -> N
     client = AdminClient({**scram(release, "alice", "wrong"), "error_cb": errors.append})
     wait_until(lambda: client.poll(0.2) is not None and any(
         e.code() == KafkaError._AUTHENTICATION for e in errors), 30, "an authentication error")
-    raw = RawClient(BOOTSTRAP)
+    raw = RawClient(f"localhost:{NODE_PORT}")
     try:
         raw.send_raw(frame(header_v1(18, 0, 1)))
         assert raw.closed_by_peer()
