@@ -50,9 +50,28 @@ MATRIX: dict[str, dict[str, Any]] = {
                                   "prometheusRule": {"enabled": True},
                                   "dashboards": {"enabled": True}},
                    "networkPolicy": {"enabled": True}},
+    "tls-scram-acls": {
+        "tls": {"enabled": True, "existingSecret": "east-tls"},
+        "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "east-users"}},
+        "authorization": {"enabled": True, "superUsers": ["User:admin"]},
+        "brokers": {"external": {"enabled": True}}, "networkPolicy": {"enabled": True}},
+    "tls-cert-manager-mtls": {
+        "tls": {"enabled": True, "clientAuth": "required",
+                "certManager": {"enabled": True, "issuerRef": {"name": "odradek-ca"}}},
+        "authorization": {"enabled": True, "superUsers": ["User:admin"]},
+        "brokers": {"external": {"enabled": True, "type": "LoadBalancer", "advertisedHosts": [
+            "b0.kafka.example.com", "b1.kafka.example.com", "b2.kafka.example.com"]}}},
+    "scram-dev": {
+        "mode": "combined", "brokers": {"replicas": 1, "rack": {"enabled": False},
+                                        "topologySpread": {"enabled": False}},
+        "tls": {"enabled": True, "certManager": {
+            "enabled": True, "issuerRef": {"name": "odradek-ca", "kind": "ClusterIssuer"}}},
+        "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "dev-users"}}},
 }
 """The issue's matrix: default; a single dev node; external access on (both kinds); the
-mirror on; the Spark jobs (spark-submit and the Spark operator); monitoring on."""
+mirror on; the Spark jobs (spark-submit and the Spark operator); monitoring on; and the
+security variants: TLS from a Secret with SCRAM and ACLs, cert-manager with mTLS and ACLs,
+a dev node with cert-manager and SCRAM."""
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ pytestmark = pytest.mark.helm
 
 KUBERNETES = kubernetes_validate.latest_version()
 """The newest Kubernetes whose schemas kubernetes-validate carries."""
-CUSTOM_GROUPS = ("monitoring.coreos.com/", "sparkoperator.k8s.io/")
+CUSTOM_GROUPS = ("monitoring.coreos.com/", "sparkoperator.k8s.io/", "cert-manager.io/")
 CRD_SCHEMAS = yaml.safe_load((Path(__file__).parent / "crd_schemas.yaml").read_text())
 RULES = ROOT / "observability" / "prometheus" / "rules"
 DASHBOARDS = ROOT / "observability" / "grafana" / "dashboards"

@@ -82,10 +82,12 @@ def ports_free() -> None:
 class ComposeStack:
     """The stack under test; services are named as in compose.yaml."""
 
-    def __init__(self, extra: Sequence[str] = ()) -> None:
-        """`extra`: services to start besides SERVICES, each in a profile of its name."""
+    def __init__(self, extra: Sequence[str] = (), files: Sequence[str] = ("compose.yaml",)
+                 ) -> None:
+        """`extra`: services to start besides SERVICES, each in a profile of its name;
+        `files`: compose.yaml and the overrides over it."""
         self.services = [*SERVICES, *extra]
-        self.compose = DockerCompose(COMPOSE_DIR, compose_file_name="compose.yaml",
+        self.compose = DockerCompose(COMPOSE_DIR, compose_file_name=list(files),
                                      services=self.services, profiles=list(extra), wait=True)
         self.build_s = 0.0
         self.up_s = 0.0
@@ -163,16 +165,17 @@ class ComposeStack:
 
 
 @contextmanager
-def running_stack(extra: Sequence[str] = ()) -> Iterator[ComposeStack]:
-    """The stack (SERVICES and `extra`), built on the local base images, up and healthy for
-    the block; removed with its volumes after it, whatever happens."""
+def running_stack(extra: Sequence[str] = (), files: Sequence[str] = ("compose.yaml",)
+                  ) -> Iterator[ComposeStack]:
+    """The stack (SERVICES and `extra`, from `files`), built on the local base images, up
+    and healthy for the block; removed with its volumes after it, whatever happens."""
     engine_or_skip()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in ENVIRONMENT.items():
             patch.setenv(name, value)
         subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")],
                        check=True, timeout=900)
-        stack = ComposeStack(extra)
+        stack = ComposeStack(extra, files)
         stack.down()  # what an interrupted run left behind
         ports_free()
         try:

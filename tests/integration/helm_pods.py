@@ -2,7 +2,8 @@
 would run them as far as one engine can: the pod spec's image, command, args and env (values,
 the downward API's fields, Secret keys from the rendered Secrets), its init containers
 first, its volumes (a claim from a volumeClaimTemplate or an emptyDir is a Docker volume
-given the pod's fsGroup; a ConfigMap is a read-only directory of its keys), its security
+given the pod's fsGroup; a ConfigMap is a read-only directory of its keys, a Secret one of
+its decoded keys with the volume's mode and the fsGroup as group), its security
 context (user, read-only root, dropped capabilities, no privilege escalation), and the
 service account's token and CA when the pod mounts them (for the stand-in API server).
 
@@ -15,6 +16,8 @@ and Services' load balancing."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import tempfile
 from base64 import b64decode
@@ -122,6 +125,23 @@ class PodRunner:
         directory.chmod(0o755)
         return directory
 
+    def secret_dir(self, volume: dict[str, Any], fs_group: int | None) -> Path:
+        """A Secret volume as the kubelet writes it: a file per key (or per `items` entry,
+        at its path), mode `defaultMode` (0644 unless set), owned by root and the pod's
+        fsGroup."""
+        name = volume["secretName"]
+        data = self.find("Secret", name)["data"]
+        paths = {i["key"]: i["path"] for i in volume.get("items", [])} or {k: k for k in data}
+        directory = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.scratch))
+        for key, file in paths.items():
+            path = directory / file
+            path.write_bytes(b64decode(data[key]))
+            os.chown(path, 0, fs_group or 0)
+            path.chmod(volume.get("defaultMode", 0o644))
+        os.chown(directory, 0, fs_group or 0)
+        directory.chmod(0o750 if fs_group is not None else 0o755)
+        return directory
+
     def run_pod(self, pod: dict[str, Any], name: str, namespace: str, node: str,
                 hostname: str, aliases: list[str]) -> str:
         """Runs the pod (init containers to completion, then its one container, detached);
@@ -138,6 +158,10 @@ class PodRunner:
             elif "configMap" in volume:
                 source = str(self.config_map_dir(volume["configMap"]["name"]))
                 volume_flags[volume["name"]] = ["--mount", f"type=bind,src={source},dst={{}}"]
+            elif "secret" in volume:
+                source = str(self.secret_dir(volume["secret"], fs_group))
+                volume_flags[volume["name"]] = ["--mount",
+                                                f"type=bind,src={source},dst={{}},readonly"]
         for claim in pod.get("claims", []):
             source = self.volume(f"{PREFIX}{name}-{claim}", fs_group, main_image)
             volume_flags[claim] = ["--mount", f"type=volume,src={source},dst={{}}"]
@@ -221,10 +245,13 @@ class PodRunner:
                           timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """A Pod (e.g. the `helm test` hook) run in the foreground; its exit status."""
         spec = self.find(kind, name)["spec"]
+        fs_group = spec.get("securityContext", {}).get("fsGroup")
+        volumes = {v["name"]: ["--mount", f"type=bind,src={self.secret_dir(v['secret'], fs_group)}"
+                                          ",dst={},readonly"] if "secret" in v
+                   else ["--tmpfs", "{}"] for v in spec["volumes"]}
         argv = self.container_argv(spec, spec["containers"][0],
                                    {"POD_NAME": name, "POD_NAMESPACE": namespace,
-                                    "NODE_NAME": "node-0"},
-                                   {v["name"]: ["--tmpfs", "{}"] for v in spec["volumes"]})
+                                    "NODE_NAME": "node-0"}, volumes)
         return docker("run", "--rm", "--network", self.network, "--hostname", name, *argv,
                       timeout=timeout, check=False)
 
@@ -244,3 +271,4 @@ class PodRunner:
         for volume in self.volumes:
             docker("volume", "rm", "-f", volume, check=False)
         self.remove_network()
+        shutil.rmtree(self.scratch, ignore_errors=True)

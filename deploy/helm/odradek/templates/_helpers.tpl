@@ -144,3 +144,69 @@ label, or the node's address for NodePort without advertisedHosts)? */}}
 {{- $external := .Values.brokers.external -}}
 {{- if or .Values.brokers.rack.enabled (and $external.enabled (eq $external.type "NodePort") (not $external.advertisedHosts)) }}true{{ end -}}
 {{- end -}}
+
+{{/* The security protocol of the client listeners (INTERNAL, EXTERNAL) from tls.enabled
+and sasl.scram.enabled. */}}
+{{- define "odradek.clientProtocol" -}}
+{{- $tls := .Values.tls.enabled -}}
+{{- $sasl := .Values.sasl.scram.enabled -}}
+{{- if and $tls $sasl }}SASL_SSL{{ else if $tls }}SSL{{ else if $sasl }}SASL_PLAINTEXT{{ else }}PLAINTEXT{{ end -}}
+{{- end -}}
+
+{{/* "true" when the client listeners are secured: the brokers then replicate over a
+REPLICATION listener of their own. */}}
+{{- define "odradek.secured" -}}
+{{- if ne (include "odradek.clientProtocol" .) "PLAINTEXT" }}true{{ end -}}
+{{- end -}}
+
+{{/* The Secret holding ca.crt, tls.crt and tls.key of a pool's pods. */}}
+{{- define "odradek.tlsSecret" -}}
+{{- if .root.Values.tls.certManager.enabled -}}
+{{ include "odradek.poolName" . }}-tls
+{{- else -}}
+{{ .root.Values.tls.existingSecret }}
+{{- end -}}
+{{- end -}}
+
+{{/* Values that do not go together, refused with one line each. */}}
+{{- define "odradek.checkSecurity" -}}
+{{- $tls := .Values.tls -}}
+{{- if $tls.enabled -}}
+{{- if and $tls.certManager.enabled $tls.existingSecret -}}
+{{- fail "tls: set tls.existingSecret or tls.certManager.enabled, not both" -}}
+{{- end -}}
+{{- if not (or $tls.certManager.enabled $tls.existingSecret) -}}
+{{- fail "tls.enabled needs tls.existingSecret (a Secret with ca.crt, tls.crt and tls.key) or tls.certManager.enabled" -}}
+{{- end -}}
+{{- if and $tls.certManager.enabled (not $tls.certManager.issuerRef.name) -}}
+{{- fail "tls.certManager.enabled needs tls.certManager.issuerRef.name" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.sasl.scram.enabled (not .Values.sasl.users.existingSecret) -}}
+{{- fail "sasl.scram.enabled needs sasl.users.existingSecret (a Secret: user name -> password)" -}}
+{{- end -}}
+{{- if and .Values.authorization.enabled (not (include "odradek.secured" .)) -}}
+{{- fail "authorization.enabled needs tls.enabled or sasl.scram.enabled: on PLAINTEXT every client is User:ANONYMOUS" -}}
+{{- end -}}
+{{- if and .Values.authorization.enabled (not .Values.sasl.scram.enabled) (ne .Values.tls.clientAuth "required") -}}
+{{- fail "authorization.enabled with TLS alone needs tls.clientAuth=required: a client without a certificate is User:ANONYMOUS" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the `helm test` Pod is rendered: tests.enabled, unless TLS alone requires
+client certificates (the Pod has none). */}}
+{{- define "odradek.testPod" -}}
+{{- $tls := .Values.tls -}}
+{{- if and .Values.tests.enabled (or .Values.sasl.scram.enabled (not $tls.enabled) (ne $tls.clientAuth "required")) }}true{{ end -}}
+{{- end -}}
+
+{{/* The brokers' principal on the REPLICATION listener: with TLS, the CN of their
+certificate (tls.replicationPrincipal, default the broker pool's name, the CN the
+cert-manager Certificates carry); without, ANONYMOUS (PLAINTEXT). */}}
+{{- define "odradek.replicationPrincipal" -}}
+{{- if .Values.tls.enabled -}}
+{{ .Values.tls.replicationPrincipal | default (include "odradek.poolName" (dict "root" . "pool" (include "odradek.brokerPool" .))) }}
+{{- else -}}
+ANONYMOUS
+{{- end -}}
+{{- end -}}

@@ -16,6 +16,11 @@ settings from .Values.controllers, brokers and combined nodes from .Values.broke
 {{- $externalOn := and $isBroker $external.enabled -}}
 {{- $nodeInfo := and $isBroker (include "odradek.nodeInfo" $root) -}}
 {{- $listenPort := ternary $v.port $root.Values.controllers.port $isBroker -}}
+{{- $secured := include "odradek.secured" $root -}}
+{{- $replicationOn := and $isBroker $secured -}}
+{{- $clientProtocol := include "odradek.clientProtocol" $root -}}
+{{- $tlsOn := $root.Values.tls.enabled -}}
+{{- $usersOn := and $isController $root.Values.sasl.scram.enabled -}}
 {{- if and $externalOn (not (eq $external.type "NodePort")) (lt (len $external.advertisedHosts) (int $v.replicas)) }}
 {{- fail (printf "brokers.external.advertisedHosts names %d hosts for %d brokers: a LoadBalancer needs one per broker" (len $external.advertisedHosts) (int $v.replicas)) }}
 {{- end }}
@@ -34,6 +39,9 @@ spec:
   ports:
     {{- if $isBroker }}
     - {name: internal, port: {{ $v.port }}, targetPort: internal}
+    {{- end }}
+    {{- if $replicationOn }}
+    - {name: replication, port: {{ $v.replicationPort }}, targetPort: replication}
     {{- end }}
     {{- if $isController }}
     - {name: controller, port: {{ $root.Values.controllers.port }}, targetPort: controller}
@@ -150,7 +158,11 @@ spec:
               if [ -s /var/run/odradek/rack ]; then
                 ODRADEK_BROKER_RACK=$(cat /var/run/odradek/rack); export ODRADEK_BROKER_RACK
               fi
-              advertised="INTERNAL://${POD_NAME}.${HEADLESS_SERVICE}.${POD_NAMESPACE}.svc.${CLUSTER_DOMAIN}:${INTERNAL_PORT}"
+              host="${POD_NAME}.${HEADLESS_SERVICE}.${POD_NAMESPACE}.svc.${CLUSTER_DOMAIN}"
+              advertised="INTERNAL://${host}:${INTERNAL_PORT}"
+              if [ -n "${REPLICATION_PORT:-}" ]; then
+                advertised="$advertised,REPLICATION://${host}:${REPLICATION_PORT}"
+              fi
               if [ -n "${EXTERNAL_PORT:-}" ]; then
                 if [ -n "${EXTERNAL_HOSTS:-}" ]; then
                   set -- $EXTERNAL_HOSTS
@@ -179,13 +191,17 @@ spec:
               value: {{ include "odradek.quorumVoters" $root | quote }}
             - {name: ODRADEK_CONTROLLER_LISTENER_NAMES, value: CONTROLLER}
             {{- $listeners := list }}
-            {{- $protocols := list "CONTROLLER:PLAINTEXT" }}
+            {{- $protocols := list (printf "CONTROLLER:%s" (ternary "SSL" "PLAINTEXT" $tlsOn)) }}
             {{- if $isBroker }}
             {{- $listeners = append $listeners (printf "INTERNAL://:%d" (int $v.port)) }}
-            {{- $protocols = append $protocols "INTERNAL:PLAINTEXT" }}
+            {{- $protocols = append $protocols (printf "INTERNAL:%s" $clientProtocol) }}
+            {{- if $replicationOn }}
+            {{- $listeners = append $listeners (printf "REPLICATION://:%d" (int $v.replicationPort)) }}
+            {{- $protocols = append $protocols (printf "REPLICATION:%s" (ternary "SSL" "PLAINTEXT" $tlsOn)) }}
+            {{- end }}
             {{- if $externalOn }}
             {{- $listeners = append $listeners (printf "EXTERNAL://:%d" (int $external.containerPort)) }}
-            {{- $protocols = append $protocols "EXTERNAL:PLAINTEXT" }}
+            {{- $protocols = append $protocols (printf "EXTERNAL:%s" $clientProtocol) }}
             {{- end }}
             {{- end }}
             {{- if $isController }}
@@ -195,7 +211,31 @@ spec:
             - {name: ODRADEK_LISTENER_SECURITY_PROTOCOL_MAP, value: {{ join "," $protocols | quote }}}
             - {name: ODRADEK_METRICS_PORT, value: {{ $root.Values.metricsPort | quote }}}
             {{- if $isBroker }}
-            - {name: ODRADEK_INTER_BROKER_LISTENER_NAME, value: INTERNAL}
+            - {name: ODRADEK_INTER_BROKER_LISTENER_NAME, value: {{ ternary "REPLICATION" "INTERNAL" (not (not $replicationOn)) }}}
+            {{- if $replicationOn }}
+            - {name: REPLICATION_PORT, value: {{ $v.replicationPort | quote }}}
+            {{- end }}
+            {{- if $root.Values.sasl.scram.enabled }}
+            - {name: ODRADEK_SASL_ENABLED_MECHANISMS, value: "SCRAM-SHA-512,SCRAM-SHA-256"}
+            {{- end }}
+            {{- if and $tlsOn $replicationOn }}
+            # replication and transaction markers over mutual TLS; a peer's principal is its
+            # certificate's CN
+            - {name: ODRADEK_LISTENER_NAME_REPLICATION_SSL_CLIENT_AUTH, value: required}
+            - {name: ODRADEK_LISTENER_NAME_REPLICATION_SSL_PRINCIPAL_MAPPING_RULES, value: "RULE:^CN=([^,]+)$/$1/,DEFAULT"}
+            {{- end }}
+            {{- if $tlsOn }}
+            {{- range $listener := ternary (list "INTERNAL" "EXTERNAL") (list "INTERNAL") $externalOn }}
+            - {name: ODRADEK_LISTENER_NAME_{{ $listener }}_SSL_CLIENT_AUTH, value: {{ $root.Values.tls.clientAuth | quote }}}
+            {{- end }}
+            - {name: ODRADEK_SSL_PRINCIPAL_MAPPING_RULES, value: {{ $root.Values.tls.principalMappingRules | quote }}}
+            {{- end }}
+            {{- if $root.Values.authorization.enabled }}
+            - {name: ODRADEK_AUTHORIZER_CLASS_NAME, value: org.apache.kafka.metadata.authorizer.StandardAuthorizer}
+            # the brokers as they connect to each other on REPLICATION: their certificate's CN
+            # with TLS, else User:ANONYMOUS (PLAINTEXT)
+            - {name: ODRADEK_SUPER_USERS, value: {{ join ";" (append $root.Values.authorization.superUsers (printf "User:%s" (include "odradek.replicationPrincipal" $root))) | quote }}}
+            {{- end }}
             - {name: HEADLESS_SERVICE, value: {{ $headless }}}
             - {name: CLUSTER_DOMAIN, value: {{ $root.Values.clusterDomain }}}
             - {name: INTERNAL_PORT, value: {{ $v.port | quote }}}
@@ -212,12 +252,25 @@ spec:
             {{- end }}
             {{- end }}
             {{- end }}
+            {{- if $tlsOn }}
+            - {name: ODRADEK_TLS_DIR, value: /etc/odradek/tls}
+            {{- if $isController }}
+            # controllers' gRPC (Raft, brokers' registrations and metadata) over mutual TLS
+            - {name: ODRADEK_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH, value: required}
+            {{- end }}
+            {{- end }}
+            {{- if $usersOn }}
+            - {name: ODRADEK_SCRAM_USERS_DIR, value: /etc/odradek/users}
+            {{- end }}
             {{- range $key, $value := $v.config }}
             - {name: {{ include "odradek.configVariable" $key }}, value: {{ $value | toString | quote }}}
             {{- end }}
           ports:
             {{- if $isBroker }}
             - {name: internal, containerPort: {{ $v.port }}}
+            {{- if $replicationOn }}
+            - {name: replication, containerPort: {{ $v.replicationPort }}}
+            {{- end }}
             {{- if $externalOn }}
             - {name: external, containerPort: {{ $external.containerPort }}}
             {{- end }}
@@ -255,9 +308,27 @@ spec:
             {{- if $nodeInfo }}
             - {name: node-info, mountPath: /var/run/odradek, readOnly: true}
             {{- end }}
+            {{- if $tlsOn }}
+            - {name: tls, mountPath: /etc/odradek/tls, readOnly: true}
+            {{- end }}
+            {{- if $usersOn }}
+            - {name: users, mountPath: /etc/odradek/users, readOnly: true}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir: {sizeLimit: 64Mi}
+        {{- if $tlsOn }}
+        - name: tls
+          secret:
+            secretName: {{ include "odradek.tlsSecret" (dict "root" $root "pool" $pool) }}
+            defaultMode: 0440
+        {{- end }}
+        {{- if $usersOn }}
+        - name: users
+          secret:
+            secretName: {{ $root.Values.sasl.users.existingSecret }}
+            defaultMode: 0440
+        {{- end }}
         {{- if $nodeInfo }}
         - name: node-info
           emptyDir: {sizeLimit: 1Mi}
