@@ -1,10 +1,10 @@
 """A replicated cluster secured inside as well as outside: StandardAuthorizer, an inter-broker
 listener on SASL_SSL (SCRAM-SHA-512 as `broker`, bootstrapped by `storage format --add-scram`,
-and mutual TLS), the controllers' gRPC on mutual TLS, and a client listener on SASL_SSL. An idempotent acks=all producer (alice,
-with ACLs only on her topic) loses and duplicates nothing when the partition leader is killed
-mid-stream; the killed broker rejoins the ISR over the secure listener, and a transaction
-commits across another kill. A broker with a wrong inter-broker password is refused and stays
-out of the ISR while the others serve.
+and mutual TLS), the controllers' gRPC on mutual TLS, and a client listener on SASL_SSL. An
+idempotent acks=all producer (alice, with ACLs only on her topic) loses and duplicates nothing
+when the partition leader is killed mid-stream; the killed broker rejoins the ISR over the
+secure listener, and a transaction commits across another kill. A broker with a wrong
+inter-broker password is refused and stays out of the ISR while the others serve.
 
 The brokers' first listener is PLAINTEXT only for `odradek cluster`'s readiness probe: with
 the authorizer and no ACL for ANONYMOUS, nothing can be done on it."""
