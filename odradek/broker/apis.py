@@ -18,6 +18,7 @@ from odradek.broker.access import (
     checks,
     cluster,
     group,
+    top_level_error,
     transactional_id,
 )
 from odradek.broker.dispatch import Api, RequestContext, Result
@@ -97,6 +98,18 @@ from odradek.broker.handlers.transactions import (
     refuse_txn_offset_commit,
     refuse_write_txn_markers,
 )
+
+
+def refuse_describe_user_scram_credentials(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Each user named refused; the top-level error only when none is named. Kafka sets the
+    top-level error in both cases, but librdkafka (confluent-kafka 2.16) crashes the client
+    on a top-level error when it named users; a Java client reads either form as each user
+    refused."""
+    refusal = top_level_error(request, code)
+    if not request.users:
+        return refusal
+    return {"error_code": ErrorCode.none, "error_message": None, "results": [
+        {"user": user.name, **refusal, "credential_infos": []} for user in request.users]}
 
 
 def refuse_alter_user_scram_credentials(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -184,8 +197,8 @@ API_TABLE: list[Api] = [
         access=Access(gates=(cluster(Op.DESCRIBE_CONFIGS),))),
     Api(49, 0, 1, handle_alter_client_quotas, access=Access(
         gates=(cluster(Op.ALTER_CONFIGS),), refusal=refuse_alter_client_quotas)),
-    Api(50, 0, 0, handle_describe_user_scram_credentials,
-        access=Access(gates=(cluster(Op.DESCRIBE),))),
+    Api(50, 0, 0, handle_describe_user_scram_credentials, access=Access(
+        gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_user_scram_credentials)),
     Api(51, 0, 0, handle_alter_user_scram_credentials, access=Access(
         gates=(cluster(Op.ALTER),), refusal=refuse_alter_user_scram_credentials)),
     Api(55, 0, 2, handle_describe_quorum, access=Access(gates=(cluster(Op.DESCRIBE),))),

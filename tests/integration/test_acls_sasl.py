@@ -4,7 +4,9 @@ and bob, with confluent-kafka, get what their ACLs allow and Kafka's errors for 
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,3 +135,20 @@ def test_metadata_shows_each_principal_only_what_it_may_describe(secured: Secure
     assert topics("alice") == ["orders"]
     assert topics("bob") == ["team.news", "team.payroll"]  # a DENY of READ leaves DESCRIBE
     assert topics("admin") == sorted(TOPICS)
+
+
+def test_a_refused_scram_description_of_named_users_reaches_librdkafka_intact(
+        secured: Secured) -> None:
+    """Each named user is refused with CLUSTER_AUTHORIZATION_FAILED. In a subprocess: a
+    top-level error code on this response crashes librdkafka (confluent-kafka 2.16)."""
+    code = ("import json, sys\n"
+            "from confluent_kafka.admin import AdminClient\n"
+            "admin = AdminClient(json.loads(sys.argv[1]))\n"
+            "futures = admin.describe_user_scram_credentials(['alice', 'bob'])\n"
+            "for user, future in sorted(futures.items()):\n"
+            "    print(user, future.exception(30).args[0].name())\n")
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(secured.config("bob"))],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:2] == ["alice CLUSTER_AUTHORIZATION_FAILED",
+                                             "bob CLUSTER_AUTHORIZATION_FAILED"]
