@@ -3,6 +3,7 @@ ApiVersions answers from this table; nothing else lists versions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -100,7 +101,7 @@ from odradek.broker.handlers.transactions import (
 )
 
 
-def refuse_describe_user_scram_credentials(request: Any, code: ErrorCode) -> dict[str, Any]:
+def refuse_describe_user_scram_credentials(request: Any, code: ErrorCode) -> Mapping[str, Any]:
     """Each user named refused; the top-level error only when none is named. Kafka sets the
     top-level error in both cases, but librdkafka (confluent-kafka 2.16) crashes the client
     on a top-level error when it named users; a Java client reads either form as each user
