@@ -32,6 +32,21 @@ def properties(clusters: dict[str, str], **settings: str) -> dict[str, str]:
     return config
 
 
+def assert_refused_in_one_line(directory: Path, lines: list[str], message: str) -> None:
+    """`odradek mirror` and `odradek mirror status` with an east->west config plus `lines`
+    both exit 2 with one line on stderr naming `message`, and print nothing else."""
+    path = directory / "mm2.properties"
+    path.write_text("\n".join(["clusters = east, west", "east.bootstrap.servers = 127.0.0.1:1",
+                               "west.bootstrap.servers = 127.0.0.1:2",
+                               "east->west.enabled = true", *lines]) + "\n")
+    for command in (["mirror"], ["mirror", "status"]):
+        result = subprocess.run([*ODRADEK, *command, "--config", str(path)],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
 class MirrorProcess:
     def __init__(self, directory: Path, config: dict[str, str],
                  args: list[str] | None = None) -> None:

@@ -35,7 +35,11 @@ from kafka import KafkaConsumer
 from tests.integration import mm2_codec
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import create_topic, unique
-from tests.integration.mirror_process import MirrorProcess, properties
+from tests.integration.mirror_process import (
+    MirrorProcess,
+    assert_refused_in_one_line,
+    properties,
+)
 from tests.integration.test_cluster_admin import admin, partition_counts, topic_config
 from tests.waiting import wait_until
 
@@ -435,18 +439,8 @@ def test_checkpoints_are_exact_inside_a_later_mirror_transaction(
     (["east->north.enabled = true"], "flow names cluster 'north'"),
     (["east->west.topics = ord[ers"], "bad regex 'ord[ers'"),
 ])
-def test_bad_configs_are_one_line_errors(tmp_path: Path, lines: list[str],
-                                         message: str) -> None:
-    path = tmp_path / "mm2.properties"
-    path.write_text("\n".join(["clusters = east, west", "east.bootstrap.servers = 127.0.0.1:1",
-                               "west.bootstrap.servers = 127.0.0.1:2",
-                               "east->west.enabled = true", *lines]) + "\n")
-    for command in (["mirror"], ["mirror", "status"]):
-        result = subprocess.run([*ODRADEK, *command, "--config", str(path)],
-                                capture_output=True, text=True, timeout=TIMEOUT)
-        assert result.returncode == 2
-        assert result.stdout == ""
-        assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+def test_bad_configs_are_one_line_errors(tmp_path: Path, lines: list[str], message: str) -> None:
+    assert_refused_in_one_line(tmp_path, lines, message)
 
 
 def test_a_lost_cluster_is_logged_once_and_retried(

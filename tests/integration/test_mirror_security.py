@@ -40,7 +40,11 @@ from odradek.security.authorizer import STANDARD_AUTHORIZER
 from tests.certificates import Authority
 from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
 from tests.integration.clients import unique
-from tests.integration.mirror_process import MirrorProcess, properties
+from tests.integration.mirror_process import (
+    MirrorProcess,
+    assert_refused_in_one_line,
+    properties,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.mirror
@@ -331,12 +335,4 @@ def test_without_authorizers_data_is_copied_and_acl_sync_is_off_logged_once(
 ])
 def test_bad_security_configs_are_one_line_errors(tmp_path: Path, lines: list[str],
                                                   message: str) -> None:
-    path = tmp_path / "mm2.properties"
-    path.write_text("\n".join(["clusters = east, west", "east.bootstrap.servers = 127.0.0.1:1",
-                               "west.bootstrap.servers = 127.0.0.1:2",
-                               "east->west.enabled = true", *lines]) + "\n")
-    for command in (["mirror"], ["mirror", "status"]):
-        result = subprocess.run([*ODRADEK, *command, "--config", str(path)],
-                                capture_output=True, text=True, timeout=TIMEOUT)
-        assert result.returncode == 2
-        assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert_refused_in_one_line(tmp_path, lines, message)
