@@ -36,7 +36,7 @@ def test_the_latest_run_is_exported_and_a_newer_run_replaces_it(
     _publish(broker.bootstrap, AUDIT_TOPIC, audit_run(
         1_700_000_000_000, ("orders", 0, 100, 100), ("orders", 600_000, 100, 97),
         ("orders", 1_200_000, 50, 52), ("orders", 1_800_000, 10, 4, True),
-        ("payments", 0, 20, 20)))
+        ("payments", 0, 20, 20)), {})
     wait_until(lambda: audit_samples(broker), TIMEOUT, "audit series on /metrics")
     samples = audit_samples(broker)
     assert buckets(samples, "orders", "complete") == 1
@@ -56,7 +56,7 @@ def test_the_latest_run_is_exported_and_a_newer_run_replaces_it(
     producer.produce(AUDIT_TOPIC, key=b"not-an-audit-record", value=b"{")
     assert producer.flush(TIMEOUT) == 0
     _publish(broker.bootstrap, AUDIT_TOPIC, audit_run(
-        1_700_003_600_000, ("orders", 600_000, 100, 100), ("orders", 1_200_000, 50, 50)))
+        1_700_003_600_000, ("orders", 600_000, 100, 100), ("orders", 1_200_000, 50, 50)), {})
     wait_until(lambda: sample(audit_samples(broker), LAST_RUN) == 1_700_003_600,
                TIMEOUT, "the newer run on /metrics")
     samples = audit_samples(broker)

@@ -130,7 +130,7 @@ def traffic(cluster: Cluster) -> None:
 def audit_results(cluster: Cluster) -> None:
     """A mirror audit run, just now, that found records of one bucket missing."""
     _publish(cluster.bootstrap, AUDIT_TOPIC, audit_run(
-        int(time.time() * 1000), (TOPIC, 0, 100, 100), (TOPIC, 600_000, 100, 90)))
+        int(time.time() * 1000), (TOPIC, 0, 100, 100), (TOPIC, 600_000, 100, 90)), {})
 
 
 def produce(cluster: Cluster, count: int) -> None:
