@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -53,6 +53,9 @@ UNFENCE_POLL_S = 0.01
 STORE_CHECK_INTERVAL_MS = 1000
 """How often TLS listeners look for changed key and trust store files."""
 IDLE_CHECK_MS = 1000
+SHUTDOWN_STEP_S = 5.0
+"""How long each step of a shutdown after the controlled shutdown may take: well within
+compose's and Kubernetes' grace periods, so that a step that hangs is logged, not killed."""
 """How often idle connections are looked for, at most (Kafka checks on every poll)."""
 
 
@@ -235,10 +238,11 @@ class BrokerApp:
                          if (request := c.close()) is not None]
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, *in_flight, return_exceptions=True)
+            await _bounded(asyncio.gather(*tasks, *in_flight, return_exceptions=True),
+                           "the broker's tasks and in-flight requests")
             if cleaner is not None:
                 cleaner.stop()
-            await services.replicas.stop()
+            await _bounded(services.replicas.stop(), "the replica fetchers")
             await loop.run_in_executor(None, broker.logs.shutdown)
             log.info("stopped cleanly")
 
@@ -408,3 +412,13 @@ def run_combined(config: BrokerConfig, prefer_uvloop: bool = True,
             await controlling
 
     run_service(serve, prefer_uvloop, app.registry)
+
+
+async def _bounded(step: Awaitable[object], what: str) -> None:
+    """Wait for one shutdown step, at most SHUTDOWN_STEP_S; past that, log it and go on."""
+    try:
+        async with asyncio.timeout(SHUTDOWN_STEP_S):
+            await step
+    except TimeoutError:
+        log.warning("shutdown: %s did not finish within %.0f s; going on", what,
+                    SHUTDOWN_STEP_S)

@@ -191,14 +191,16 @@ def test_sigterm_is_a_controlled_shutdown(stack: ComposeStack) -> None:
                            for p in partitions(EAST, topic).values()), TIMEOUT,
                "broker 3 leads every partition with a full ISR")
     stack.stop(victim)
-    leaders = {p.id: p.leader for p in partitions("localhost:19092", topic).values()}
-    assert stack.inspect(victim, "{{.State.ExitCode}}") == "0", stack.service_logs(victim)
-    assert node not in leaders.values(), leaders
-    log = stack.service_logs(victim)
-    assert "controlled shutdown not confirmed" not in log, log[-3000:]
-    assert log.index("broker 3 is now fenced") < log.index("stopped cleanly")
-    stack.start(victim)
-    stack.wait_healthy(victim)
+    try:
+        leaders = {p.id: p.leader for p in partitions("localhost:19092", topic).values()}
+        log = stack.service_logs(victim)
+        assert stack.inspect(victim, "{{.State.ExitCode}}") == "0", log[-3000:]
+        assert node not in leaders.values(), leaders
+        assert "controlled shutdown not confirmed" not in log, log[-3000:]
+        assert log.index("broker 3 is now fenced") < log.index("stopped cleanly")
+    finally:  # the next tests need the whole cluster, whatever happened here
+        stack.start(victim)
+        stack.wait_healthy(victim)
 
 
 def mirror_records(count: int, age_ms: int = 0) -> tuple[str, list[Rec]]:
