@@ -53,6 +53,8 @@ class BrokerConnection:
         self._writer = writer
         self._client_id = client_id.encode()
         self._correlation_id = 0
+        self._answered = False
+        """Whether the broker has answered anything on this connection."""
         self._security = security
         self._reauthenticate_at: float | None = None
         """time.monotonic() after which the SASL session must be renewed."""
@@ -115,7 +117,9 @@ class BrokerConnection:
         return await self._exchange(requests, timeout)
 
     def _closed_by_broker(self) -> str:
-        if self._security.ssl_context is None:
+        """Why the broker closed the connection; the hint applies only to a TLS connection
+        closed before its first answer (a later close is a broker stopping or dropping it)."""
+        if self._security.ssl_context is None or self._answered:
             return "the broker closed the connection"
         return ("the broker closed the connection (a TLS listener with ssl.client.auth=required "
                 "does so to a client without a certificate it trusts)")
@@ -139,6 +143,7 @@ class BrokerConnection:
                 for _ in requests:
                     (size,) = INT32.unpack(await self._reader.readexactly(4))
                     frames.append(await self._reader.readexactly(size))
+            self._answered = True
         except (asyncio.IncompleteReadError, ConnectionResetError):
             self.close()
             raise BrokerConnectionError(self._closed_by_broker()) from None
