@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Creates ./.venv and installs Odradek into it. `--dev` adds everything the tests need,
-# including Debian's kcat, nftables, iproute2, prometheus (promtool), docker.io and
-# debootstrap when they are missing. Idempotent and quiet when nothing changed.
+# Creates ./.venv and installs Odradek into it (Debian's python3-venv first, when the
+# Python lacks venv or ensurepip). `--dev` adds everything the tests need: Debian's kcat,
+# nftables, iproute2, prometheus (promtool), docker.io, debootstrap, a JDK and Maven when
+# they are missing, kafkajs from npm, and Kafka's own jars from Maven Central, built into
+# the JVM test programs of tests/jvm. Idempotent and quiet when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+apt_install() {
+  echo "bootstrap: installing $* from Debian" >&2
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 PY=${PYTHON:-python3}
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
-[[ -x .venv/bin/python ]] || "$PY" -m venv .venv
+if [[ ! -x .venv/bin/python ]]; then
+  "$PY" -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
+  "$PY" -m venv .venv
+fi
 extras=""
 if [[ ${1:-} == --dev ]]; then
   extras="[dev]"
@@ -18,13 +30,9 @@ if [[ ${1:-} == --dev ]]; then
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # observability tests
   command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)  # container tests
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)  # their base image
-  if (( ${#missing[@]} )); then
-    echo "bootstrap: installing ${missing[*]} from Debian" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
+  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # Kafka's jars
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  if (( ${#missing[@]} )); then apt_install "${missing[@]}"; fi
   kafkajs=tests/integration/kafkajs # installed lock copied into node_modules marks it current
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     echo "bootstrap: node/npm not found; the kafkajs integration tests will skip" \
@@ -34,6 +42,9 @@ if [[ ${1:-} == --dev ]]; then
     npm ci --prefix "$kafkajs" --no-audit --no-fund >&2
     cp "$kafkajs/package-lock.json" "$kafkajs/node_modules/.bootstrap-package-lock.json"
   fi
+  # Kafka 4.x (clients, tools, Streams, MM2, the broker) and Spark's Kafka connector, pinned
+  # in tests/jvm/pom.xml, into the local Maven cache; the test programs into their jar.
+  mvn -q -B -Dstyle.color=never -f tests/jvm/pom.xml package >&2
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}" 2>&1 \
   | grep -v "^WARNING: Location" >&2 || true
