@@ -165,16 +165,24 @@ class ComposeStack:
 
 
 @contextmanager
-def running_stack(extra: Sequence[str] = (), files: Sequence[str] = ("compose.yaml",)
-                  ) -> Iterator[ComposeStack]:
-    """The stack (SERVICES and `extra`, from `files`), built on the local base images, up
-    and healthy for the block; removed with its volumes after it, whatever happens."""
+def local_base_images() -> Iterator[None]:
+    """For the block: a Docker engine checked, ENVIRONMENT set and the local base images
+    built (once per machine)."""
     engine_or_skip()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in ENVIRONMENT.items():
             patch.setenv(name, value)
         subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")],
                        check=True, timeout=900)
+        yield
+
+
+@contextmanager
+def running_stack(extra: Sequence[str] = (), files: Sequence[str] = ("compose.yaml",)
+                  ) -> Iterator[ComposeStack]:
+    """The stack (SERVICES and `extra`, from `files`), built on the local base images, up
+    and healthy for the block; removed with its volumes after it, whatever happens."""
+    with local_base_images():
         stack = ComposeStack(extra, files)
         stack.down()  # what an interrupted run left behind
         ports_free()

@@ -16,7 +16,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.image import DockerImage
 
 from tests.integration.broker_process import free_port
-from tests.integration.compose_stack import ENVIRONMENT, ROOT, engine_or_skip
+from tests.integration.compose_stack import ENVIRONMENT, ROOT, local_base_images
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
@@ -35,12 +35,7 @@ the checkout as `git ls-files` has it."""
 
 @pytest.fixture(scope="module")
 def bare_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    engine_or_skip()
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in ENVIRONMENT.items():
-            patch.setenv(name, value)
-        subprocess.run(["bash", str(ROOT / "scripts" / "container_base_images.sh")],
-                       check=True, timeout=900)
+    with local_base_images():
         context = tmp_path_factory.mktemp("bare-debian")
         files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached",
                                 "--others", "--exclude-standard"],
