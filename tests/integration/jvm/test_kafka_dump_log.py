@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from tests.integration.apache_kafka import ApacheKafka
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import (
-    TIMEOUT,
     Out,
     Rec,
     create_topic,
@@ -37,6 +35,7 @@ from tests.integration.test_compaction import (
     compacted_exactly,
     roll_active_segment,
 )
+from tests.integration.test_tools_dump_log import produce_committed_then_aborted
 from tests.waiting import wait_until
 
 FIRST = "00000000000000000000"
@@ -67,23 +66,6 @@ def produce_codecs(bootstrap: str, topic: str) -> None:
                            "enable.idempotence": True})
 
 
-def produce_transactions(bootstrap: str, topic: str) -> None:
-    """One transaction committed, one aborted, then a plain record."""
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}",
-                         "linger.ms": 5})
-    producer.init_transactions(TIMEOUT)
-    for outcome in ("commit", "abort"):
-        producer.begin_transaction()
-        for i in range(3):
-            producer.produce(topic, key=b"k", value=f"{outcome}-{i}".encode(), partition=0)
-        producer.flush(TIMEOUT)
-        if outcome == "commit":
-            producer.commit_transaction(TIMEOUT)
-        else:
-            producer.abort_transaction(TIMEOUT)
-    produce_confluent(bootstrap, topic, [Out(b"k", b"after", now_ms(), partition=0)])
-
-
 def produce_compacted(bootstrap: str, topic: str) -> list[Rec]:
     """Twenty keys overwritten many times, compacted; the records that are left."""
     stamp = now_ms()
@@ -106,7 +88,7 @@ def odradek_writes(root: Path) -> Written:
             create_topic(bootstrap, topic)
         create_topic(bootstrap, "compacted", config={**COMPACTED, "segment.ms": "1000"})
         produce_codecs(bootstrap, "codecs")
-        produce_transactions(bootstrap, "txn")
+        produce_committed_then_aborted(bootstrap, "txn")
         compacted = produce_compacted(bootstrap, "compacted")
         return Written(broker.data_dir, read_confluent(bootstrap, "codecs"),
                        read_confluent(bootstrap, "txn"), compacted)
@@ -124,7 +106,7 @@ def kafka_writes(root: Path) -> Written:
         for topic in ("codecs", "txn"):
             create_topic(bootstrap, topic)
         produce_codecs(bootstrap, "codecs")
-        produce_transactions(bootstrap, "txn")
+        produce_committed_then_aborted(bootstrap, "txn")
         return Written(kafka.data_dir / "logs", read_confluent(bootstrap, "codecs"),
                        read_confluent(bootstrap, "txn"), None)
     finally:
@@ -186,26 +168,6 @@ def dumps(written: dict[str, Written]) -> dict[str, Dumps]:
                 for side in written}
 
 
-@pytest.fixture(scope="module")
-def odradek_written(written: dict[str, Written]) -> Written:
-    return written["odradek"]
-
-
-@pytest.fixture(scope="module")
-def kafka_written(written: dict[str, Written]) -> Written:
-    return written["kafka"]
-
-
-@pytest.fixture(scope="module")
-def odradek_dumps(dumps: dict[str, Dumps]) -> Dumps:
-    return dumps["odradek"]
-
-
-@pytest.fixture(scope="module")
-def kafka_dumps(dumps: dict[str, Dumps]) -> Dumps:
-    return dumps["kafka"]
-
-
 def records(out: Outcome) -> list[tuple[int, str | None, str | None, str]]:
     """Offset, key, payload and header keys of each record line."""
     found = []
@@ -216,69 +178,70 @@ def records(out: Outcome) -> list[tuple[int, str | None, str | None, str]]:
     return found
 
 
-def test_kafkas_tool_reads_odradeks_segments_in_every_codec(odradek_written: Written,
-                                                            odradek_dumps: Dumps) -> None:
-    out = odradek_dumps.kafka["codecs-log"].ok()
+def test_kafkas_tool_reads_odradeks_segments_in_every_codec(written: dict[str, Written],
+                                                            dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["codecs-log"].ok()
     codecs = re.findall(r" compresscodec: (\w+) ", out.stdout)
     assert set(codecs) == set(CODECS) and "isvalid: false" not in out.stdout
     assert records(out) == [(r.offset, r.key.decode(), r.value.decode(), "codec")
-                            for r in odradek_written.codecs if r.key and r.value]
+                            for r in written["odradek"].codecs if r.key and r.value]
 
 
-def test_kafkas_tool_reads_odradeks_transactions(odradek_written: Written,
-                                                 odradek_dumps: Dumps) -> None:
-    out = odradek_dumps.kafka["txn-log"].ok()
+def test_kafkas_tool_reads_odradeks_transactions(written: dict[str, Written],
+                                                 dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["txn-log"].ok()
     markers = re.findall(r"endTxnMarker: (\w+) coordinatorEpoch: \d+", out.stdout)
     assert markers == ["COMMIT", "ABORT"]
     data = [(offset, payload) for offset, _, payload, _ in records(out) if payload]
-    committed = [(r.offset, r.value.decode()) for r in odradek_written.transactional
+    committed = [(r.offset, r.value.decode()) for r in written["odradek"].transactional
                  if r.value]
     assert [d for d in data if not d[1].startswith("abort")] == committed
     assert [p for _, p in data if p.startswith("abort")] == ["abort-0", "abort-1", "abort-2"]
-    index = odradek_dumps.kafka["txn-txnindex"].ok().lines
+    index = dumps["odradek"].kafka["txn-txnindex"].ok().lines
     assert len(index) == 2 and re.fullmatch(
         r"version: 0 producerId: \d+ firstOffset: \d+ lastOffset: \d+ lastStableOffset: \d+",
         index[1])
 
 
-def test_kafkas_tool_reads_odradeks_snapshots_and_indexes(odradek_dumps: Dumps) -> None:
-    codec_producers = odradek_dumps.kafka["codecs-snapshot"].ok().lines[1:]
+def test_kafkas_tool_reads_odradeks_snapshots_and_indexes(dumps: dict[str, Dumps]) -> None:
+    codec_producers = dumps["odradek"].kafka["codecs-snapshot"].ok().lines[1:]
     assert len(codec_producers) == len(CODECS), "an idempotent producer for each codec"
     assert all(re.match(r"producerId: \d+ producerEpoch: 0 .* firstSequence: 0 "
                         r"lastSequence: 9 ", line) for line in codec_producers)
-    transactional = odradek_dumps.kafka["txn-snapshot"].ok().lines[1:]
+    transactional = dumps["odradek"].kafka["txn-snapshot"].ok().lines[1:]
     assert any(" coordinatorEpoch: " in line for line in transactional)
     for topic in ("codecs", "txn"):
-        indexes = odradek_dumps.kafka[f"{topic}-indexes"].ok()
+        indexes = dumps["odradek"].kafka[f"{topic}-indexes"].ok()
         assert "Mismatches" not in indexes.stdout + indexes.stderr
         assert re.search(r"^offset: \d+ position: \d+$", indexes.stdout, re.MULTILINE)
         assert re.search(r"^timestamp: \d+ offset: \d+$", indexes.stdout, re.MULTILINE)
 
 
-def test_kafkas_tool_reads_odradeks_compacted_log(odradek_written: Written,
-                                                  odradek_dumps: Dumps) -> None:
-    out = odradek_dumps.kafka["compacted-log"].ok()
-    assert odradek_written.compacted is not None
+def test_kafkas_tool_reads_odradeks_compacted_log(written: dict[str, Written],
+                                                  dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["compacted-log"].ok()
+    assert written["odradek"].compacted is not None
     assert [(o, k, p) for o, k, p, _ in records(out) if p] == [
         (r.offset, r.key.decode(), r.value.decode())
-        for r in odradek_written.compacted if r.key and r.value]
+        for r in written["odradek"].compacted if r.key and r.value]
 
 
-def test_odradeks_tool_reads_kafkas_files(kafka_written: Written, kafka_dumps: Dumps) -> None:
-    out = kafka_dumps.odradek["codecs-log"]
+def test_odradeks_tool_reads_kafkas_files(written: dict[str, Written],
+                                          dumps: dict[str, Dumps]) -> None:
+    out = dumps["kafka"].odradek["codecs-log"]
     assert out.exit == 0, out.stderr
     assert records(out) == [(r.offset, r.key.decode(), r.value.decode(), "codec")
-                            for r in kafka_written.codecs if r.key and r.value]
+                            for r in written["kafka"].codecs if r.key and r.value]
 
 
 @pytest.mark.parametrize("name", ["codecs-log", "codecs-indexes", "codecs-snapshot",
                                   "txn-log", "txn-indexes", "txn-snapshot", "txn-txnindex"])
-def test_both_tools_print_the_same_on_kafkas_files(kafka_dumps: Dumps, name: str) -> None:
-    assert kafka_dumps.odradek[name].stdout == kafka_dumps.kafka[name].ok().stdout
+def test_both_tools_print_the_same_on_kafkas_files(dumps: dict[str, Dumps], name: str) -> None:
+    assert dumps["kafka"].odradek[name].stdout == dumps["kafka"].kafka[name].ok().stdout
 
 
 @pytest.mark.parametrize("name", ["codecs-log", "codecs-indexes", "codecs-snapshot",
                                   "txn-log", "txn-indexes", "txn-snapshot", "txn-txnindex",
                                   "compacted-log", "compacted-indexes"])
-def test_both_tools_print_the_same_on_odradeks_files(odradek_dumps: Dumps, name: str) -> None:
-    assert odradek_dumps.odradek[name].stdout == odradek_dumps.kafka[name].ok().stdout
+def test_both_tools_print_the_same_on_odradeks_files(dumps: dict[str, Dumps], name: str) -> None:
+    assert dumps["odradek"].odradek[name].stdout == dumps["odradek"].kafka[name].ok().stdout

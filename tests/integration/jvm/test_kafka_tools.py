@@ -267,13 +267,22 @@ def same_output(name: str, odradek: Target, kafka: Target) -> list[str]:
     return ours
 
 
+def blocks(out: Outcome) -> set[frozenset[str]]:
+    """The output as blocks, each a line and the indented lines under it, all in no order:
+    the tools print some from hash maps, whose order changes from JVM to JVM."""
+    found: list[set[str]] = []
+    for line in out.ok().lines:
+        if line.strip():
+            if not line[0].isspace() or not found:
+                found.append(set())
+            found[-1].add(" ".join(line.split()))
+    return {frozenset(block) for block in found}
+
+
 def same_blocks(name: str, odradek: Target, kafka: Target) -> set[frozenset[str]]:
-    """The tool's output as blank-line separated blocks of lines, once Odradek's equal
-    Kafka's: the tools print some from hash maps, whose order changes from JVM to JVM."""
-    ours, theirs = ({frozenset(" ".join(line.split()) for line in block.splitlines())
-                     for block in side.out(name).ok().stdout.split("\n\n") if block.strip()}
-                    for side in (odradek, kafka))
-    assert ours == theirs, name
+    """The tool's blocks, once Odradek's equal Kafka's."""
+    ours = blocks(odradek.out(name))
+    assert ours == blocks(kafka.out(name)), name
     return ours
 
 
@@ -391,7 +400,8 @@ def test_acls_add_list_and_remove(odradek: Target, kafka: Target) -> None:
 def describe_acls(bootstrap: str) -> set[tuple[str, ...]]:
     everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                   AclOperation.ANY, AclPermissionType.ANY)
-    bindings: list[AclBinding] = admin(bootstrap).describe_acls(everything).result(TIMEOUT)
+    client = admin(bootstrap)  # held: the future fails once its client is collected
+    bindings: list[AclBinding] = client.describe_acls(everything).result(TIMEOUT)
     return {(b.restype.name, b.name, b.resource_pattern_type.name, b.principal,
              b.operation.name, b.permission_type.name) for b in bindings}
 
