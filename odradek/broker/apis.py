@@ -23,6 +23,7 @@ from odradek.broker.access import (
     transactional_id,
 )
 from odradek.broker.dispatch import Api, RequestContext, Result
+from odradek.broker.features import feature_fields
 from odradek.broker.handlers.acls import (
     handle_create_acls,
     handle_delete_acls,
@@ -120,7 +121,9 @@ def refuse_alter_user_scram_credentials(request: Any, code: ErrorCode) -> dict[s
 
 
 def handle_api_versions(context: RequestContext, request: Any) -> Result:
-    return {"error_code": ErrorCode.none, "api_keys": api_versions()}
+    return {"error_code": ErrorCode.none, "api_keys": api_versions(),
+            **feature_fields(context.header.api_version,
+                             context.services.broker.metadata_offset)}
 
 
 API_TABLE: list[Api] = [

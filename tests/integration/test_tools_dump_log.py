@@ -241,11 +241,9 @@ def test_kafkas_comma_separated_files_option(
         f"Dumping {directory / f'{FIRST}.log'}", f"Dumping {directory / f'{FIRST}.index'}"]
 
 
-def test_transactions_show_markers_aborted_index_and_producer_snapshot(
-        fresh_broker: BrokerProcess) -> None:
-    fresh_broker.start()
-    bootstrap = fresh_broker.bootstrap
-    topic = create_topic(bootstrap, unique("dump-txn"))
+def produce_committed_then_aborted(bootstrap: str, topic: str) -> None:
+    """On partition 0: a transaction of three records committed, one of three aborted (values
+    commit-<i> and abort-<i>), then a plain record ("after")."""
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"t-{topic}",
                          "linger.ms": 5})
     producer.init_transactions(TIMEOUT)
@@ -259,6 +257,14 @@ def test_transactions_show_markers_aborted_index_and_producer_snapshot(
         else:
             producer.abort_transaction(TIMEOUT)
     produce_confluent(bootstrap, topic, [Out(b"k", b"after", now_ms(), partition=0)])
+
+
+def test_transactions_show_markers_aborted_index_and_producer_snapshot(
+        fresh_broker: BrokerProcess) -> None:
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("dump-txn"))
+    produce_committed_then_aborted(bootstrap, topic)
     committed = read_confluent(bootstrap, topic)  # librdkafka reads read_committed
     fresh_broker.stop()  # the producer snapshot is written when the log closes
 

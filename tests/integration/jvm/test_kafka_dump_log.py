@@ -1,0 +1,247 @@
+"""The on-disk format, both ways. Kafka's own kafka-dump-log (DumpLogSegments) reads the
+segments, indexes, transaction index and producer snapshot an Odradek broker wrote (every
+codec, a transaction committed and one aborted, a compacted log), and what it prints agrees
+with what was produced; `odradek dump-log` reads the files a real Apache Kafka broker wrote
+and prints what Kafka's tool prints on them. Both tools run on both brokers' files, and their
+outputs must be equal line for line.
+
+Kafka's tool runs in one JVM for every file (`kafka_tools.run_tools`)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.apache_kafka import ApacheKafka
+from tests.integration.broker_process import ODRADEK, BrokerProcess
+from tests.integration.clients import (
+    Out,
+    Rec,
+    create_topic,
+    now_ms,
+    produce_confluent,
+    read_confluent,
+)
+from tests.integration.jvm.kafka_tools import DUMP_LOG, Outcome, Step, run_tools
+from tests.integration.test_compaction import (
+    COMPACTED,
+    FAST_CLEANER,
+    SMALL_BATCHES,
+    compacted_exactly,
+    roll_active_segment,
+)
+from tests.integration.test_tools_dump_log import produce_committed_then_aborted
+from tests.waiting import wait_until
+
+FIRST = "00000000000000000000"
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+DUMP_OPTIONS = ("--deep-iteration", "--print-data-log")
+RECORD_LINE = re.compile(r"\| offset: (\d+) CreateTime: (\d+) keySize: (-?\d+) "
+                         r"valueSize: (-?\d+) sequence: (-?\d+) headerKeys: \[(.*?)\]"
+                         r"(?: key: (.*?))?(?: payload: (.*))?$")
+
+
+@dataclass
+class Written:
+    """What a broker was given: each topic's records as a consumer reads them back."""
+    log_dir: Path
+    codecs: list[Rec]
+    transactional: list[Rec]
+    compacted: list[Rec] | None
+
+
+def produce_codecs(bootstrap: str, topic: str) -> None:
+    """Ten keyed records with a header in each codec, on one partition."""
+    for codec in CODECS:
+        stamp = now_ms()
+        outs = [Out(f"{codec}-k{i}".encode(), f"{codec}-value-{i}-".encode() * 5, stamp + i,
+                    (("codec", codec.encode()),), partition=0) for i in range(10)]
+        produce_confluent(bootstrap, topic, outs,
+                          {"compression.type": codec, "linger.ms": 20,
+                           "enable.idempotence": True})
+
+
+def produce_compacted(bootstrap: str, topic: str) -> list[Rec]:
+    """Twenty keys overwritten many times, compacted; the records that are left."""
+    stamp = now_ms()
+    outs = [Out(f"key-{i % 20}".encode(), f"v{i}".encode() * 20, stamp) for i in range(400)]
+    acked = produce_confluent(bootstrap, topic, outs, SMALL_BATCHES)
+    acked.append(roll_active_segment(bootstrap, topic, 1000))
+    wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 90, "compaction",
+               interval=0.5)
+    return read_confluent(bootstrap, topic)
+
+
+def odradek_writes(root: Path) -> Written:
+    """An Odradek broker's files: every codec, transactions, a compacted log."""
+    broker = BrokerProcess(root / "data", root / "broker.log",
+                           {**FAST_CLEANER, "log.index.interval.bytes": "200"})
+    broker.start()
+    try:
+        bootstrap = broker.bootstrap
+        for topic in ("codecs", "txn"):
+            create_topic(bootstrap, topic)
+        create_topic(bootstrap, "compacted", config={**COMPACTED, "segment.ms": "1000"})
+        produce_codecs(bootstrap, "codecs")
+        produce_committed_then_aborted(bootstrap, "txn")
+        compacted = produce_compacted(bootstrap, "compacted")
+        return Written(broker.data_dir, read_confluent(bootstrap, "codecs"),
+                       read_confluent(bootstrap, "txn"), compacted)
+    finally:
+        broker.stop()  # the producer snapshots are written as the logs close
+
+
+def kafka_writes(root: Path) -> Written:
+    """Apache Kafka's files: every codec and transactions."""
+    kafka = ApacheKafka(root / "data", root / "kafka.log",
+                        overrides={"log.index.interval.bytes": "200"})
+    kafka.start()
+    try:
+        bootstrap = kafka.bootstrap
+        for topic in ("codecs", "txn"):
+            create_topic(bootstrap, topic)
+        produce_codecs(bootstrap, "codecs")
+        produce_committed_then_aborted(bootstrap, "txn")
+        return Written(kafka.data_dir / "logs", read_confluent(bootstrap, "codecs"),
+                       read_confluent(bootstrap, "txn"), None)
+    finally:
+        if kafka.alive():
+            kafka.stop()  # a controlled shutdown writes the producer snapshots
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Written]:
+    """Both brokers' files, written side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        ours = pool.submit(odradek_writes, tmp_path_factory.mktemp("dump-odradek"))
+        theirs = pool.submit(kafka_writes, tmp_path_factory.mktemp("dump-kafka"))
+        return {"odradek": ours.result(), "kafka": theirs.result()}
+
+
+def dump_files(written: Written) -> dict[str, list[Path]]:
+    """The files to dump, by a name for each run."""
+    files: dict[str, list[Path]] = {}
+    topics = ["codecs", "txn"] + (["compacted"] if written.compacted is not None else [])
+    for topic in topics:
+        directory = written.log_dir / f"{topic}-0"
+        files[f"{topic}-log"] = sorted(directory.glob("*.log"))
+        files[f"{topic}-indexes"] = sorted([*directory.glob("*.index"),
+                                            *directory.glob("*.timeindex")])
+        files[f"{topic}-snapshot"] = sorted(directory.glob("*.snapshot"))
+    files["txn-txnindex"] = sorted((written.log_dir / "txn-0").glob("*.txnindex"))
+    return files
+
+
+def odradek_dump(paths: list[Path]) -> Outcome:
+    run = subprocess.run([*ODRADEK, "dump-log", *DUMP_OPTIONS, "--files",
+                          ",".join(map(str, paths))],
+                         capture_output=True, text=True, timeout=120)
+    return Outcome("odradek dump-log", run.returncode, run.stdout, run.stderr)
+
+
+@dataclass
+class Dumps:
+    """Each tool's output on each run's files."""
+    kafka: dict[str, Outcome]
+    odradek: dict[str, Outcome]
+
+
+@pytest.fixture(scope="module")
+def dumps(written: dict[str, Written]) -> dict[str, Dumps]:
+    """Kafka's tool on both brokers' files in one JVM; Odradek's alongside."""
+    files = {(side, name): paths for side, done in written.items()
+             for name, paths in dump_files(done).items()}
+    assert all(files.values()), files
+    steps = [Step(f"{side}/{name}", DUMP_LOG,
+                  [*DUMP_OPTIONS, "--files", ",".join(map(str, paths))])
+             for (side, name), paths in files.items()]
+    with ThreadPoolExecutor(2) as pool:
+        ours = {key: pool.submit(odradek_dump, paths) for key, paths in files.items()}
+        kafkas = run_tools(steps)
+        return {side: Dumps({name: kafkas[f"{side}/{name}"] for (s, name) in files if s == side},
+                            {name: ours[(s, name)].result() for (s, name) in files if s == side})
+                for side in written}
+
+
+def records(out: Outcome) -> list[tuple[int, str | None, str | None, str]]:
+    """Offset, key, payload and header keys of each record line."""
+    found = []
+    for line in out.lines:
+        match = RECORD_LINE.match(line)
+        if match:
+            found.append((int(match[1]), match[7], match[8], match[6]))
+    return found
+
+
+def test_kafkas_tool_reads_odradeks_segments_in_every_codec(written: dict[str, Written],
+                                                            dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["codecs-log"].ok()
+    codecs = re.findall(r" compresscodec: (\w+) ", out.stdout)
+    assert set(codecs) == set(CODECS) and "isvalid: false" not in out.stdout
+    assert records(out) == [(r.offset, r.key.decode(), r.value.decode(), "codec")
+                            for r in written["odradek"].codecs if r.key and r.value]
+
+
+def test_kafkas_tool_reads_odradeks_transactions(written: dict[str, Written],
+                                                 dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["txn-log"].ok()
+    markers = re.findall(r"endTxnMarker: (\w+) coordinatorEpoch: \d+", out.stdout)
+    assert markers == ["COMMIT", "ABORT"]
+    data = [(offset, payload) for offset, _, payload, _ in records(out) if payload]
+    committed = [(r.offset, r.value.decode()) for r in written["odradek"].transactional
+                 if r.value]
+    assert [d for d in data if not d[1].startswith("abort")] == committed
+    assert [p for _, p in data if p.startswith("abort")] == ["abort-0", "abort-1", "abort-2"]
+    index = dumps["odradek"].kafka["txn-txnindex"].ok().lines
+    assert len(index) == 2 and re.fullmatch(
+        r"version: 0 producerId: \d+ firstOffset: \d+ lastOffset: \d+ lastStableOffset: \d+",
+        index[1])
+
+
+def test_kafkas_tool_reads_odradeks_snapshots_and_indexes(dumps: dict[str, Dumps]) -> None:
+    codec_producers = dumps["odradek"].kafka["codecs-snapshot"].ok().lines[1:]
+    assert len(codec_producers) == len(CODECS), "an idempotent producer for each codec"
+    assert all(re.match(r"producerId: \d+ producerEpoch: 0 .* firstSequence: 0 "
+                        r"lastSequence: 9 ", line) for line in codec_producers)
+    transactional = dumps["odradek"].kafka["txn-snapshot"].ok().lines[1:]
+    assert any(" coordinatorEpoch: " in line for line in transactional)
+    for topic in ("codecs", "txn"):
+        indexes = dumps["odradek"].kafka[f"{topic}-indexes"].ok()
+        assert "Mismatches" not in indexes.stdout + indexes.stderr
+        assert re.search(r"^offset: \d+ position: \d+$", indexes.stdout, re.MULTILINE)
+        assert re.search(r"^timestamp: \d+ offset: \d+$", indexes.stdout, re.MULTILINE)
+
+
+def test_kafkas_tool_reads_odradeks_compacted_log(written: dict[str, Written],
+                                                  dumps: dict[str, Dumps]) -> None:
+    out = dumps["odradek"].kafka["compacted-log"].ok()
+    assert written["odradek"].compacted is not None
+    assert [(o, k, p) for o, k, p, _ in records(out) if p] == [
+        (r.offset, r.key.decode(), r.value.decode())
+        for r in written["odradek"].compacted if r.key and r.value]
+
+
+def test_odradeks_tool_reads_kafkas_files(written: dict[str, Written],
+                                          dumps: dict[str, Dumps]) -> None:
+    out = dumps["kafka"].odradek["codecs-log"]
+    assert out.exit == 0, out.stderr
+    assert records(out) == [(r.offset, r.key.decode(), r.value.decode(), "codec")
+                            for r in written["kafka"].codecs if r.key and r.value]
+
+
+@pytest.mark.parametrize("name", ["codecs-log", "codecs-indexes", "codecs-snapshot",
+                                  "txn-log", "txn-indexes", "txn-snapshot", "txn-txnindex"])
+def test_both_tools_print_the_same_on_kafkas_files(dumps: dict[str, Dumps], name: str) -> None:
+    assert dumps["kafka"].odradek[name].stdout == dumps["kafka"].kafka[name].ok().stdout
+
+
+@pytest.mark.parametrize("name", ["codecs-log", "codecs-indexes", "codecs-snapshot",
+                                  "txn-log", "txn-indexes", "txn-snapshot", "txn-txnindex",
+                                  "compacted-log", "compacted-indexes"])
+def test_both_tools_print_the_same_on_odradeks_files(dumps: dict[str, Dumps], name: str) -> None:
+    assert dumps["odradek"].odradek[name].stdout == dumps["odradek"].kafka[name].ok().stdout
