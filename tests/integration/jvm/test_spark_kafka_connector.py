@@ -85,24 +85,29 @@ def between(records: list[Rec], start: dict[int, int], end: dict[int, int]) -> l
     return [r for r in records if start[r.partition] <= r.offset < end[r.partition]]
 
 
-def test_batch_read_of_every_column(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_batch_read_of_every_column(broker: BrokerProcess, spark: SparkSession) -> None:
     topic = create_topic(broker.bootstrap, unique("read"), partitions=3)
     produced = produce_confluent(broker.bootstrap, topic, outs(60, 3, now_ms()))
     everything = read_confluent(broker.bootstrap, topic, partitions=(0, 1, 2))
     assert everything == sorted(produced, key=lambda r: (r.partition, r.offset))
     assert both(spark, broker.bootstrap, subscribe=topic, includeHeaders="true") == everything
-    plain = load(spark, broker.bootstrap, source="kafka", subscribe=topic)
+    appended = create_topic(broker.bootstrap, unique("appended"),
+                            config={"message.timestamp.type": "LogAppendTime"})
+    produce_confluent(broker.bootstrap, appended, outs(5, 1, now_ms() - 10**6))
+    assert both(spark, broker.bootstrap, subscribe=appended) == \
+        [r._replace(headers=()) for r in read_confluent(broker.bootstrap, appended)]
+    plain = load(spark, broker.bootstrap, source="kafka", subscribe=f"{topic},{appended}")
     assert plain.columns == ["key", "value", "topic", "partition", "offset", "timestamp",
                              "timestampType"]
-    assert {r.timestampType for r in plain.collect()} == {0}  # CreateTime
-    assert [r[:5] for r in recs(plain)[topic]] == [r[:5] for r in everything]
+    kinds = {(r.topic, r.timestampType) for r in plain.collect()}
+    assert kinds == {(topic, 0), (appended, 1)}  # CreateTime, LogAppendTime
     pattern = both(spark, broker.bootstrap, subscribePattern=f"{topic[:-3]}.*")
     assert [r[:5] for r in pattern] == [r[:5] for r in everything]
     assigned = both(spark, broker.bootstrap, assign=json.dumps({topic: [2]}))
     assert [r[:5] for r in assigned] == [r[:5] for r in everything if r.partition == 2]
 
 
-def test_offsets_as_json(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_offsets_as_json(broker: BrokerProcess, spark: SparkSession) -> None:
     topic = create_topic(broker.bootstrap, unique("offsets"), partitions=3)
     produce_confluent(broker.bootstrap, topic, outs(90, 3, now_ms()))
     everything = read_confluent(broker.bootstrap, topic, partitions=(0, 1, 2))
@@ -113,7 +118,7 @@ def test_offsets_as_json(spark: SparkSession, broker: BrokerProcess) -> None:
     assert len(read) == 15 + 30 + 1
 
 
-def test_limits_by_timestamp(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_limits_by_timestamp(broker: BrokerProcess, spark: SparkSession) -> None:
     topic = create_topic(broker.bootstrap, unique("times"), partitions=2)
     stamp = now_ms() - 1_000_000
     produce_confluent(broker.bootstrap, topic, outs(40, 2, stamp))
@@ -124,7 +129,8 @@ def test_limits_by_timestamp(spark: SparkSession, broker: BrokerProcess) -> None
 
     start, end = stamp + 10_500, stamp + 30_000
     assert both(spark, broker.bootstrap, subscribe=topic, includeHeaders="true",
-                startingTimestamp=start, endingTimestamp=end) == stamped({0: start, 1: start}, {0: end, 1: end})
+                startingTimestamp=start, endingTimestamp=end) == \
+        stamped({0: start, 1: start}, {0: end, 1: end})
     by_partition = {topic: {"0": stamp + 4_000, "1": stamp + 20_500}}
     ending = {topic: {"0": stamp + 9_000, "1": stamp + 10**9}}  # past the end: latest
     read = both(spark, broker.bootstrap, subscribe=topic, includeHeaders="true",
@@ -142,8 +148,8 @@ def test_limits_by_timestamp(spark: SparkSession, broker: BrokerProcess) -> None
                 startingOffsetsByTimestampStrategy="latest") == []
 
 
-def test_read_committed_over_aborted_and_open_transactions(spark: SparkSession,
-                                                           broker: BrokerProcess) -> None:
+def test_read_committed_over_aborted_and_open_transactions(broker: BrokerProcess,
+                                                           spark: SparkSession) -> None:
     topic = create_topic(broker.bootstrap, unique("txn"), partitions=2)
     producer = transactional(broker.bootstrap, f"spark-{topic}")
     for outcome in ("commit", "abort", "commit", "abort", "commit"):
@@ -179,7 +185,7 @@ def transaction(producer: Producer, topic: str, outcome: str, count: int) -> Non
         producer.abort_transaction(TIMEOUT)
 
 
-def test_streaming_read_resumes_from_its_checkpoint(spark: SparkSession, broker: BrokerProcess,
+def test_streaming_read_resumes_from_its_checkpoint(broker: BrokerProcess, spark: SparkSession,
                                                     tmp_path: Path) -> None:
     topic = create_topic(broker.bootstrap, unique("stream"), partitions=3)
     produce_confluent(broker.bootstrap, topic, outs(45, 3, now_ms()))
@@ -222,7 +228,7 @@ def stream_batches(spark: SparkSession, bootstrap: str, topic: str,
     return [batch for batch in batches if batch]
 
 
-def test_batch_write(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_batch_write(broker: BrokerProcess, spark: SparkSession) -> None:
     topics = [create_topic(broker.bootstrap, unique("write"), partitions=2) for _ in range(2)]
     data = [(topics[i % 2], None if i % 5 == 0 else f"k{i}".encode(), f"v{i}".encode(), i % 4 // 2,
              [("h", str(i).encode()), ("n", None)]) for i in range(40)]
@@ -248,7 +254,7 @@ def test_batch_write(spark: SparkSession, broker: BrokerProcess) -> None:
         sorted(v for _, _, v, _, _ in data)
 
 
-def test_streaming_write(spark: SparkSession, broker: BrokerProcess, tmp_path: Path) -> None:
+def test_streaming_write(broker: BrokerProcess, spark: SparkSession, tmp_path: Path) -> None:
     source = create_topic(broker.bootstrap, unique("source"), partitions=3)
     sink = create_topic(broker.bootstrap, unique("sink"), partitions=3)
     produce_confluent(broker.bootstrap, source, outs(30, 3, now_ms()))
