@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -116,6 +117,10 @@ def test_offsets_as_json(broker: BrokerProcess, spark: SparkSession) -> None:
                 endingOffsets=json.dumps({topic: {"0": 20, "1": -1, "2": 13}}))
     assert read == between(everything, {0: 5, 1: 0, 2: 12}, {0: 20, 1: 30, 2: 13})
     assert len(read) == 15 + 30 + 1
+    split = {source: load(spark, broker.bootstrap, source=source, subscribe=topic,
+                          minPartitions="7").rdd.getNumPartitions()
+             for source in ("kafka", "odradek-kafka")}
+    assert split["kafka"] == split["odradek-kafka"] >= 6, split  # Spark's splitting
 
 
 def test_limits_by_timestamp(broker: BrokerProcess, spark: SparkSession) -> None:
@@ -270,3 +275,16 @@ def test_streaming_write(broker: BrokerProcess, spark: SparkSession, tmp_path: P
     copied = read_confluent(broker.bootstrap, sink, partitions=(0, 1, 2))
     original = read_confluent(broker.bootstrap, source, partitions=(0, 1, 2))
     assert [r[:4] + r[5:] for r in copied] == [r[:4] + r[5:] for r in original]
+
+
+def test_one_copy_of_each_artifact_on_the_classpath(spark: SparkSession) -> None:
+    shipped = {jvm_toolchain.artifact(jar)
+               for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    added = [Path(jar) for jar in jvm_toolchain.spark_kafka_jars()]
+    names = {jvm_toolchain.artifact(jar) for jar in added}
+    assert {"spark-sql-kafka-0-10_2.13", "kafka-clients"} <= names
+    assert not names & shipped and len(names) == len(added)
+    assert {"scala-library", "spark-tags_2.13", "hadoop-client-api"} <= shipped
+    listed = spark.sparkContext._jsc.sc().listJars()
+    assert sorted(Path(listed.apply(i)).name for i in range(listed.size())) == \
+        sorted(jar.name for jar in added)
