@@ -7,6 +7,7 @@ toolchain it skips, except in CI, where it fails."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +40,28 @@ def kafka_classpath() -> str:
 
 
 def spark_kafka_jars() -> list[str]:
-    """Spark's Kafka connector and its own dependencies, for `spark.jars`."""
-    return SPARK_KAFKA_CLASSPATH.read_text().strip().split(os.pathsep)
+    """Spark's Kafka connector and those of its dependencies PySpark does not ship in
+    pyspark/jars (compared by artifact name, whatever the versions), for `spark.jars`: one
+    copy of each artifact on the classpath."""
+    import pyspark
+
+    shipped = {artifact(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [jar for jar in SPARK_KAFKA_CLASSPATH.read_text().strip().split(os.pathsep)
+            if artifact(Path(jar)) not in shipped]
+
+
+def spark_kafka_conf() -> dict[str, str]:
+    """The Spark conf that puts the connector on a session's classpath (it must be given to
+    the session that starts the JVM), or none when the toolchain is not built."""
+    if not SPARK_KAFKA_CLASSPATH.exists():
+        return {}
+    return {"spark.jars": ",".join(spark_kafka_jars())}
+
+
+def artifact(jar: Path) -> str:
+    """A jar's artifact name: `kafka-clients` of `kafka-clients-3.9.2.jar`."""
+    match = re.fullmatch(r"(.+?)-\d+\..*\.jar", jar.name)
+    return match.group(1) if match else jar.stem
 
 
 def java_command(main_class: str, *args: str, jvm_options: Sequence[str] = ()) -> list[str]:

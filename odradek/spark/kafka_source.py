@@ -99,7 +99,13 @@ def record_batch(messages: list[Message], include_headers: bool) -> pa.RecordBat
     ]
     names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
     if include_headers:
-        headers = [[{"key": h[0], "value": h[1]} for h in m.headers() or ()] for m in messages]
-        columns.append(pa.array(headers, HEADER_TYPE))
+        columns.append(pa.array([_headers(m) for m in messages], HEADER_TYPE))
         names.append("headers")
     return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _headers(message: Message) -> list[dict[str, Any]] | None:
+    """A record's headers in order; null, not an empty array, when it has none (as Spark's
+    KafkaRecordToRowConverter)."""
+    headers = message.headers() or ()
+    return [{"key": h[0], "value": h[1]} for h in headers] if headers else None

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from odradek.spark.session import spark_session
+from tests import jvm_toolchain
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.spark.mirroring import Mirror, ServiceMirror
 from tests.integration.test_compaction import FAST_CLEANER
@@ -28,7 +29,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = spark_session("odradek-tests", master="local[2]", conf=TEST_CONF)
+    # with Spark's Kafka connector when built: a later module's session (tests/integration/jvm)
+    # can only have it if the JVM started with it
+    session = spark_session("odradek-tests", master="local[2]",
+                            conf={**TEST_CONF, **jvm_toolchain.spark_kafka_conf()})
     yield session
     session.stop()
 

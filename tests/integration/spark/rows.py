@@ -1,4 +1,4 @@
-"""Spark rows of the `odradek-kafka` source in the integration tests' record shape."""
+"""Spark rows of a Kafka source in the integration tests' record shape."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from pyspark.sql import functions as F
 from tests.integration.clients import Rec
 
 
-def load(spark: SparkSession, bootstrap: str, **options: Any) -> DataFrame:
-    """A batch read; option names as Spark's (`startingOffsets=...`)."""
-    reader = spark.read.format("odradek-kafka").option("kafka.bootstrap.servers", bootstrap)
+def load(spark: SparkSession, bootstrap: str, source: str = "odradek-kafka",
+         **options: Any) -> DataFrame:
+    """A batch read with `source` (ours, or Spark's connector: `kafka`); option names as
+    Spark's (`startingOffsets=...`)."""
+    reader = spark.read.format(source).option("kafka.bootstrap.servers", bootstrap)
     for key, value in options.items():
         reader = reader.option(key.replace("__", "."), str(value))
     return reader.load()

@@ -92,6 +92,7 @@ def test_headers_only_when_included_in_order_with_nulls(spark: SparkSession,
     assert recs(with_headers)[topic] == read_confluent(bootstrap, topic)
     assert [r.headers for r in recs(with_headers)[topic]] == [headers, ()]
     assert [row.timestampType for row in plain.collect()] == [0, 0]
+    assert with_headers.orderBy("offset").collect()[1].headers is None  # as Spark's `kafka`
 
 
 def test_read_committed_skips_aborted_records(spark: SparkSession,
