@@ -567,12 +567,13 @@ broker configs, and Odradek's own configs that Kafka lacks (metrics.port, ...)."
 LISTED_TOPIC_CONFIGS = frozenset(
     name for name in ALL_TOPIC_CONFIGS if not kafka.TOPIC.get(name, (None, None, True, False))[3]
 )
-_SYNONYM_DEFAULTED = frozenset(
-    name for name, (_, default, *_) in kafka.BROKER.items()
-    if default is None and len(kafka.BROKER_SYNONYMS.get(name, ())) > 1
+_WITHOUT_DEFAULT = frozenset(
+    name for name, (_, default, has_default, *_) in kafka.BROKER.items()
+    if not has_default or default is None and len(kafka.BROKER_SYNONYMS.get(name, ())) > 1
 )
-"""Configs without a default of their own, which take it from a synonym (log.retention.ms
-from log.retention.hours): DescribeConfigs reports their default as null."""
+"""Configs Kafka requires (node.id, process.roles), and those that take their default from a
+synonym (log.retention.ms from log.retention.hours): DescribeConfigs lists no default for
+them, whatever Odradek's own default."""
 
 
 LISTENER_CONFIGS = ("ssl.", "sasl.", "connections.max.reauth.ms", "principal.builder.class",
@@ -643,12 +644,23 @@ def _normalise_aliases(raw: Mapping[str, str]) -> dict[str, str]:
     return values
 
 
+def _populate_synonyms(raw: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's KafkaConfig.populateSynonyms: node.id and broker.id stand for each other."""
+    values = dict(raw)
+    if "node.id" in values and "broker.id" not in values:
+        values["broker.id"] = values["node.id"]
+    elif "broker.id" in values and "node.id" not in values:
+        values["node.id"] = values["broker.id"]
+    return values
+
+
 class BrokerConfig:
     """A broker's configuration in Kafka's layers, highest precedence first: per-broker dynamic
     (broker resource named by node id), cluster-default dynamic (broker resource ""), static
     (server properties, parsed once at start-up; unknown keys are refused), default."""
 
     def __init__(self, raw: Mapping[str, str]) -> None:
+        raw = _populate_synonyms(raw)
         self.originals = dict(raw)
         """The static configs as given: DescribeConfigs' STATIC_BROKER_CONFIG layer."""
         self.static_raw = _normalise_aliases(raw)
@@ -798,7 +810,7 @@ class BrokerConfig:
 def described_default(name: str) -> str | None:
     """A broker config's default as DescribeConfigs reports it (None: no default layer)."""
     definition = ALL_BROKER_CONFIGS.get(name)
-    if definition is None or name in _SYNONYM_DEFAULTED:
+    if definition is None or name in _WITHOUT_DEFAULT:
         return None
     return format_value(definition.default)
 

@@ -1,6 +1,7 @@
 """Kafka's config catalogue (odradek/kafka_catalogue.py, generated from Kafka's own classes) in
 Odradek's config layer: every Kafka config is accepted, validated and described as Kafka does,
-and Odradek's own definitions agree with Kafka's except where listed here with the reason."""
+and Odradek's own definitions agree with Kafka's except where tests/config_differences.py
+says why not."""
 
 from __future__ import annotations
 
@@ -23,42 +24,7 @@ from odradek.config import (
     validate_topic_configs,
 )
 from odradek.config_catalogue import broker_synonyms, java_double, kafka_validator, update_mode
-
-OWN_DEFAULTS = {
-    "node.id": "required in Kafka; `odradek dev` runs as node 1 without configuration",
-    "process.roles": "required in Kafka; `odradek dev` is a combined node",
-    "controller.listener.names": "required in Kafka; Odradek names its gRPC listener CONTROLLER",
-    "listeners": "Odradek binds loopback by default, not every interface",
-    "log.dir": "Odradek keeps its data under ./data, not /tmp/kafka-logs",
-    "log.roll.ms": "Kafka's default is null (log.roll.hours supplies it); Odradek keeps the "
-                   "effective value, and describes it as null as Kafka does",
-    "log.roll.jitter.ms": "as log.roll.ms, from log.roll.jitter.hours",
-    "log.retention.ms": "as log.roll.ms, from log.retention.hours",
-    "log.flush.interval.ms": "as log.roll.ms, from log.flush.scheduler.interval.ms",
-    "log.flush.scheduler.interval.ms": "Odradek's flusher wakes every second; Kafka's default "
-                                       "(Long.MAX_VALUE) never schedules it",
-}
-"""Odradek's own configs whose default differs from Kafka's, with the reason."""
-
-APPLIED_AT_START = {
-    "listeners", "listener.security.protocol.map", "sasl.enabled.mechanisms",
-    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "ssl.keystore.type",
-    "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
-    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
-    "ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
-    "ssl.endpoint.identification.algorithm", "transaction.partition.verification.enable",
-    "producer.id.expiration.ms", "max.connections", "max.connections.per.ip",
-    "max.connections.per.ip.overrides",
-}
-"""Configs Kafka updates dynamically that Odradek acts on only at start: it refuses to alter
-them rather than accept a change it would not apply."""
-
-ODRADEK_ONLY = {"cluster.id", "super.users", "allow.everyone.if.no.acl.found",
-                "leader.imbalance.per.broker.percentage", "metrics.port"}
-"""Odradek's configs outside Kafka's broker ConfigDef: the cluster id of `odradek storage`,
-the StandardAuthorizer's own configs, a removed Kafka config the controller still honours,
-and the Prometheus endpoint."""
+from tests.config_differences import APPLIED_AT_START, ODRADEK_ONLY, OWN_DEFAULTS
 
 
 def test_the_catalogue_is_kafka_4() -> None:

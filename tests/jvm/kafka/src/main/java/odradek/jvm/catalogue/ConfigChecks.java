@@ -28,11 +28,14 @@ import org.apache.kafka.common.protocol.Errors;
  * <pre>
  * create|LABEL|TOPIC|name=value,name=value
  * describe|LABEL|broker, default or topic:NAME
+ * describe-when|LABEL|RESOURCE|CONFIG|SOURCE   (waits until CONFIG has that source, or ABSENT)
  * alter|LABEL|broker, default or topic:NAME|VALIDATE_ONLY|OP name=value;OP name;...
  * </pre>
  * "broker" is the first broker's own resource, "default" the cluster-wide one (""). A describe
  * reports every entry (value, source, read-only, sensitive, type, synonyms) with synonyms and
- * without documentation; a create or alter reports its error's name (NONE on success).
+ * without documentation; a create or alter reports its error's name (NONE on success). A broker
+ * applies a committed config change asynchronously, so a describe after an alter waits for it
+ * (describe-when, up to 60 s).
  */
 public final class ConfigChecks {
   private ConfigChecks() {}
@@ -54,6 +57,8 @@ public final class ConfigChecks {
         results.put(fields[1], switch (fields[0]) {
           case "create" -> create(admin, fields[2], fields[3]);
           case "describe" -> describe(admin, resource(fields[2], nodeId));
+          case "describe-when" -> describeWhen(admin, resource(fields[2], nodeId), fields[3],
+              fields[4]);
           case "alter" -> alter(admin, resource(fields[2], nodeId),
               Boolean.parseBoolean(fields[3]), fields[4]);
           default -> throw new IllegalArgumentException("unknown check " + line);
@@ -116,6 +121,22 @@ public final class ConfigChecks {
       return Map.of("error", Errors.NONE.name(), "entries", out);
     } catch (ExecutionException failure) {
       return Map.of("error", error(failure), "entries", out);
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Object describeWhen(Admin admin, ConfigResource resource, String config,
+                                     String source) throws Exception {
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (true) {
+      Map<String, Object> result = (Map<String, Object>) describe(admin, resource);
+      Map<String, Object> entry = (Map<String, Object>)
+          ((Map<String, Object>) result.get("entries")).get(config);
+      String seen = entry == null ? "ABSENT" : (String) entry.get("source");
+      if (seen.equals(source) || System.nanoTime() > deadline) {
+        return result;
+      }
+      Thread.sleep(100);
     }
   }
 
