@@ -537,7 +537,7 @@ KAFKA_ONLY_BROKER_CONFIGS: dict[str, ConfigDef] = {
 }
 """Kafka's broker configs that Odradek does not act on: accepted, stored and described as
 Kafka does (its type, default, validator and update mode), without effect."""
-ALL_BROKER_CONFIGS: dict[str, ConfigDef] = {**KAFKA_ONLY_BROKER_CONFIGS, **BROKER_CONFIGS}
+ALL_BROKER_CONFIGS: dict[str, ConfigDef] = {**BROKER_CONFIGS, **KAFKA_ONLY_BROKER_CONFIGS}
 
 KAFKA_ONLY_TOPIC_CONFIGS: dict[str, ConfigDef] = {
     name: _catalogue_def(name, type_name, default, validator, synonym=synonym)
@@ -555,7 +555,7 @@ def _no_remote_storage(value: Value) -> str | None:
 
 KAFKA_ONLY_TOPIC_CONFIGS["remote.storage.enable"] = replace(
     KAFKA_ONLY_TOPIC_CONFIGS["remote.storage.enable"], validator=_no_remote_storage)
-ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = {**KAFKA_ONLY_TOPIC_CONFIGS, **TOPIC_CONFIGS}
+ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = {**TOPIC_CONFIGS, **KAFKA_ONLY_TOPIC_CONFIGS}
 
 LISTED_BROKER_CONFIGS = frozenset(
     name for name in ALL_BROKER_CONFIGS
@@ -567,13 +567,15 @@ broker configs, and Odradek's own configs that Kafka lacks (metrics.port, ...)."
 LISTED_TOPIC_CONFIGS = frozenset(
     name for name in ALL_TOPIC_CONFIGS if not kafka.TOPIC.get(name, (None, None, True, False))[3]
 )
-_WITHOUT_DEFAULT = frozenset(
-    name for name, (_, default, has_default, *_) in kafka.BROKER.items()
-    if not has_default or default is None and len(kafka.BROKER_SYNONYMS.get(name, ())) > 1
+_SYNONYM_DEFAULTED = frozenset(
+    name for name, (_, default, *_) in kafka.BROKER.items()
+    if default is None and len(kafka.BROKER_SYNONYMS.get(name, ())) > 1
 )
-"""Configs Kafka requires (node.id, process.roles), and those that take their default from a
-synonym (log.retention.ms from log.retention.hours): DescribeConfigs lists no default for
-them, whatever Odradek's own default."""
+"""Configs that take their default from a synonym (log.retention.ms from log.retention.hours):
+DescribeConfigs reports them as null unless set, whatever Odradek's effective value."""
+_REQUIRED = frozenset(name for name, entry in kafka.BROKER.items() if not entry[2])
+"""Configs Kafka requires (node.id, process.roles), so lists no default layer of, while
+Odradek defaults them for `odradek dev`."""
 
 
 LISTENER_CONFIGS = ("ssl.", "sasl.", "connections.max.reauth.ms", "principal.builder.class",
@@ -734,7 +736,9 @@ class BrokerConfig:
         raw = next((layer[name] for layer in (self.dynamic_broker_raw, self.dynamic_default_raw,
                                               self.originals) if name in layer), None)
         if raw is None:
-            return described_default(name)
+            required = name in _REQUIRED and name in BROKER_CONFIGS
+            return format_value(BROKER_CONFIGS[name].default) if required else (
+                described_default(name))
         definition = ALL_BROKER_CONFIGS.get(name)
         return raw if definition is None else format_value(parse_value(definition, raw))
 
@@ -810,7 +814,7 @@ class BrokerConfig:
 def described_default(name: str) -> str | None:
     """A broker config's default as DescribeConfigs reports it (None: no default layer)."""
     definition = ALL_BROKER_CONFIGS.get(name)
-    if definition is None or name in _WITHOUT_DEFAULT:
+    if definition is None or name in _SYNONYM_DEFAULTED or name in _REQUIRED:
         return None
     return format_value(definition.default)
 
