@@ -133,8 +133,10 @@ def checks() -> str:
         "create|create with an unknown config|catalogue-unknown|no.such.config=1",
         "describe|broker|broker",
         "describe|default|default",
-        "describe|topic plain|topic:catalogue-plain",
-        "describe|topic with overrides|topic:catalogue-override",
+        # A Kafka broker learns of a created topic asynchronously: wait for it.
+        "describe-when|topic plain|topic:catalogue-plain|retention.ms|DEFAULT_CONFIG",
+        "describe-when|topic with overrides|topic:catalogue-override|retention.ms|"
+        "DYNAMIC_TOPIC_CONFIG",
     ]
     lines += [f"alter|{label}|{resource}|true|{ops}" for label, resource, ops in ALTERS]
     return "\n".join(lines + APPLIED) + "\n"
