@@ -7,10 +7,19 @@ Every default Odradek uses comes from here. Topic configs fall back to their bro
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from odradek import kafka_catalogue as kafka
+from odradek.config_catalogue import (
+    CLUSTER_LEVEL_LISTENER_CONFIGS,
+    broker_synonyms,
+    java_double,
+    kafka_validator,
+    listener_base,
+    update_mode,
+)
 from odradek.replication.read_replica import RACK_AWARE_SELECTOR
 from odradek.replication.throttle import valid_entry
 from odradek.security.authorizer import STANDARD_AUTHORIZER, valid_super_users
@@ -22,6 +31,7 @@ INT_MAX = 2147483647
 class ConfigType(enum.IntEnum):
     """DescribeConfigs' configType values."""
 
+    UNKNOWN = 0
     BOOLEAN = 1
     STRING = 2
     INT = 3
@@ -157,6 +167,8 @@ def format_value(value: Value) -> str | None:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(value)
+    if isinstance(value, float):
+        return java_double(value)
     return str(value)
 
 
@@ -241,13 +253,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               read_only=True),
     ConfigDef("log.dirs", LS, None, "Directories holding the log data (default: log.dir).",
               read_only=True),
-    ConfigDef("log.dir", S, "./data", "The directory holding the log data.", read_only=True),
+    ConfigDef("log.dir", LS, ["./data"], "The directory holding the log data (used when "
+              "log.dirs is not set).", read_only=True),
     ConfigDef("cluster.id", S, None, "Cluster id; generated and stored in meta.properties "
               "when absent.", read_only=True),
     ConfigDef("broker.rack", S, None, "Rack of this broker.", read_only=True),
     ConfigDef("num.partitions", INT, 1, "Default partition count of auto-created topics.",
-              at_least(1)),
-    ConfigDef("default.replication.factor", INT, 1, "Default replication factor.", at_least(1)),
+              at_least(1), read_only=True),
+    ConfigDef("default.replication.factor", INT, 1, "Default replication factor.", at_least(1),
+              read_only=True),
     ConfigDef("auto.create.topics.enable", B, True, "Create topics on first Metadata request.",
               read_only=True),
     ConfigDef("delete.topic.enable", B, True, "Allow DeleteTopics.", read_only=True),
@@ -317,14 +331,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("replica.lag.time.max.ms", L, 30000, "A follower that has not caught up "
               "with the leader's log end for this long leaves the ISR.", at_least(1),
               read_only=True),
-    ConfigDef("authorizer.class.name", ConfigType.CLASS, "", "The authorizer: "
+    ConfigDef("authorizer.class.name", S, "", "The authorizer: "
               f"{STANDARD_AUTHORIZER} enforces the ACLs of the metadata log; empty, none.",
               one_of("", STANDARD_AUTHORIZER), read_only=True),
     ConfigDef("super.users", S, "", "Principals allowed everything, separated by ';' "
               "(User:admin;User:broker).", valid_super_users, read_only=True),
     ConfigDef("allow.everyone.if.no.acl.found", B, False, "Allow an action on a resource no "
               "ACL names.", read_only=True),
-    ConfigDef("replica.selector.class", ConfigType.CLASS, None, "How a leader picks the "
+    ConfigDef("replica.selector.class", S, None, "How a leader picks the "
               "replica a consumer fetches from (KIP-392): unset keeps consumers on leaders; "
               f"{RACK_AWARE_SELECTOR} sends them to a replica in their client.rack.",
               one_of(RACK_AWARE_SELECTOR), read_only=True),
@@ -358,7 +372,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("offsets.topic.num.partitions", INT, 50,
               "Partitions of __consumer_offsets (fixed once the topic exists).", at_least(1),
               read_only=True),
-    ConfigDef("offsets.topic.replication.factor", INT, 3,
+    ConfigDef("offsets.topic.replication.factor", ConfigType.SHORT, 3,
               "Replication factor of __consumer_offsets.", at_least(1), read_only=True),
     ConfigDef("offsets.topic.segment.bytes", INT, 104857600,
               "Segment size of __consumer_offsets.", at_least(1), read_only=True),
@@ -371,7 +385,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("transaction.state.log.num.partitions", INT, 50,
               "Partitions of __transaction_state (fixed once the topic exists).", at_least(1),
               read_only=True),
-    ConfigDef("transaction.state.log.replication.factor", INT, 3,
+    ConfigDef("transaction.state.log.replication.factor", ConfigType.SHORT, 3,
               "Replication factor of __transaction_state.", at_least(1), read_only=True),
     ConfigDef("transaction.state.log.min.isr", INT, 2,
               "min.insync.replicas of __transaction_state.", at_least(1), read_only=True),
@@ -421,7 +435,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "of consumer-protocol groups; the first is the default.", read_only=True),
     ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
               "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
-    ConfigDef("controller.quorum.voters", LS, None, "The controller quorum as id@host:port "
+    ConfigDef("controller.quorum.voters", LS, [], "The controller quorum as id@host:port "
               "entries; unset in `odradek dev`, whose one controller serves on the CONTROLLER "
               "listener (an ephemeral loopback port when none is configured).", read_only=True),
     ConfigDef("controller.listener.names", LS, ["CONTROLLER"], "Names of the listeners the "
@@ -504,24 +518,84 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "follower.replication.throttled.rate.", throttled_replicas),
 )
 
-LISTENER_PREFIX = "listener.name."
-LISTENER_CONFIG_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms")
+
+
+def _catalogue_def(name: str, type_name: str, default: str | None, validator: str | None,
+                   read_only: bool = False, synonym: str | None = None) -> ConfigDef:
+    """A config Odradek does not act on, as Kafka's catalogue defines it."""
+    definition = ConfigDef(name, ConfigType[type_name], None, "", kafka_validator(validator),
+                           synonym, read_only)
+    if default is None:
+        return definition
+    return replace(definition, default=parse_value(replace(definition, validator=None), default))
+
+
+KAFKA_ONLY_BROKER_CONFIGS: dict[str, ConfigDef] = {
+    name: _catalogue_def(name, type_name, default, validator, read_only=mode == "read-only")
+    for name, (type_name, default, _, _, mode, validator)
+    in {**kafka.BROKER, **kafka.BROKER_DYNAMIC_ONLY}.items() if name not in BROKER_CONFIGS
+}
+"""Kafka's broker configs that Odradek does not act on: accepted, stored and described as
+Kafka does (its type, default, validator and update mode), without effect."""
+ALL_BROKER_CONFIGS: dict[str, ConfigDef] = {**BROKER_CONFIGS, **KAFKA_ONLY_BROKER_CONFIGS}
+
+KAFKA_ONLY_TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    name: _catalogue_def(name, type_name, default, validator, synonym=synonym)
+    for name, (type_name, default, _, _, synonym, validator) in kafka.TOPIC.items()
+    if name not in TOPIC_CONFIGS
+}
+"""Kafka's topic configs that Odradek does not act on (remote storage, compression levels)."""
+
+
+def _no_remote_storage(value: Value) -> str | None:
+    """Kafka refuses remote.storage.enable=true unless the cluster enables tiered storage,
+    which Odradek has not."""
+    return "You have to enable remote storage at the cluster level first" if value else None
+
+
+KAFKA_ONLY_TOPIC_CONFIGS["remote.storage.enable"] = replace(
+    KAFKA_ONLY_TOPIC_CONFIGS["remote.storage.enable"], validator=_no_remote_storage)
+ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = {**TOPIC_CONFIGS, **KAFKA_ONLY_TOPIC_CONFIGS}
+
+LISTED_BROKER_CONFIGS = frozenset(
+    name for name in ALL_BROKER_CONFIGS
+    if not kafka.BROKER.get(name, (None, None, True, False))[3]
+    and name not in kafka.BROKER_DYNAMIC_ONLY
+)
+"""What DescribeConfigs lists of a broker even when nothing sets it: Kafka's non-internal
+broker configs, and Odradek's own configs that Kafka lacks (metrics.port, ...)."""
+LISTED_TOPIC_CONFIGS = frozenset(
+    name for name in ALL_TOPIC_CONFIGS if not kafka.TOPIC.get(name, (None, None, True, False))[3]
+)
+_SYNONYM_DEFAULTED = frozenset(
+    name for name, (_, default, *_) in kafka.BROKER.items()
+    if default is None and len(kafka.BROKER_SYNONYMS.get(name, ())) > 1
+)
+"""Configs that take their default from a synonym (log.retention.ms from log.retention.hours):
+DescribeConfigs reports them as null unless set, whatever Odradek's effective value."""
+_REQUIRED = frozenset(name for name, entry in kafka.BROKER.items() if not entry[2])
+"""Configs Kafka requires (node.id, process.roles), so lists no default layer of, while
+Odradek defaults them for `odradek dev`."""
+
+
+LISTENER_CONFIGS = ("ssl.", "sasl.", "connections.max.reauth.ms", "principal.builder.class",
+                    *CLUSTER_LEVEL_LISTENER_CONFIGS)
 """The configs a listener may override (`listener.name.<listener>.<config>`)."""
-MECHANISM_CONFIGS = ("sasl.jaas.config", "connections.max.reauth.ms")
-"""The configs a listener may set per SASL mechanism (`...<listener>.<mechanism>.<config>`)."""
 
 
-def listener_config_def(name: str) -> ConfigDef | None:
-    """The definition a `listener.name.<listener>.[<mechanism>.]<config>` key takes its type
-    from, or None when it names no listener config."""
-    rest = name.removeprefix(LISTENER_PREFIX)
-    if rest == name or "." not in rest:
+def broker_config_def(name: str) -> ConfigDef | None:
+    """The definition of a broker config name, a listener override taking its base's; None
+    for a name neither Kafka nor Odradek defines."""
+    definition = ALL_BROKER_CONFIGS.get(name)
+    if definition is not None:
+        return definition
+    base = listener_base(name)
+    if base is None or not base.startswith(LISTENER_CONFIGS):
         return None
-    suffix = rest.split(".", 1)[1]
-    if suffix in BROKER_CONFIGS and suffix.startswith(LISTENER_CONFIG_PREFIXES):
-        return BROKER_CONFIGS[suffix]
-    mechanism_config = suffix.split(".", 1)[1] if "." in suffix else ""
-    return BROKER_CONFIGS[mechanism_config] if mechanism_config in MECHANISM_CONFIGS else None
+    return ALL_BROKER_CONFIGS.get(base)
+
+
+LISTENER_PREFIX = "listener.name."
 
 
 _HOUR_ALIASES = {"log.retention.hours": "log.retention.ms", "log.roll.hours": "log.roll.ms"}
@@ -572,25 +646,39 @@ def _normalise_aliases(raw: Mapping[str, str]) -> dict[str, str]:
     return values
 
 
+def _populate_synonyms(raw: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's KafkaConfig.populateSynonyms: node.id and broker.id stand for each other."""
+    values = dict(raw)
+    if "node.id" in values and "broker.id" not in values:
+        values["broker.id"] = values["node.id"]
+    elif "broker.id" in values and "node.id" not in values:
+        values["node.id"] = values["broker.id"]
+    return values
+
+
 class BrokerConfig:
     """A broker's configuration in Kafka's layers, highest precedence first: per-broker dynamic
     (broker resource named by node id), cluster-default dynamic (broker resource ""), static
     (server properties, parsed once at start-up; unknown keys are refused), default."""
 
     def __init__(self, raw: Mapping[str, str]) -> None:
+        raw = _populate_synonyms(raw)
+        self.originals = dict(raw)
+        """The static configs as given: DescribeConfigs' STATIC_BROKER_CONFIG layer."""
         self.static_raw = _normalise_aliases(raw)
-        unknown = sorted(name for name in set(self.static_raw) - set(BROKER_CONFIGS)
-                         if listener_config_def(name) is None)
+        """The static configs with the time aliases folded into their .ms config."""
+        unknown = sorted(name for name in set(self.static_raw) - set(ALL_BROKER_CONFIGS)
+                         if broker_config_def(name) is None)
         if unknown:
             raise InvalidConfigError(f"Unknown broker config(s): {', '.join(unknown)}")
         self.dynamic_broker_raw: dict[str, str] = {}
         """This broker's own dynamic configs (source DYNAMIC_BROKER_CONFIG)."""
         self.dynamic_default_raw: dict[str, str] = {}
         """Cluster-wide dynamic defaults (source DYNAMIC_DEFAULT_BROKER_CONFIG)."""
-        self._values = {name: self._resolve(name) for name in BROKER_CONFIGS}
+        self._values = {name: self._resolve(name) for name in ALL_BROKER_CONFIGS}
         for name, raw_value in self.static_raw.items():
-            definition = listener_config_def(name)
-            if definition is not None and name not in BROKER_CONFIGS:
+            definition = broker_config_def(name)
+            if definition is not None and name not in ALL_BROKER_CONFIGS:
                 parse_value(definition, raw_value)
 
     def for_listener(self, listener: str, name: str, mechanism: str = "") -> Value:
@@ -625,14 +713,40 @@ class BrokerConfig:
             (ConfigSource.STATIC_BROKER_CONFIG, self.static_raw),
         )
 
-    def synonyms(self, name: str) -> list[tuple[ConfigSource, str]]:
-        """Every layer that sets a broker config, with its raw value, highest precedence
-        first: DescribeConfigs' synonyms order. A default of None is not a layer."""
-        layers = [(source, raw[name]) for source, raw in self._raw_layers() if name in raw]
-        default = format_value(BROKER_CONFIGS[name].default)
-        if default is not None:
-            layers.append((ConfigSource.DEFAULT_CONFIG, default))
-        return layers
+    def synonyms(self, name: str) -> list[tuple[str, ConfigSource, str]]:
+        """DescribeConfigs' synonyms of a broker config, as Kafka's ConfigHelper lists them:
+        for each layer (per-broker, cluster default, static as given, default), each of the
+        config's names (log.retention.ms, .minutes, .hours) that the layer sets, dropping
+        those before the first under the config's own name. A default of None is no layer."""
+        names = broker_synonyms(name)
+        defaults = {n: d for n in names if (d := described_default(n)) is not None}
+        layers = (
+            (ConfigSource.DYNAMIC_BROKER_CONFIG, self.dynamic_broker_raw),
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default_raw),
+            (ConfigSource.STATIC_BROKER_CONFIG, self.originals),
+            (ConfigSource.DEFAULT_CONFIG, defaults),
+        )
+        found = [(n, source, raw[n]) for source, raw in layers for n in names if n in raw]
+        first = next((i for i, (n, _, _) in enumerate(found) if n == name), len(found))
+        return found[first:]
+
+    def described_value(self, name: str) -> str | None:
+        """A broker config's value as DescribeConfigs reports it: the highest layer that sets
+        this very name (parsed, then rendered as Kafka does), else its default."""
+        raw = next((layer[name] for layer in (self.dynamic_broker_raw, self.dynamic_default_raw,
+                                              self.originals) if name in layer), None)
+        if raw is None:
+            required = name in _REQUIRED and name in BROKER_CONFIGS
+            return format_value(BROKER_CONFIGS[name].default) if required else (
+                described_default(name))
+        definition = ALL_BROKER_CONFIGS.get(name)
+        return raw if definition is None else format_value(parse_value(definition, raw))
+
+    def described_names(self) -> set[str]:
+        """The configs DescribeConfigs lists of this broker: the listed ones and whatever a
+        layer sets (Kafka's originals and non-internal values)."""
+        return (set(LISTED_BROKER_CONFIGS) | set(self.originals)
+                | set(self.dynamic_broker_raw) | set(self.dynamic_default_raw))
 
     def source(self, name: str) -> ConfigSource:
         return next(
@@ -653,7 +767,7 @@ class BrokerConfig:
         """Apply dynamic configs of the broker resource `resource_name` ("" for the cluster
         default, else a node id); None deletes. Validates all changes first. Another broker's
         configs are ignored, as a Kafka broker ignores them."""
-        validate_dynamic_broker_configs(changes)
+        validate_dynamic_broker_configs(changes, cluster_default=resource_name == "")
         layer = self.dynamic_layer(resource_name)
         if layer is None:
             return
@@ -662,18 +776,22 @@ class BrokerConfig:
                 layer.pop(name, None)
             else:
                 layer[name] = raw
-            self._values[name] = self._resolve(name)
+        self._refresh(changes)
+
+    def _refresh(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name in ALL_BROKER_CONFIGS:
+                self._values[name] = self._resolve(name)
 
     def clear_dynamic(self) -> None:
         """Drop every dynamic config (before a new metadata image sets them again)."""
         changed = set(self.dynamic_broker_raw) | set(self.dynamic_default_raw)
         self.dynamic_broker_raw.clear()
         self.dynamic_default_raw.clear()
-        for name in changed:
-            self._values[name] = self._resolve(name)
+        self._refresh(changed)
 
     def _resolve(self, name: str) -> Value:
-        definition = BROKER_CONFIGS[name]
+        definition = ALL_BROKER_CONFIGS[name]
         for _, raw in self._raw_layers():
             if name in raw:
                 return parse_value(definition, raw[name])
@@ -684,28 +802,55 @@ class BrokerConfig:
         return {
             name: self._values[definition.synonym] if definition.synonym is not None
             else definition.default
-            for name, definition in TOPIC_CONFIGS.items()
+            for name, definition in ALL_TOPIC_CONFIGS.items()
         }
 
     def log_dirs(self) -> list[Path]:
-        dirs = self._values["log.dirs"]
-        if isinstance(dirs, list) and dirs:
-            return [Path(d) for d in dirs]
-        return [Path(self.text("log.dir"))]
+        dirs = self._values["log.dirs"] or self._values["log.dir"]
+        assert isinstance(dirs, list)
+        return [Path(d) for d in dirs]
 
 
-def validate_dynamic_broker_configs(changes: Mapping[str, str | None]) -> dict[str, Value]:
-    """Parse dynamic broker config changes (None deletes); unknown names, read-only configs
-    and bad values raise InvalidConfigError. Returns the parsed values being set."""
+def described_default(name: str) -> str | None:
+    """A broker config's default as DescribeConfigs reports it (None: no default layer)."""
+    definition = ALL_BROKER_CONFIGS.get(name)
+    if definition is None or name in _SYNONYM_DEFAULTED or name in _REQUIRED:
+        return None
+    return format_value(definition.default)
+
+
+def _names(names: Iterable[str]) -> str:
+    return f"Set({', '.join(sorted(names))})"
+
+
+def validate_dynamic_broker_configs(
+    changes: Mapping[str, str | None], cluster_default: bool = True
+) -> dict[str, Value]:
+    """Parse dynamic broker config changes (None deletes) as Kafka's
+    DynamicBrokerConfig.validateConfigs does, raising InvalidConfigError for read-only configs
+    (Odradek's own read-only ones too), security configs without a listener prefix, bad
+    values, and per-broker configs at the cluster default. Names neither Kafka nor Odradek
+    defines are accepted, as Kafka accepts them. Returns the parsed values being set."""
+    fixed = [n for n in changes if n in ALL_BROKER_CONFIGS and ALL_BROKER_CONFIGS[n].read_only]
+    fixed += [n for n in changes if (base := listener_base(n)) in BROKER_CONFIGS
+              and BROKER_CONFIGS[base].read_only]
+    if fixed:
+        raise InvalidConfigError(f"Cannot update these configs dynamically: {_names(fixed)}")
+    unprefixed = [n for n in changes if n in kafka.LISTENER_PREFIX_ONLY]
+    if unprefixed:
+        raise InvalidConfigError("These security configs can be dynamically updated only "
+                                 f"per-listener using the listener prefix: {_names(unprefixed)}")
     parsed: dict[str, Value] = {}
     for name, raw in changes.items():
-        definition = BROKER_CONFIGS.get(name)
-        if definition is None:
-            raise InvalidConfigError(f"Unknown broker config: {name}")
-        if definition.read_only:
-            raise InvalidConfigError(f"Cannot update {name} dynamically: it is read-only")
-        if raw is not None:
+        definition = broker_config_def(name)
+        if raw is not None and definition is not None:
             parsed[name] = parse_value(definition, raw)
+    if cluster_default:
+        per_broker = [n for n in changes if update_mode(n) == "per-broker" or (
+            (base := listener_base(n)) is not None and base not in CLUSTER_LEVEL_LISTENER_CONFIGS)]
+        if per_broker:
+            raise InvalidConfigError("Cannot update these configs at default cluster level, "
+                                     f"broker id must be specified: {_names(per_broker)}")
     return parsed
 
 
@@ -713,7 +858,7 @@ def validate_topic_configs(raw: Mapping[str, str | None]) -> dict[str, Value]:
     """Parse topic config overrides; unknown names and bad values raise InvalidConfigError."""
     parsed: dict[str, Value] = {}
     for name, text in raw.items():
-        definition = TOPIC_CONFIGS.get(name)
+        definition = ALL_TOPIC_CONFIGS.get(name)
         if definition is None:
             raise InvalidConfigError(f"Unknown topic config name: {name}")
         parsed[name] = parse_value(definition, text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from odradek.config import BROKER_CONFIGS, InvalidConfigError, listener_config_def
+from odradek.config import ALL_BROKER_CONFIGS, InvalidConfigError, broker_config_def
 
 PREFIX = "ODRADEK_"
 
@@ -26,7 +26,7 @@ def config_name(variable: str, prefix: str = PREFIX) -> str:
     )
 
 
-def configs_from_env(environ: Mapping[str, str], known: Collection[str] = BROKER_CONFIGS,
+def configs_from_env(environ: Mapping[str, str], known: Collection[str] = ALL_BROKER_CONFIGS,
                      prefix: str = PREFIX) -> dict[str, str]:
     """Every `prefix`ed variable as a config; one that names no config in `known` is refused,
     so that a misspelt variable is not silently ignored."""
@@ -35,7 +35,7 @@ def configs_from_env(environ: Mapping[str, str], known: Collection[str] = BROKER
         if not variable.startswith(prefix):
             continue
         name = config_name(variable, prefix)
-        broker_listener_config = known is BROKER_CONFIGS and listener_config_def(name)
+        broker_listener_config = known is ALL_BROKER_CONFIGS and broker_config_def(name)
         if name not in known and not broker_listener_config:
             raise InvalidConfigError(f"{variable} would set {name}, which is not a config")
         configs[name] = value

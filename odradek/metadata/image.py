@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from odradek.config import ALL_TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
 from odradek.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
@@ -463,7 +463,7 @@ class ClusterMetadata:
             validate_topic_configs(merged)
         except InvalidConfigError as error:
             raise MetadataError(ErrorCode.invalid_config, str(error)) from None
-        unknown = sorted(k for k in changes if k not in TOPIC_CONFIGS)
+        unknown = sorted(k for k in changes if k not in ALL_TOPIC_CONFIGS)
         if unknown:
             raise MetadataError(
                 ErrorCode.invalid_config, f"Unknown topic config name: {', '.join(unknown)}"

@@ -40,7 +40,8 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
 )
 
-from odradek.config import BROKER_CONFIGS, TOPIC_CONFIGS
+from odradek.cli import DEV_DEFAULTS
+from odradek.config import LISTED_BROKER_CONFIGS, LISTED_TOPIC_CONFIGS, TOPIC_CONFIGS
 from tests.integration.broker_process import BrokerProcess
 
 NODE_ID = 1
@@ -178,15 +179,13 @@ def test_describe_topic_configs_lists_every_config_with_sources_and_synonyms(
 
     configs = describe_topic(admin, topic)
 
-    assert set(configs) == set(TOPIC_CONFIGS)
+    assert set(configs) == LISTED_TOPIC_CONFIGS
     retention = configs["retention.ms"]
     assert retention.value == "3600000"
     assert source(retention) == TOPIC_CONFIG
     assert not retention.is_read_only and not retention.is_sensitive
-    assert synonyms(retention) == [
-        ("retention.ms", "3600000", TOPIC_CONFIG),
-        ("log.retention.ms", "604800000", DEFAULT),
-    ]
+    # As Kafka: log.retention.ms has no default of its own (log.retention.hours supplies it).
+    assert synonyms(retention) == [("retention.ms", "3600000", TOPIC_CONFIG)]
     segment = configs["segment.bytes"]
     assert (segment.value, source(segment)) == ("1073741824", DEFAULT)
     assert synonyms(segment) == [("log.segment.bytes", "1073741824", DEFAULT)]
@@ -228,11 +227,14 @@ def test_describe_broker_configs(
         include_synonyms=True, config_filter="all",
     )["broker"][str(NODE_ID)]
 
-    assert set(configs) == set(BROKER_CONFIGS)
+    assert set(configs) == LISTED_BROKER_CONFIGS | {"log.dir", "listeners"} | set(
+        broker.overrides) | set(DEV_DEFAULTS)
     node_id = configs["node.id"]
     assert (node_id.value, node_id.is_read_only, source(node_id)) == ("1", True, DEFAULT)
-    retention = configs["log.retention.ms"]
-    assert (retention.value, retention.is_read_only) == ("604800000", False)
+    retention = configs["log.retention.ms"]  # Kafka reports null: log.retention.hours is set
+    assert (retention.value, retention.is_read_only) == (None, False)
+    hours = configs["log.retention.hours"]
+    assert (hours.value, hours.is_read_only, source(hours)) == ("168", True, DEFAULT)
     metrics_port = configs["metrics.port"]  # the harness sets it in the server properties
     assert (metrics_port.value, source(metrics_port)) == (str(broker.metrics_port), STATIC)
     assert layered["metrics.port"]["synonyms"] == [
@@ -477,7 +479,7 @@ def test_cluster_default_broker_configs(fresh_broker: BrokerProcess) -> None:
         assert layered["synonyms"] == [
             {"name": "log.retention.ms", "value": "7200000",
              "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"},
-            {"name": "log.retention.ms", "value": "604800000", "source": "DEFAULT_CONFIG"},
+            {"name": "log.retention.hours", "value": "168", "source": "DEFAULT_CONFIG"},
         ]
         topic_retention = describe_topic(admin, topic)["retention.ms"]
         assert (topic_retention.value, source(topic_retention)) == ("7200000", DYNAMIC_DEFAULT)
@@ -527,7 +529,7 @@ def test_broker_config_changes_that_kafka_refuses(kadmin: KafkaAdminClient) -> N
     assert other_node.responses[0].error_message == (
         "Unexpected broker id, expected 1, but received 2")
     assert not_a_number.responses[0].error_message == "Node id must be an integer, but it is: 1_0"
-    assert "InvalidRequestError: Cannot update node.id dynamically" in (
+    assert "InvalidRequestError: Cannot update these configs dynamically: Set(node.id)" in (
         per_broker_read_only["broker"]["1"])
     assert per_broker_bad_value.responses[0].error_code == INVALID_REQUEST
     assert "Invalid value tiny" in per_broker_bad_value.responses[0].error_message
@@ -557,7 +559,7 @@ def test_per_broker_configs_through_confluent(fresh_broker: BrokerProcess) -> No
         ("DYNAMIC_BROKER_CONFIG", "3600000"),
         ("DYNAMIC_DEFAULT_BROKER_CONFIG", "7200000"),
         ("STATIC_BROKER_CONFIG", "86400000"),
-        ("DEFAULT_CONFIG", "604800000"),
+        ("DEFAULT_CONFIG", "168"),  # log.retention.hours: log.retention.ms has no default
     ]
     client = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)
     try:
@@ -624,9 +626,9 @@ def test_per_broker_configs_through_kafka_python(fresh_broker: BrokerProcess) ->
             "log.segment.bytes": ("DELETE", None),
         })])
         after_incremental = describe_broker_modified(client)
-        # Legacy AlterConfigs replaces this broker's whole set (here: leaves only num.partitions).
+        # Legacy AlterConfigs replaces this broker's whole set (here: leaves only one config).
         replaced = send(client, AlterConfigsRequest(
-            resources=[(4, this_broker, [("num.partitions", "3")])], validate_only=False))
+            resources=[(4, this_broker, [("message.max.bytes", "3000")])], validate_only=False))
 
         assert legacy == {"broker": {this_broker: "OK"}}
         assert incremental_ == {"broker": {this_broker: "OK"}}
@@ -637,10 +639,10 @@ def test_per_broker_configs_through_kafka_python(fresh_broker: BrokerProcess) ->
         assert replaced.responses[0].error_code == 0
         assert {n: (c["value"], c["config_source"])
                 for n, c in describe_broker_modified(client).items()} == {
-            "num.partitions": ("3", "DYNAMIC_BROKER_CONFIG"),
+            "message.max.bytes": ("3000", "DYNAMIC_BROKER_CONFIG"),
         }
         assert layered(client, "BROKER", this_broker, "log.retention.ms") == (
-            "604800000", "DEFAULT_CONFIG", [("DEFAULT_CONFIG", "604800000")])
+            None, "DEFAULT_CONFIG", [])
     finally:
         client.close()
 

@@ -108,11 +108,13 @@ def test_properties_file_is_honoured(file_broker: ConfigFileBroker) -> None:
         source = entry.source
         return entry.value, int(source.value if isinstance(source, ConfigSource) else source)
 
-    assert value_and_source("log.retention.ms") == (str(5 * 3_600_000), STATIC)
+    # As Kafka: log.retention.hours is reported under its own name, log.retention.ms as null.
+    assert value_and_source("log.retention.hours") == ("5", STATIC)
+    assert value_and_source("log.retention.ms") == (None, DEFAULT)
     assert value_and_source("num.partitions") == ("3", STATIC)
     assert value_and_source("message.max.bytes") == ("2000000", STATIC)
     assert value_and_source("log.segment.bytes") == ("20971520", STATIC)  # --override wins
-    assert value_and_source("log.roll.ms") == ("604800000", DEFAULT)
+    assert value_and_source("log.roll.ms") == (None, DEFAULT)
 
     client = RawClient(file_broker.bootstrap)
     try:
@@ -121,6 +123,9 @@ def test_properties_file_is_honoured(file_broker: ConfigFileBroker) -> None:
         client.close()
     assert topic.error_code == 0
     assert len(topic.partitions) == 3
+    topic_resource = ConfigResource(ResourceType.TOPIC, "auto-created")
+    retention = admin.describe_configs([topic_resource])[topic_resource].result(TIMEOUT)
+    assert retention["retention.ms"].value == str(5 * 3_600_000)
 
 
 # --- corrupt metadata ------------------------------------------------------------------

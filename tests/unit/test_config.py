@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from odradek.config import (
+    ALL_TOPIC_CONFIGS,
     BROKER_CONFIGS,
     INT_MAX,
     LONG_MAX,
@@ -289,10 +290,11 @@ def test_deleting_a_dynamic_value_without_static_returns_the_default() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"log.retention.ms": "5", "no.such.config": "1"}, "Unknown broker config"),
-        ({"log.retention.ms": "5", "node.id": "4"}, "read-only"),
-        ({"log.retention.ms": "5", "num.partitions": "0"}, "num.partitions"),
-        ({"log.retention.ms": "5", "socket.request.max.bytes": None}, "read-only"),
+        ({"log.retention.ms": "5", "node.id": "4"}, "dynamically: Set.node.id"),
+        ({"log.retention.ms": "5", "log.cleaner.threads": "-1"}, "log.cleaner.threads"),
+        ({"log.retention.ms": "5", "socket.request.max.bytes": None}, "dynamically"),
+        ({"log.retention.ms": "5", "sasl.kerberos.min.time.before.relogin": "1"},
+         "default cluster level"),
     ],
 )
 def test_set_dynamic_is_all_or_nothing(changes: dict[str, str | None], message: str) -> None:
@@ -311,11 +313,12 @@ def test_per_broker_dynamic_beats_cluster_default_beats_static() -> None:
 
     assert config.integer("log.retention.ms") == 3000
     assert config.source("log.retention.ms") is ConfigSource.DYNAMIC_BROKER_CONFIG
+    # Kafka: log.retention.ms has no default of its own; log.retention.hours supplies it.
     assert config.synonyms("log.retention.ms") == [
-        (ConfigSource.DYNAMIC_BROKER_CONFIG, "3000"),
-        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, "2000"),
-        (ConfigSource.STATIC_BROKER_CONFIG, "1000"),
-        (ConfigSource.DEFAULT_CONFIG, "604800000"),
+        ("log.retention.ms", ConfigSource.DYNAMIC_BROKER_CONFIG, "3000"),
+        ("log.retention.ms", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, "2000"),
+        ("log.retention.ms", ConfigSource.STATIC_BROKER_CONFIG, "1000"),
+        ("log.retention.hours", ConfigSource.DEFAULT_CONFIG, "168"),
     ]
     assert config.topic_defaults()["retention.ms"] == 3000
 
@@ -335,8 +338,8 @@ def test_deleting_the_cluster_default_keeps_the_per_broker_value() -> None:
 
     assert config.integer("log.segment.bytes") == 2048
     assert config.synonyms("log.segment.bytes") == [
-        (ConfigSource.DYNAMIC_BROKER_CONFIG, "2048"),
-        (ConfigSource.DEFAULT_CONFIG, "1073741824"),
+        ("log.segment.bytes", ConfigSource.DYNAMIC_BROKER_CONFIG, "2048"),
+        ("log.segment.bytes", ConfigSource.DEFAULT_CONFIG, "1073741824"),
     ]
 
 
@@ -345,7 +348,7 @@ def test_synonyms_leave_out_a_default_of_none() -> None:
     assert config.synonyms("broker.rack") == []
     assert config.synonyms("cluster.id") == []
     assert BrokerConfig({"broker.rack": "r1"}).synonyms("broker.rack") == [
-        (ConfigSource.STATIC_BROKER_CONFIG, "r1")]
+        ("broker.rack", ConfigSource.STATIC_BROKER_CONFIG, "r1")]
 
 
 @pytest.mark.parametrize("resource_name", ["2", "01", "x"])
@@ -355,24 +358,24 @@ def test_other_brokers_configs_are_validated_and_ignored(resource_name: str) -> 
     assert config.dynamic_layer(resource_name) is None
     assert config.source("log.retention.ms") is ConfigSource.DEFAULT_CONFIG
     assert (config.dynamic_broker_raw, config.dynamic_default_raw) == ({}, {})
-    with pytest.raises(InvalidConfigError, match="read-only"):
+    with pytest.raises(InvalidConfigError, match="Cannot update these configs dynamically"):
         config.set_dynamic({"node.id": "2"}, resource_name)
 
 
 def test_dynamic_layer_by_resource_name() -> None:
     config = BrokerConfig({"node.id": "3"})
-    config.set_dynamic({"num.partitions": "2"}, "")
-    config.set_dynamic({"num.partitions": "4"}, "3")
-    assert config.dynamic_layer("") == {"num.partitions": "2"}
-    assert config.dynamic_layer("3") == {"num.partitions": "4"}
-    assert config.integer("num.partitions") == 4
+    config.set_dynamic({"message.max.bytes": "2"}, "")
+    config.set_dynamic({"message.max.bytes": "4"}, "3")
+    assert config.dynamic_layer("") == {"message.max.bytes": "2"}
+    assert config.dynamic_layer("3") == {"message.max.bytes": "4"}
+    assert config.integer("message.max.bytes") == 4
 
 
 def test_set_dynamic_per_broker_is_all_or_nothing() -> None:
     config = BrokerConfig({"node.id": "1"})
     config.set_dynamic({"log.retention.ms": "7"}, "1")
-    with pytest.raises(InvalidConfigError, match="num.partitions"):
-        config.set_dynamic({"log.retention.ms": "8", "num.partitions": "0"}, "1")
+    with pytest.raises(InvalidConfigError, match="message.max.bytes"):
+        config.set_dynamic({"log.retention.ms": "8", "message.max.bytes": "-1"}, "1")
     assert config.dynamic_broker_raw == {"log.retention.ms": "7"}
     assert config.integer("log.retention.ms") == 7
 
@@ -400,20 +403,25 @@ def test_value_source_and_synonyms_agree_with_a_model_of_the_layers(
             model[resource_name].pop(name, None)
         else:
             model[resource_name][name] = value
-    for name in ("log.retention.ms", "log.cleanup.policy"):
+    defaults = {"log.retention.ms": ("log.retention.hours", "168", "604800000"),
+                "log.cleanup.policy": ("log.cleanup.policy", "delete", "delete")}
+    for name, (default_name, default, effective) in defaults.items():
         layers = [(ConfigSource.DYNAMIC_BROKER_CONFIG, model["1"].get(name)),
                   (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, model[""].get(name)),
-                  (ConfigSource.STATIC_BROKER_CONFIG, config.static_raw.get(name)),
-                  (ConfigSource.DEFAULT_CONFIG, format_value(BROKER_CONFIGS[name].default))]
-        expected = [(source, raw) for source, raw in layers if raw is not None]
-        assert config.synonyms(name) == expected
-        assert config.source(name) is expected[0][0]
-        assert config.text(name) == expected[0][1]
+                  (ConfigSource.STATIC_BROKER_CONFIG, config.static_raw.get(name))]
+        expected = [(name, source, raw) for source, raw in layers if raw is not None]
+        # Kafka drops the synonyms before the first under the config's own name.
+        assert config.synonyms(name) == ([*expected, (default_name, ConfigSource.DEFAULT_CONFIG,
+                                                      default)]
+                                         if expected or default_name == name else [])
+        assert config.source(name) is (expected[0][1] if expected
+                                        else ConfigSource.DEFAULT_CONFIG)
+        assert config.text(name) == (expected[0][2] if expected else effective)
 
 
 def test_validate_dynamic_broker_configs_returns_the_values_being_set() -> None:
     parsed = validate_dynamic_broker_configs({"log.retention.ms": "5", "log.cleanup.policy":
-                                              "compact", "num.partitions": None})
+                                              "compact", "message.max.bytes": None})
     assert parsed == {"log.retention.ms": 5, "log.cleanup.policy": ["compact"]}
 
 
@@ -443,7 +451,7 @@ KAFKA_TOPIC_DEFAULTS: dict[str, Value] = {
 
 def test_topic_defaults_are_kafkas() -> None:
     defaults = BrokerConfig({}).topic_defaults()
-    assert set(defaults) == set(TOPIC_CONFIGS)
+    assert set(defaults) == set(ALL_TOPIC_CONFIGS)
     assert {name: defaults[name] for name in KAFKA_TOPIC_DEFAULTS} == KAFKA_TOPIC_DEFAULTS
 
 

@@ -19,15 +19,17 @@ from odradek.broker.access import AUTHORIZATION_ERRORS, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.config import (
-    BROKER_CONFIGS,
+    ALL_BROKER_CONFIGS,
+    ALL_TOPIC_CONFIGS,
     INT_MAX,
-    TOPIC_CONFIGS,
+    LISTED_TOPIC_CONFIGS,
     BrokerConfig,
     ConfigDef,
     ConfigSource,
     ConfigType,
     InvalidConfigError,
     Value,
+    broker_config_def,
     format_value,
     validate_dynamic_broker_configs,
 )
@@ -106,9 +108,9 @@ def _describe(
         overrides = broker.metadata.topic(name).configs
         values = broker.topic_config(name)
         return [
-            _topic_entry(broker.config, TOPIC_CONFIGS[n], values[n], n in overrides,
+            _topic_entry(broker.config, ALL_TOPIC_CONFIGS[n], values[n], n in overrides,
                          include_synonyms, include_docs)
-            for n in selected(TOPIC_CONFIGS)
+            for n in selected(LISTED_TOPIC_CONFIGS | set(overrides))
         ]
     if resource.resource_type == BROKER:
         config = broker.config
@@ -116,8 +118,8 @@ def _describe(
             # The cluster-wide default resource lists only dynamic defaults.
             defaults = config.dynamic_default_raw
             return [
-                _broker_entry(config, BROKER_CONFIGS[n], defaults[n], include_synonyms,
-                              include_docs, only=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                _broker_entry(config, n, defaults[n], include_synonyms, include_docs,
+                              only=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
                 for n in selected(defaults)
             ]
         if _broker_id(resource.resource_name, "Broker id") != broker.node_id:
@@ -125,9 +127,8 @@ def _describe(
                                 f"Unexpected broker id, expected {broker.node_id} or empty string, "
                                 f"but received {resource.resource_name}")
         return [
-            _broker_entry(config, BROKER_CONFIGS[n], format_value(config[n]), include_synonyms,
-                          include_docs)
-            for n in selected(BROKER_CONFIGS)
+            _broker_entry(config, n, config.described_value(n), include_synonyms, include_docs)
+            for n in selected(config.described_names())
         ]
     raise MetadataError(ErrorCode.invalid_request,
                         f"Unsupported resource type: {RESOURCE_TYPES[resource.resource_type]}")
@@ -146,52 +147,64 @@ def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, An
 
 
 def _broker_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[dict[str, Any]]:
-    """The layers that set a broker config, highest precedence first (BrokerConfig.synonyms)."""
+    """Kafka's synonyms of a broker config, highest precedence first (BrokerConfig.synonyms)."""
     return [
-        _synonym(name, None if sensitive else value, source)
-        for source, value in config.synonyms(name)
+        _synonym(synonym, None if sensitive else value, source)
+        for synonym, source, value in config.synonyms(name)
     ]
 
 
 def _entry(
-    definition: ConfigDef, value: str | None, read_only: bool, synonyms: list[dict[str, Any]],
-    include_synonyms: bool, include_docs: bool,
+    name: str, config_type: ConfigType, doc: str, value: str | None, read_only: bool,
+    synonyms: list[dict[str, Any]], include_synonyms: bool, include_docs: bool,
 ) -> dict[str, Any]:
+    sensitive = _sensitive(config_type)
     return {
-        "name": definition.name,
-        "value": value,
+        "name": name,
+        "value": None if sensitive else value,
         "read_only": read_only,
         "config_source": synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG,
-        "is_sensitive": definition.type is ConfigType.PASSWORD,
+        "is_sensitive": sensitive,
         "synonyms": synonyms if include_synonyms else [],
-        "config_type": definition.type,
-        "documentation": definition.doc if include_docs else None,
+        "config_type": config_type,
+        "documentation": doc if include_docs else None,
     }
+
+
+def _sensitive(config_type: ConfigType) -> bool:
+    """Kafka's maybeSensitive: passwords, and configs of unknown type."""
+    return config_type in (ConfigType.PASSWORD, ConfigType.UNKNOWN)
 
 
 def _topic_entry(
     config: BrokerConfig, definition: ConfigDef, value: Value, overridden: bool,
     include_synonyms: bool, include_docs: bool,
 ) -> dict[str, Any]:
-    sensitive = definition.type is ConfigType.PASSWORD
-    text = None if sensitive else format_value(value)
+    sensitive = _sensitive(definition.type)
+    text = format_value(value)
     synonyms = _broker_synonyms(config, definition.synonym, sensitive) if definition.synonym else []
     if overridden:
-        synonyms.insert(0, _synonym(definition.name, text, ConfigSource.TOPIC_CONFIG))
-    return _entry(definition, text, False, synonyms, include_synonyms, include_docs)
+        synonyms.insert(0, _synonym(definition.name, None if sensitive else text,
+                                    ConfigSource.TOPIC_CONFIG))
+    return _entry(definition.name, definition.type, definition.doc, text, False, synonyms,
+                  include_synonyms, include_docs)
 
 
 def _broker_entry(
-    config: BrokerConfig, definition: ConfigDef, value: str | None, include_synonyms: bool,
+    config: BrokerConfig, name: str, value: str | None, include_synonyms: bool,
     include_docs: bool, only: ConfigSource | None = None,
 ) -> dict[str, Any]:
-    sensitive = definition.type is ConfigType.PASSWORD
+    """A broker config; one neither Kafka nor Odradek defines is of unknown type, so
+    sensitive, and read-only, as Kafka describes it."""
+    definition = broker_config_def(name)
+    config_type = definition.type if definition is not None else ConfigType.UNKNOWN
     synonyms = [
-        s for s in _broker_synonyms(config, definition.name, sensitive)
+        s for s in _broker_synonyms(config, name, _sensitive(config_type))
         if only is None or s["source"] == only
     ]
-    return _entry(definition, None if sensitive else value, definition.read_only, synonyms,
-                  include_synonyms, include_docs)
+    read_only = name not in ALL_BROKER_CONFIGS or ALL_BROKER_CONFIGS[name].read_only
+    return _entry(name, config_type, definition.doc if definition else "", value, read_only,
+                  synonyms, include_synonyms, include_docs)
 
 
 # --- AlterConfigs and IncrementalAlterConfigs ----------------------------------------------
@@ -258,14 +271,14 @@ def _alter_records(broker: Broker, resource: Any, incremental: bool) -> list[Met
             raise MetadataError(ErrorCode.invalid_request,
                                 "Default topic resources are not allowed.")
         current = broker.metadata.topic(validate_topic_name(name)).configs
-        changes = _changes(current, resource.configs, TOPIC_CONFIGS, incremental)
+        changes = _changes(current, resource.configs, ALL_TOPIC_CONFIGS, incremental)
         return broker.metadata.alter_topic_configs(name, changes) if changes else []
     if resource.resource_type == BROKER:
         name = _alterable_broker_resource(broker, resource.resource_name)
         current = broker.metadata.broker_configs.get(name, {})
-        changes = _changes(current, resource.configs, BROKER_CONFIGS, incremental)
+        changes = _changes(current, resource.configs, ALL_BROKER_CONFIGS, incremental)
         try:
-            validate_dynamic_broker_configs(changes)
+            validate_dynamic_broker_configs(changes, cluster_default=name == "")
         except InvalidConfigError as error:
             # Kafka answers INVALID_REQUEST for broker configs that fail validation (KAFKA-13609).
             raise MetadataError(ErrorCode.invalid_request, str(error)) from None
