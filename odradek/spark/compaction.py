@@ -147,19 +147,20 @@ def latest_values(bootstrap: str, cut: Cut, source_name: dict[str, str],
     """What a consumer reading the topics from their start finds: the latest value of each
     key before the cut (absent once a tombstone is latest), and the keys written at or after
     the cut. Keys are named by the source topic."""
+    from odradek.spark.cut import COMMITTED
     from odradek.spark.kafka_client import ClusterLookup, read_range
     from odradek.spark.offset_ranges import OffsetRange
     from odradek.spark.source_options import Subscribe
 
-    lookup = ClusterLookup({"bootstrap.servers": bootstrap, "isolation.level": "read_committed",
-                            **(client or {})})
+    lookup = ClusterLookup({"bootstrap.servers": bootstrap, **(client or {}),
+                            "isolation.level": COMMITTED})
     partitions = lookup.partitions(Subscribe(tuple(cut)))
     starts, ends = lookup.earliest(partitions), lookup.latest(partitions)
     latest: dict[Key, bytes | None] = {}
     rewritten: set[Key] = set()
     config = {"bootstrap.servers": bootstrap, "group.id": "odradek-compact-verify",
               "enable.partition.eof": True, "enable.auto.commit": False,
-              "isolation.level": "read_committed", **(client or {})}
+              **(client or {}), "isolation.level": COMMITTED}
     for topic, partition in partitions:
         before = cut.get(topic, {}).get(str(partition), 0)
         offset_range = OffsetRange(topic, partition, starts[(topic, partition)],

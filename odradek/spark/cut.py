@@ -1,6 +1,7 @@
-"""A consistent cut: the end offsets of a set of topics taken once, at the start of a job, and
-a read of every record before them with the `odradek-kafka` source. Everything a job
-reports is about the records before its cut, whatever arrives while it runs."""
+"""A consistent cut: the last stable offsets of a set of topics taken once, at the start of a
+job, and a read_committed read of every record before them with the `odradek-kafka` source.
+Everything a job reports is about the committed records before its cut, whatever arrives
+while it runs: aborted records and transaction markers are never read, on either cluster."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 INTERNAL = re.compile(r"__.*|.*\.internal|mm2-.*|(.*\.)?heartbeats|(.*\.)?checkpoints\..*")
 """Kafka's and MirrorMaker 2's internal topics, which no regex of a job selects."""
 LOGIN_TIMEOUT_S = 30.0
+COMMITTED = "read_committed"
 
 Cut = dict[str, dict[str, int]]
 """{topic: {partition: end offset}}, the JSON Spark's endingOffsets takes."""
@@ -51,10 +53,11 @@ def matching_topics(bootstrap: str, pattern: str, client: Mapping[str, str] | No
 
 def take_cut(bootstrap: str, topics: list[str], client: Mapping[str, str] | None = None
              ) -> Cut:
-    """The end offsets of `topics` now (missing topics have none)."""
+    """The last stable offsets of `topics` now (missing topics have none): no open
+    transaction's records lie before them."""
     if not topics:
         return {}
-    config = {"bootstrap.servers": bootstrap, **(client or {})}
+    config = {"bootstrap.servers": bootstrap, **(client or {}), "isolation.level": COMMITTED}
     lookup = ClusterLookup(config)
     ends = lookup.latest(lookup.partitions(Subscribe(tuple(topics))))
     cut: Cut = {}
@@ -65,7 +68,7 @@ def take_cut(bootstrap: str, topics: list[str], client: Mapping[str, str] | None
 
 def read_to_cut(spark: SparkSession, bootstrap: str, cut: Cut,
                 client: Mapping[str, str] | None = None, **options: Any) -> DataFrame:
-    """Every record before the cut, headers included."""
+    """Every committed record before the cut, headers included."""
     reader = (spark.read.format("odradek-kafka")
               .option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", ",".join(sorted(cut)))
@@ -74,4 +77,4 @@ def read_to_cut(spark: SparkSession, bootstrap: str, cut: Cut,
     for key, value in {**{f"kafka.{k}": v for k, v in (client or {}).items()},
                        **options}.items():
         reader = reader.option(key, str(value))
-    return reader.load()
+    return reader.option("kafka.isolation.level", COMMITTED).load()

@@ -121,6 +121,27 @@ def produce_confluent(bootstrap: str, topic: str, outs: Sequence[Out],
     return acked
 
 
+def produce_transactions(bootstrap: str, topic: str, transactions: Sequence[Sequence[Out]],
+                         aborted: Sequence[bool]) -> None:
+    """Each group of records in a transaction of one librdkafka transactional producer, in
+    order; transaction i is aborted (its records written, then an abort marker) when
+    `aborted[i]`, committed otherwise."""
+    producer = Producer({"bootstrap.servers": bootstrap,
+                         "transactional.id": unique("audit-txn")})
+    producer.init_transactions(TIMEOUT)
+    for outs, abort in zip(transactions, aborted, strict=True):
+        producer.begin_transaction()
+        for out in outs:
+            producer.produce(topic, key=out.key, value=out.value, timestamp=out.timestamp,
+                             partition=PARTITION_UA if out.partition is None else out.partition,
+                             headers=list(out.headers) or None)
+        if abort:
+            assert producer.flush(TIMEOUT) == 0  # written to the log, then aborted
+            producer.abort_transaction(TIMEOUT)
+        else:
+            producer.commit_transaction(TIMEOUT)
+
+
 def produce_kafka_python(bootstrap: str, topic: str, outs: Sequence[Out],
                          compression: str | None = None, **config: Any) -> list[Rec]:
     """kafka-python 3 defaults to idempotence, which needs InitProducerId: turned off."""

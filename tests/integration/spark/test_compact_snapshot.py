@@ -19,6 +19,7 @@ from tests.integration.clients import (
     create_topic,
     now_ms,
     produce_confluent,
+    produce_transactions,
     read_confluent,
     unique,
 )
@@ -101,3 +102,27 @@ def test_verify_finds_a_key_that_differs_on_the_mirror(
     assert report["differences"] == [{"where": "mirror", "topic": topic, "partition": 0,
                                       "key": "c7", "snapshot": expected, "found": "planted"}]
     assert code == 1
+
+
+def test_aborted_updates_are_in_neither_the_snapshot_nor_the_verification(
+        spark: SparkSession, east: BrokerProcess, west: BrokerProcess, mirror: Mirror,
+        tmp_path: Path) -> None:
+    """Committed values, then an aborted transaction updating every key on the source, and an
+    aborted update on the mirror: the snapshot holds the committed values, and --verify,
+    reading both clusters read_committed, agrees with it."""
+    topic = create_topic(east.bootstrap, unique("accounts"), config=COMPACTED)
+    stamp = now_ms()
+    committed = {f"a{i}".encode(): f"v{i}".encode() for i in range(10)}
+    produce_transactions(east.bootstrap, topic, [
+        [Out(key, value, stamp) for key, value in committed.items()],
+        [Out(key, b"aborted", stamp + 1) for key in committed]], [False, True])
+    target = mirror.replicate(topic)
+    produce_transactions(west.bootstrap, target, [[Out(b"a3", b"aborted copy", stamp + 2)]],
+                         [True])
+    code = run(spark, "--bootstrap", east.bootstrap, "--topics", topic, "--output",
+               str(tmp_path), "--verify", "--mirror-bootstrap", west.bootstrap,
+               "--source-alias", ALIAS)
+    rows = spark.read.parquet(str(tmp_path / "snapshot")).collect()
+    assert {bytes(r.key): bytes(r.value) for r in rows} == committed
+    assert json.loads((tmp_path / "verify.json").read_text())["differences"] == []
+    assert code == 0

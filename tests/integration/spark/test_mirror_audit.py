@@ -25,6 +25,7 @@ from tests.integration.clients import (
     create_topic,
     now_ms,
     produce_confluent,
+    produce_transactions,
     read_confluent,
     receive,
     unique,
@@ -44,11 +45,30 @@ class Orders:
         self.east, self.west = east.bootstrap, west.bootstrap
         self.start = (now_ms() - 7_200_000) // BUCKET_MS * BUCKET_MS
         self.topic = create_topic(self.east, unique("orders"), PARTITIONS)
+        self.fill()
+        self.target = mirror.replicate(self.topic)
+
+    def fill(self) -> None:
         step = 6 * BUCKET_MS // RECORDS
         produce_confluent(self.east, self.topic, [
             Out(f"order-{i}".encode(), f"amount={i}".encode(), self.start + i * step,
                 (("region", b"eu"),), i % PARTITIONS) for i in range(RECORDS)])
-        self.target = mirror.replicate(self.topic)
+
+    def records(self, bucket: int, tag: str) -> list[Out]:
+        """RECORDS // 6 records spread over `bucket`, keyed by `tag`."""
+        count = RECORDS // 6
+        return [Out(f"{tag}-{bucket}-{i}".encode(), f"amount={i}".encode(),
+                    self.start + bucket * BUCKET_MS + i * (BUCKET_MS // count), (),
+                    i % PARTITIONS) for i in range(count)]
+
+
+class TransactionalOrders(Orders):
+    """Orders written in transactions: in each bucket one committed and one aborted."""
+
+    def fill(self) -> None:
+        produce_transactions(self.east, self.topic,
+                             [self.records(b, tag) for b in range(6) for tag in ("paid", "void")],
+                             [tag == "void" for _ in range(6) for tag in ("paid", "void")])
 
     def target_records(self, partition: int) -> list[Rec]:
         return read_confluent(self.west, self.target, partitions=(partition,))
@@ -110,6 +130,22 @@ def test_a_clean_mirror_audits_complete(spark: SparkSession, east: BrokerProcess
     finally:
         consumer.close()
     assert keys == set(statuses(summary))
+
+
+def test_aborted_transactions_on_either_side_are_not_counted(
+        spark: SparkSession, east: BrokerProcess, west: BrokerProcess, mirror: Mirror,
+        tmp_path: Path) -> None:
+    """Aborted transactions between the committed ones on the source, and aborted copies on
+    the target (what every restart of an exactly-once mirror leaves): the audit counts the
+    committed records only, and every bucket is complete."""
+    orders = TransactionalOrders(east, west, mirror)
+    produce_transactions(west.bootstrap, orders.target,
+                         [orders.records(b, "retried") for b in range(6)], [True] * 6)
+    code, summary = orders.audit(spark, tmp_path)
+    assert set(statuses(summary).values()) == {"complete"}
+    assert all(b["source_count"] == b["target_count"] == RECORDS // 6
+               for b in summary["buckets"])
+    assert code == 0 and summary["complete"] is True
 
 
 def test_records_deleted_on_the_target_are_missing(spark: SparkSession, east: BrokerProcess,
