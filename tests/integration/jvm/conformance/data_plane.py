@@ -16,8 +16,8 @@ from tests.integration.jvm.conformance.scenario import (
     PRODUCE,
     Scenario,
     create_topic,
-    no_error,
     find_coordinator,
+    no_error,
     topic_id,
 )
 from tests.integration.jvm.conformance.steps import Batch, Name, Ref, Step
