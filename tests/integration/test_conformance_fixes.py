@@ -130,3 +130,26 @@ def test_refusals_of_topics_and_groups(broker: BrokerProcess) -> None:
     (group,) = described["groups"]
     assert (group["error_code"], group["group_epoch"], group["assignment_epoch"]) == (
         "group_id_not_found", 0, 0)
+
+
+def test_old_transactional_versions_see_invalid_producer_epoch(broker: BrokerProcess) -> None:
+    init = {"transactional_id": Name("txn"), "transaction_timeout": 60_000,
+            "producer_id": -1, "producer_epoch": -1}
+    ready = Step(10, {"key_type": 1, "coordinator_keys": [Name("txn")]}, version=4,
+                 until=lambda tree: tree["coordinators"][0]["error_code"] == "none")
+    first = Step(22, init, version=5, name="first")
+    second = Step(22, init, version=5)
+
+    def stale(version: int) -> Step:
+        return Step(26, {"transactional_id": Name("txn"), "producer_id": Ref("first",
+                    "producer_id"), "producer_epoch": Ref("first", "producer_epoch"),
+                    "committed": False}, version=version)
+
+    missing = Step(65, {"transactional_ids": [Name("missing")]}, version=0)
+    *_, old, new, described = run_steps(broker, ready, first, second, stale(1), stale(2),
+                                        missing)
+    assert (old["error_code"], new["error_code"]) == ("invalid_producer_epoch",
+                                                      "producer_fenced")
+    (state,) = described["transaction_states"]
+    assert (state["error_code"], state["producer_epoch"], state["transaction_start_time"]) == (
+        "transactional_id_not_found", 0, 0)

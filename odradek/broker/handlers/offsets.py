@@ -137,7 +137,8 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
     known = context.broker.metadata.topics
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
-              if t.name in readable and t.name in known]
+              if t.name in readable and t.name in known
+              and p.partition_index in known[t.name].partitions]
     try:
         code, errors = await groups.run(
             request.group_id, lambda shard, now: shard.delete_offsets(request.group_id, wanted))
@@ -157,10 +158,10 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
 
 def _offset_delete_error(topic: str, partition: int, readable: set[str],
                          known: Mapping[str, Any], errors: Mapping[Any, ErrorCode]) -> ErrorCode:
-    """Authorization first, then the topic's existence (Kafka's group coordinator answers
-    UNKNOWN_TOPIC_OR_PARTITION for a topic it does not know), then the coordinator's say."""
+    """Authorization first, then the partition's existence (Kafka's group coordinator answers
+    UNKNOWN_TOPIC_OR_PARTITION for one it does not know), then the coordinator's say."""
     if topic not in readable:
         return ErrorCode.topic_authorization_failed
-    if topic not in known:
+    if topic not in known or partition not in known[topic].partitions:
         return ErrorCode.unknown_topic_or_partition
     return errors.get((topic, partition), ErrorCode.none)
