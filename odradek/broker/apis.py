@@ -88,6 +88,7 @@ from odradek.broker.handlers.topics import (
     handle_delete_topics,
 )
 from odradek.broker.handlers.transactions import (
+    fenced_as_invalid_epoch,
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
     handle_describe_producers,
@@ -159,15 +160,17 @@ API_TABLE: list[Api] = [
     Api(20, 1, 6, handle_delete_topics,
         access=Access(checks=checks((TOPIC, Op.DELETE), (TOPIC, Op.DESCRIBE)))),
     Api(21, 0, 2, handle_delete_records, access=Access(checks=checks((TOPIC, Op.DELETE)))),
-    Api(22, 0, 5, handle_init_producer_id, access=Access(checks=checks(
+    Api(22, 0, 5, fenced_as_invalid_epoch(handle_init_producer_id, 4), access=Access(checks=checks(
         (TXN, Op.WRITE), (CLUSTER, Op.IDEMPOTENT_WRITE), (TOPIC, Op.WRITE)))),
     Api(23, 2, 4, handle_offset_for_leader_epoch,
         access=Access(checks=checks((CLUSTER, Op.CLUSTER_ACTION), (TOPIC, Op.DESCRIBE)))),
-    Api(24, 0, 5, handle_add_partitions_to_txn, access=Access(checks=checks(
+    Api(24, 0, 5, fenced_as_invalid_epoch(handle_add_partitions_to_txn, 2),
+        access=Access(checks=checks(
         (TXN, Op.WRITE), (TOPIC, Op.WRITE), (CLUSTER, Op.CLUSTER_ACTION)))),
-    Api(25, 0, 4, handle_add_offsets_to_txn,
+    Api(25, 0, 4, fenced_as_invalid_epoch(handle_add_offsets_to_txn, 2),
         access=Access(gates=(transactional_id(Op.WRITE), group(Op.READ)))),
-    Api(26, 0, 5, handle_end_txn, access=Access(gates=(transactional_id(Op.WRITE),))),
+    Api(26, 0, 5, fenced_as_invalid_epoch(handle_end_txn, 2),
+        access=Access(gates=(transactional_id(Op.WRITE),))),
     Api(27, 1, 1, handle_write_txn_markers, access=Access(
         gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_write_txn_markers)),
     Api(28, 0, 5, handle_txn_offset_commit, access=Access(

@@ -292,8 +292,8 @@ class GroupCoordinatorShard:
             message = (f"Group {group_id} is not a consumer group" if group is not None
                        else f"Group {group_id} not found")
             return {"error_code": ErrorCode.group_id_not_found, "error_message": message,
-                    "group_id": group_id, "group_state": "", "group_epoch": -1,
-                    "assignment_epoch": -1, "assignor_name": "", "members": [],
+                    "group_id": group_id, "group_state": "", "group_epoch": 0,
+                    "assignment_epoch": 0, "assignor_name": "", "members": [],
                     "authorized_operations": -2147483648}
         return group.describe(self.topics, self.config.consumer_assignors[0])
 

@@ -282,12 +282,18 @@ def _read_partition(
     broker: Broker, replicas: ReplicaManager, item: _Wanted, remaining: int, first: bool,
     fetcher: _Fetcher,
 ) -> FetchedPartition:
+    # Kafka answers these before the replica manager reads, with an empty (not null) list of
+    # aborted transactions
     if item.topic is None:
-        return FetchedPartition(item.partition, ErrorCode.unknown_topic_id)
+        return FetchedPartition(item.partition, ErrorCode.unknown_topic_id,
+                                aborted_transactions=[])
     if item.refused:
-        return FetchedPartition(item.partition, ErrorCode.topic_authorization_failed)
+        return FetchedPartition(item.partition, ErrorCode.topic_authorization_failed,
+                                aborted_transactions=[])
     key = (item.topic, item.partition)
     log_, code = broker.leader_log(*key)
+    if code == ErrorCode.unknown_topic_or_partition:
+        return FetchedPartition(item.partition, code, aborted_transactions=[])
     leading = log_ is not None
     if log_ is None and fetcher.reads_followers:
         log_ = replicas.follower_log(key)
@@ -323,8 +329,8 @@ def _read_partition(
     try:
         result = log_.read(item.fetch_offset, limit, max_offset=visible_end, min_one_batch=first)
     except OffsetOutOfRangeError:
-        partition.error_code = ErrorCode.offset_out_of_range
-        return partition
+        # as every error of Kafka's replica manager: no offsets
+        return FetchedPartition(item.partition, ErrorCode.offset_out_of_range)
     partition.records = result.records
     if item.read_committed and replica_id < 0:
         partition.aborted_transactions = [

@@ -102,17 +102,23 @@ def _lookup(context: RequestContext, request: Any, topic: Any,
     state = broker.metadata.topics.get(name)
     if state is not None:
         return _describe(context, request, state)
-    return {"error_code": missing_topic_error(name), "name": name, "partitions": []}
+    # Kafka reports the operations of a topic it does not have too
+    return {"error_code": missing_topic_error(name), "name": name, "partitions": [],
+            "topic_authorized_operations": _topic_operations(context, request, name)}
+
+
+def _topic_operations(context: RequestContext, request: Any, name: str) -> int:
+    return (context.authorized_operations(TOPIC, name)
+            if getattr(request, "include_topic_authorized_operations", False)
+            else AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _describe(context: RequestContext, request: Any, state: TopicState) -> dict[str, Any]:
     unreachable = (ErrorCode.listener_not_found if context.version >= LISTENER_NOT_FOUND_VERSION
                    else ErrorCode.leader_not_available)
-    operations = (context.authorized_operations(TOPIC, state.name)
-                  if getattr(request, "include_topic_authorized_operations", False)
-                  else AUTHORIZED_OPERATIONS_OMITTED)
-    return describe_topic(context.broker, state, sorted(state.partitions), operations,
-                          context.listener, unreachable)
+    return describe_topic(context.broker, state, sorted(state.partitions),
+                          _topic_operations(context, request, state.name), context.listener,
+                          unreachable)
 
 
 def cluster_operations(context: RequestContext) -> int:

@@ -135,8 +135,10 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     groups = context.services.groups
     await groups.ensure_loaded()
     readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
+    known = context.broker.metadata.topics
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
-              if t.name in readable]
+              if t.name in readable and t.name in known
+              and p.partition_index in known[t.name].partitions]
     try:
         code, errors = await groups.run(
             request.group_id, lambda shard, now: shard.delete_offsets(request.group_id, wanted))
@@ -147,9 +149,19 @@ async def handle_offset_delete(context: RequestContext, request: Any) -> Result:
     return {"error_code": ErrorCode.none, "topics": [
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index,
-             "error_code": errors.get((t.name, p.partition_index), ErrorCode.none)
-             if t.name in readable else ErrorCode.topic_authorization_failed}
+             "error_code": _offset_delete_error(t.name, p.partition_index, readable, known,
+                                                errors)}
             for p in t.partitions]}
         for t in request.topics
     ]}
 
+
+def _offset_delete_error(topic: str, partition: int, readable: set[str],
+                         known: Mapping[str, Any], errors: Mapping[Any, ErrorCode]) -> ErrorCode:
+    """Authorization first, then the partition's existence (Kafka's group coordinator answers
+    UNKNOWN_TOPIC_OR_PARTITION for one it does not know), then the coordinator's say."""
+    if topic not in readable:
+        return ErrorCode.topic_authorization_failed
+    if topic not in known or partition not in known[topic].partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return errors.get((topic, partition), ErrorCode.none)

@@ -145,7 +145,7 @@ def _keyless_refusal(topic: str, index: int, log_: PartitionLog, records: bytes,
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{problem}')" for i in keyless[:3])
     answer = _error(index, ErrorCode.invalid_record, (
         f"One or more records have been rejected due to {len(keyless)} record errors in total, "
-        f"and only showing the first three errors at most: [{shown}]"))
+        f"and only showing the first three errors at most: [{shown}]"), log_)
     answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": problem}
                                for i in keyless]
     return answer
@@ -207,11 +207,14 @@ def _apply_outcomes(broker: Broker, pending: list[Pending], outcomes: list[Error
 
 def _duplicate(replicas: ReplicaManager, key: tuple[str, int], original: BatchMetadata,
                log_: PartitionLog, acks: int, pending: list[Pending]) -> dict[str, Any]:
-    """A retried batch already in the log: answered with the original's offsets, as Kafka
-    does, and (for acks=all) once those are committed."""
+    """A retried batch already in the log: answered with the original's offsets and its
+    timestamp as the append time, as Kafka does, and (for acks=all) once those are
+    committed."""
     answer: dict[str, Any] = {
         "index": key[1], "error_code": ErrorCode.none, "base_offset": original.first_offset,
-        "log_append_time": None, "log_start_offset": log_.log_start_offset,
+        "log_append_time": None if original.timestamp < 0
+        else _EPOCH + datetime.timedelta(milliseconds=original.timestamp),
+        "log_start_offset": log_.log_start_offset,
     }
     if acks == -1:
         pending.append((answer, Acknowledgement(
@@ -219,8 +222,13 @@ def _duplicate(replicas: ReplicaManager, key: tuple[str, int], original: BatchMe
     return answer
 
 
-def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
-    return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
+def _error(index: int, code: ErrorCode, message: str | None = None,
+           log_: PartitionLog | None = None) -> dict[str, Any]:
+    """A refused batch. Kafka reports the log start offset of a partition it leads when the
+    append itself failed (`log_`), -1 when it refused before (unknown partition, not the
+    leader, corrupt or invalid records)."""
+    return {"index": index, "error_code": code, "base_offset": -1, "error_message": message,
+            "log_start_offset": -1 if log_ is None else log_.log_start_offset}
 
 
 def _timestamp_problem(
@@ -295,11 +303,11 @@ def produce_partition(
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_enough_replicas,
                       f"The ISR of {topic}-{index} has {replicas.isr_size(key)} "
-                      f"replica(s), fewer than min.insync.replicas={min_isr}")
+                      f"replica(s), fewer than min.insync.replicas={min_isr}", log_)
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_topic_exception,
-                      f"Cannot append to internal topic {topic}")
+                      f"Cannot append to internal topic {topic}", log_)
     if not records:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.corrupt_message, "empty record set")
@@ -321,7 +329,7 @@ def produce_partition(
     problem = _timestamp_problem(broker, topic, batches, now)
     if problem:
         _count_failure(broker, topic)
-        return _error(index, ErrorCode.invalid_timestamp, problem)
+        return _error(index, ErrorCode.invalid_timestamp, problem, log_)
     batch = batches[0]
     if batch.producer_id >= 0:
         try:
@@ -329,7 +337,7 @@ def produce_partition(
         except ProducerStateError as error:
             _count_failure(broker, topic)
             log.info("rejected produce to %s-%d: %s", topic, index, error.message)
-            return _error(index, error.error_code, error.message)
+            return _error(index, error.error_code, error.message, log_)
         if duplicate is not None:
             return _duplicate(replicas, key, duplicate, log_, acks, pending)
         if (unverified is not None and batch.is_transactional

@@ -31,7 +31,9 @@ async def handle_create_topics(context: RequestContext, request: Any) -> Result:
     creatable = (set(names) if context.allowed(Op.CREATE, CLUSTER)
                  else context.allowed_names(Op.CREATE, TOPIC, names))
     for topic in request.topics:
-        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        # a refused topic has an empty (not null) list of configs, as in Kafka
+        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none,
+                                  "configs": []}
         if topic.name in seen:
             results.append({**result, "error_code": ErrorCode.invalid_request,
                             "error_message": f"Duplicate topic name {topic.name} in request"})
@@ -141,7 +143,9 @@ async def handle_create_partitions(context: RequestContext, request: Any) -> Res
     quota = MutationCharge(context, STRICT_CREATE_PARTITIONS)
     results = []
     for topic in request.topics:
-        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none}
+        # a refused topic has an empty (not null) list of configs, as in Kafka
+        result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.none,
+                                  "configs": []}
         if not context.allowed(Op.ALTER, TOPIC, topic.name):
             results.append({**result, "error_code": ErrorCode.topic_authorization_failed,
                             "error_message": "The topic authorization is failed."})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -26,7 +26,7 @@ FIRST_EPOCH_BUMPING_END_TXN_VERSION = 5
 TXN_OFFSET_COMMIT_API_VERSION = 8
 """TxnOffsetCommit checks generations as OffsetCommit v8 does."""
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
-_NO_TIME = _EPOCH - datetime.timedelta(milliseconds=1)
+_NO_TIME = _EPOCH
 """-1 ms: Kafka's "no timestamp" in a field kio types as a datetime."""
 
 
@@ -267,9 +267,10 @@ async def handle_describe_transactions(context: RequestContext, request: Any) ->
 
 
 def _no_transaction(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
+    """A transaction not described: Kafka's defaults (start time and epoch 0)."""
     return {"error_code": code, "transactional_id": transactional_id, "transaction_state": "",
             "transaction_timeout": 0, "transaction_start_time": _NO_TIME, "producer_id": -1,
-            "producer_epoch": -1, "topics": []}
+            "producer_epoch": 0, "topics": []}
 
 
 KNOWN_STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
@@ -320,3 +321,31 @@ async def handle_describe_producers(context: RequestContext, request: Any) -> Re
                 ]})
         topics.append({"name": topic.name, "partitions": partitions})
     return {"topics": topics}
+
+
+Handler = Callable[[RequestContext, Any], "Result | Awaitable[Result]"]
+
+
+def fenced_as_invalid_epoch(handler: Handler, first_version: int) -> Handler:
+    """`handler`, answering PRODUCER_FENCED as INVALID_PRODUCER_EPOCH to the versions before
+    `first_version`, which predate that error (KIP-588), as Kafka does."""
+
+    async def answer(context: RequestContext, request: Any) -> Result:
+        result = handler(context, request)
+        if isinstance(result, Awaitable):
+            result = await result
+        return _unfenced(result) if context.version < first_version else result
+
+    return answer
+
+
+def _unfenced(value: Any) -> Any:
+    """The response with every `*error_code` field of PRODUCER_FENCED made
+    INVALID_PRODUCER_EPOCH."""
+    if isinstance(value, Mapping):
+        return {key: ErrorCode.invalid_producer_epoch
+                if key.endswith("error_code") and item == ErrorCode.producer_fenced
+                else _unfenced(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unfenced(item) for item in value]
+    return value
