@@ -98,7 +98,7 @@ IGNORED = frozenset({
     "dedicated.mode.enable.internal.rest", "config.providers", "transaction.boundary",
     "offset.storage.topic", "config.storage.topic", "status.storage.topic",
     "config.storage.replication.factor", "status.storage.replication.factor",
-    "status.storage.partitions",
+    "status.storage.partitions", "plugin.discovery", "plugin.path",
 })
 """MM2's (or Connect's) keys that the mirror accepts and has no use for: the only filters
 and policies are the defaults, and there are no Connect workers or converters."""

@@ -88,7 +88,11 @@ def config(east: BrokerProcess, west: BrokerProcess) -> dict[str, str]:
         "config.storage.replication.factor": "1", "status.storage.replication.factor": "1",
         "sync.group.offsets.enabled": "true", "emit.heartbeats.interval.seconds": "1",
         "offset.lag.max": "0", "sync.topic.acls.enabled": "false",
-        "west.offset.flush.interval.ms": "1000", "metrics.port": "0"}
+        "west.offset.flush.interval.ms": "1000", "metrics.port": "0",
+        # MM2 and each herder scan the classpath for Connect plugins (15-25 s each here)
+        # unless told that they all have ServiceLoader manifests, as MM2 logs
+        "plugin.discovery": "service_load", "east.plugin.discovery": "service_load",
+        "west.plugin.discovery": "service_load"}
 
 
 @pytest.fixture(scope="module")
@@ -310,9 +314,9 @@ def test_mm2_mirrors_every_record_in_order(phases: list[Phase]) -> None:
 
 def test_mm2_names_remote_and_internal_topics(phases: list[Phase]) -> None:
     view = phases[0].view
-    assert view.remote_topics == [REMOTE_A]
-    assert view.remote_topics_of_source == [REMOTE_A]
-    assert view.heartbeat_topics == ["heartbeats"]
+    assert view.remote_topics == ["east.heartbeats", REMOTE_A]
+    assert view.remote_topics_of_source == ["east.heartbeats", REMOTE_A]
+    assert view.heartbeat_topics == ["east.heartbeats", "heartbeats"]
     assert view.checkpoint_topics == ["east.checkpoints.internal"]
     # from the remote heartbeats topic: east's heartbeats (of the west->east pair) on west
     assert view.upstream_clusters == ["east"]
@@ -373,7 +377,7 @@ def test_odradek_heartbeats_and_syncs_decode_with_mm2s_classes(phases: list[Phas
     ours_b = {(s["partition"], s["upstream"]) for s in ours.offset_syncs
               if s["topic"] == TOPIC_B}
     assert {(p, 0) for p in range(PARTITIONS)} <= ours_b
-    assert ours.remote_topics == [REMOTE_A, REMOTE_B]
+    assert ours.remote_topics == ["east.heartbeats", REMOTE_A, REMOTE_B]
 
 
 # -- (c) failover between MM2 and odradek mirror ----------------------------------------------
