@@ -13,20 +13,21 @@ Each phase ends with a snapshot that the tests assert one by one."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from odradek.mirror import formats
 from tests.integration import mm2_codec
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic
 from tests.integration.jvm.mirrormaker2 import MirrorMaker2, Mm2View, mm2_view
 from tests.integration.mirror_process import FAST, MirrorProcess
-from tests.integration.test_mirror_mm2 import committed_on, read_all
+from tests.integration.test_mirror_mm2 import committed_on, dev_broker, read_all
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.mirror
@@ -55,26 +56,18 @@ class Phase:
     upstream: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     synced: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     resumed: dict[str, dict[int, Record | None]] = field(default_factory=dict)
-
-
-def _broker(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
-    root = factory.mktemp(name)
-    process = BrokerProcess(root / "data", root / "broker.log",
-                            {"group.initial.rebalance.delay.ms": "0"})
-    process.start()
-    yield process
-    if process.alive():
-        process.stop()
+    ours_decoded: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The internal topics decoded by odradek/mirror/formats.py, in Mm2View's shape."""
 
 
 @pytest.fixture(scope="module")
 def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _broker(tmp_path_factory, "east")
+    yield from dev_broker(tmp_path_factory, "east")
 
 
 @pytest.fixture(scope="module")
 def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _broker(tmp_path_factory, "west")
+    yield from dev_broker(tmp_path_factory, "west")
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +147,7 @@ def _phase(number: int, mirror: str, east: BrokerProcess, west: BrokerProcess,
             phase.source[topic] = _records(east.bootstrap, topic)
             phase.remote[topic] = _remote(west.bootstrap, f"east.{topic}")
     phase.progress, phase.progress_keys = _progress(west.bootstrap)
+    phase.ours_decoded = _decode_with_ours(east.bootstrap, west.bootstrap)
     for group in commits:
         phase.upstream[group] = committed_on(east.bootstrap, group)
         phase.synced[group] = committed_on(west.bootstrap, group)
@@ -228,6 +222,24 @@ def _latest_checkpoints(bootstrap: str, group: str) -> dict[tuple[str, int], tup
             latest[(checkpoint.topic, checkpoint.partition)] = (checkpoint.upstream,
                                                                 checkpoint.downstream)
     return latest
+
+
+def _decode_with_ours(east: str, west: str) -> dict[str, list[dict[str, Any]]]:
+    """The heartbeats, checkpoints and offset syncs as the mirror's own codec reads them."""
+    beats = [formats.Heartbeat.decode(m.key(), m.value())
+             for m in read_all(west, "heartbeats", 1)]
+    checkpoints = [formats.Checkpoint.decode(m.key(), m.value())
+                   for m in read_all(west, "east.checkpoints.internal", 1)]
+    syncs = [formats.OffsetSync.decode(m.key(), m.value())
+             for m in read_all(east, "mm2-offset-syncs.west.internal", 1)]
+    return {
+        "heartbeats": [{"source": b.source, "target": b.target, "timestamp": b.timestamp_ms}
+                       for b in beats],
+        "checkpoints": [{"group": c.group, "topic": c.topic, "partition": c.partition,
+                         "upstream": c.upstream, "downstream": c.downstream,
+                         "metadata": c.metadata} for c in checkpoints],
+        "offset_syncs": [{"topic": s.topic, "partition": s.partition, "upstream": s.upstream,
+                          "downstream": s.downstream} for s in syncs]}
 
 
 def _progress(bootstrap: str) -> tuple[dict[tuple[str, int], int],
@@ -349,6 +361,19 @@ def test_mm2_syncs_group_offsets_to_the_target(phases: list[Phase]) -> None:
     assert first.resumed[GROUP_A] == {p: None for p in range(PARTITIONS)}  # all consumed
 
 
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["mm2", "odradek", "mm2-again"])
+def test_the_mirrors_codec_reads_the_internal_topics_as_mm2_does(
+        phases: list[Phase], index: int) -> None:
+    """odradek/mirror/formats.py and MM2's deserializeRecord agree on every record, those
+    MM2 wrote and ours (the topics hold both after the first phase)."""
+    phase = phases[index]
+    for topic in ("heartbeats", "checkpoints", "offset_syncs"):
+        mm2_decoded = getattr(phase.view, topic)
+        assert mm2_decoded, topic
+        # the snapshots were taken one after the other: a heartbeat may have come between
+        assert phase.ours_decoded[topic][:len(mm2_decoded)] == mm2_decoded, topic
+
+
 # -- (b) MM2's client reads odradek mirror's checkpoints --------------------------------------
 
 @pytest.mark.parametrize(("group", "topic"), [(GROUP_A, TOPIC_A), (GROUP_B, TOPIC_B)])
@@ -441,10 +466,9 @@ def test_group_resumes_on_the_target_right_after_its_translated_offset(
 
 def test_checkpoints_continue_across_mirrors(phases: list[Phase]) -> None:
     """Each mirror's checkpoints for GROUP_A follow the previous one's, never back."""
-    seen: Callable[[Phase], dict[tuple[str, int], tuple[int, int]]] = (
-        lambda phase: phase.view.latest_checkpoints(GROUP_A))
-    upstream = [{k: u for k, (u, _) in seen(phase).items()} for phase in phases]
-    downstream = [{k: d for k, (_, d) in seen(phase).items()} for phase in phases]
+    seen = [phase.view.latest_checkpoints(GROUP_A) for phase in phases]
+    upstream = [{k: u for k, (u, _) in latest.items()} for latest in seen]
+    downstream = [{k: d for k, (_, d) in latest.items()} for latest in seen]
     for partition in range(PARTITIONS):
         key = (REMOTE_A, partition)
         assert [u[key] for u in upstream] == [PER_PHASE, 2 * PER_PHASE - 3, 3 * PER_PHASE]
