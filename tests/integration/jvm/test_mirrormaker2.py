@@ -100,7 +100,7 @@ def phases(east: BrokerProcess, west: BrokerProcess, config: dict[str, str],
     try:
         done.append(_phase(1, "mm2", east, west, [TOPIC_A], {GROUP_A: PER_PHASE}))
     finally:
-        mm2.stop()
+        _stop(mm2)
     create_topic(east.bootstrap, TOPIC_B, PARTITIONS)
     ours.start()
     try:
@@ -113,8 +113,15 @@ def phases(east: BrokerProcess, west: BrokerProcess, config: dict[str, str],
         done.append(_phase(3, "mm2", east, west, [TOPIC_A, TOPIC_B],
                            {GROUP_A: 3 * PER_PHASE, GROUP_B: 2 * PER_PHASE}))
     finally:
-        mm2.stop()
+        _stop(mm2)
     yield done
+
+
+def _stop(mm2: MirrorMaker2) -> None:
+    """SIGTERM: MM2's shutdown hook stops the herders, whose tasks commit their offsets;
+    the JVM then exits with 128 + SIGTERM."""
+    assert mm2.stop() == 143
+    assert "Kafka MirrorMaker stopped." in mm2.logs()
 
 
 def _phase(number: int, mirror: str, east: BrokerProcess, west: BrokerProcess,
