@@ -8,6 +8,11 @@ property filters). A flow's settings are the top-level keys overlaid with
 are warned about, as in MM2; an unknown alias, a flow naming a missing cluster or a bad
 value is a `MirrorConfigError` with a one-line message.
 
+As in MM2, `<target>.offset.flush.interval.ms` and `<target>.exactly.once.source.support`
+(Connect worker configs of the flows into `target`) set those flows' progress flush interval
+and exactly-once switch, and Connect's other worker configs under `<alias>.` are no client
+configs.
+
 Two things differ from MM2 by design: exactly-once is on by default
 (`exactly.once.support=disabled` turns it off), and `exactly.once.source.support`, the
 Connect worker's switch, is read as a synonym.
@@ -93,13 +98,30 @@ IGNORED = frozenset({
     "dedicated.mode.enable.internal.rest", "config.providers", "transaction.boundary",
     "offset.storage.topic", "config.storage.topic", "status.storage.topic",
     "config.storage.replication.factor", "status.storage.replication.factor",
-    "status.storage.partitions",
+    "status.storage.partitions", "plugin.discovery", "plugin.path",
 })
 """MM2's (or Connect's) keys that the mirror accepts and has no use for: the only filters
 and policies are the defaults, and there are no Connect workers or converters."""
 
 METRICS_PORT_DEFAULT = 9404
 
+_WORKER_SETTINGS = {"offset.flush.interval.ms": "offset.flush.interval.ms",
+                   "exactly.once.source.support": "exactly.once.support"}
+"""Connect worker configs that MM2 reads per target cluster (MirrorMakerConfig.workerConfig
+takes `<target>.*`), by the flow setting each gives for the flows into that cluster."""
+_WORKER_ONLY = frozenset({
+    "access.control.allow.methods", "access.control.allow.origin", "admin.listeners",
+    "config.providers", "connect.protocol", "connector.client.config.override.policy",
+    "exactly.once.source.support", "listeners", "offset.flush.interval.ms",
+    "offset.flush.timeout.ms", "plugin.discovery", "plugin.path", "rebalance.timeout.ms",
+    "response.http.headers.config", "rest.extension.classes",
+    "scheduled.rebalance.max.delay.ms", "task.shutdown.graceful.timeout.ms",
+    "topic.creation.enable", "worker.sync.timeout.ms", "worker.unsync.backoff.ms"})
+_WORKER_ONLY_PREFIXES = ("config.storage.", "offset.storage.", "status.storage.",
+                         "key.converter", "value.converter", "header.converter",
+                         "inter.worker.", "rest.advertised.", "topic.tracking.")
+"""Connect's DistributedConfig names that no Kafka client reads: MM2 hands `<alias>.*` to
+its clients too, which ignore them with a warning, so they are no client configs here."""
 _CLIENT_GLOBAL_PREFIXES = ("security.protocol", "ssl.", "sasl.")
 """Top-level client configs that apply to every cluster (MirrorClientConfig's client
 configs), unless `<alias>.<key>` sets them."""
@@ -208,7 +230,8 @@ class Flow:
         configs without role prefixes, overlaid with `<role>.*` stripped."""
         cluster = self.source_cluster if side == "source" else self.target_cluster
         prefix = role + "."
-        config = {k: v for k, v in cluster.items() if not k.startswith(_ROLES)}
+        config = {k: v for k, v in cluster.items()
+                  if not k.startswith(_ROLES) and not _worker_only(k)}
         config.update({k[len(prefix):]: v for k, v in cluster.items() if k.startswith(prefix)})
         return config
 
@@ -338,6 +361,10 @@ _INT_KEYS = {k for k, v in DEFAULTS.items() if re.fullmatch(r"-?\d+", v)}
 _REPLICATION_FACTOR_KEYS = {k for k in DEFAULTS if k.endswith("replication.factor")}
 _REGEX_KEYS = ("topics", "topics.exclude", "groups", "groups.exclude",
                "config.properties.exclude")
+
+
+def _worker_only(key: str) -> bool:
+    return key in _WORKER_ONLY or key.startswith(_WORKER_ONLY_PREFIXES)
 
 
 def _known_key(key: str) -> bool:
@@ -476,6 +503,9 @@ def parse_mirror_config(raw: Mapping[str, str], only_targets: Iterable[str] | No
             if "exactly.once.source.support" in top:
                 settings["exactly.once.support"] = top["exactly.once.source.support"]
             settings.update({k: v for k, v in top.items() if k in DEFAULTS})
+            settings.update({setting: cluster_props[target][key]
+                             for key, setting in _WORKER_SETTINGS.items()
+                             if key in cluster_props[target]})
             settings.update({k: v for k, v in overrides.items() if k in DEFAULTS})
             pairs.append(_flow(source, target, enabled, settings, cluster_props))
     if not any(pair.enabled for pair in pairs):

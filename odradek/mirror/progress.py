@@ -6,8 +6,10 @@ wrapOffset), and it goes to the partition Kafka's default partitioner picks for 
 (murmur2), as Connect's KafkaOffsetBackingStore writes it. MM2 resumes at N + 1; so do we.
 
 With offset syncs on the source cluster, the value also carries the syncs of the
-transaction it commits (`"offset_syncs": [[upstream, downstream], ...]`; MM2 reads only
-"offset"), so that a mirror killed between its commit and writing them re-emits them."""
+transaction it commits, so that a mirror killed between its commit and writing them
+re-emits them: `"offset_syncs": "U:D,U:D"`, a string, because Connect refuses an offset
+with any value that is not a primitive (OffsetUtils.validateFormat: MM2 would find no
+offset and copy the partition again from its start); MM2 reads only "offset"."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class Progress:
     def value(self) -> bytes:
         body: dict[str, object] = {"offset": self.offset}
         if self.offset_syncs:
-            body["offset_syncs"] = [list(sync) for sync in self.offset_syncs]
+            body["offset_syncs"] = ",".join(f"{u}:{d}" for u, d in self.offset_syncs)
         return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
@@ -58,6 +60,8 @@ class Progress:
         if not isinstance(offset, int):
             return None
         syncs = body.get("offset_syncs") or ()
+        if isinstance(syncs, str):  # else a list of pairs, as earlier versions wrote
+            syncs = [pair.split(":") for pair in syncs.split(",")]
         return cls(offset, tuple((int(u), int(d)) for u, d in syncs))
 
 

@@ -50,15 +50,16 @@ FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
 @pytest.fixture(scope="module")
 def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _broker(tmp_path_factory, "east")
+    yield from dev_broker(tmp_path_factory, "east")
 
 
 @pytest.fixture(scope="module")
 def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _broker(tmp_path_factory, "west")
+    yield from dev_broker(tmp_path_factory, "west")
 
 
-def _broker(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
+def dev_broker(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
+    """An `odradek dev` broker for a module, with groups that start at once."""
     root = factory.mktemp(name)
     process = BrokerProcess(root / "data", root / "broker.log", FAST_GROUPS)
     process.start()

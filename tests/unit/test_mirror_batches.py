@@ -203,6 +203,12 @@ def test_progress_is_connects_json() -> None:
         b'["MirrorSourceConnector",{"cluster":"east","partition":3,"topic":"orders"}]')
     assert Progress(41).value() == b'{"offset":41}'
     assert Progress.decode(Progress(41, ((3, 9),)).value()) == Progress(41, ((3, 9),))
+    # Connect's OffsetUtils.validateFormat refuses an offset with a non-primitive value
+    # (MM2 then finds no offset and copies the partition again from its start)
+    with_syncs = Progress(41, ((3, 9), (40, 47))).value()
+    assert with_syncs == b'{"offset":41,"offset_syncs":"3:9,40:47"}'
+    assert Progress.decode(with_syncs) == Progress(41, ((3, 9), (40, 47)))
+    assert Progress.decode(b'{"offset":41,"offset_syncs":[[3,9]]}') == Progress(41, ((3, 9),))
     assert Progress.decode(None) is None and Progress.decode(b"{}") is None
     assert 0 <= partition_for(progress_key("east", "orders", 3), 25) < 25
 

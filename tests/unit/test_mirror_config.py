@@ -191,3 +191,21 @@ def test_topic_acl_sync_is_on_every_ten_minutes_by_default_as_in_mm2() -> None:
     off = parse({"east->west.sync.topic.acls.enabled": "false"})
     assert off.flow("east", "west").sync_topic_acls_interval_ms == -1
     assert not any("sync.topic.acls" in warning for warning in off.warnings)
+
+
+def test_target_cluster_worker_configs_set_the_flows_into_it_as_in_mm2() -> None:
+    """MirrorMakerConfig.workerConfig reads `<target>.*`: Connect's offset flush interval and
+    exactly-once switch for the flows into that cluster; they are no client configs."""
+    config = parse({"west->east.enabled": "true", "west.offset.flush.interval.ms": "1000",
+                    "west.exactly.once.source.support": "disabled",
+                    "west.offset.storage.replication.factor": "1",
+                    "west.plugin.discovery": "service_load"})
+    into_west, into_east = config.flow("east", "west"), config.flow("west", "east")
+    assert into_west.settings["offset.flush.interval.ms"] == "1000"
+    assert not into_west.exactly_once
+    assert into_east.settings["offset.flush.interval.ms"] == "60000"
+    assert into_east.exactly_once
+    for side in ("source", "target"):
+        for role in ("producer", "consumer", "admin"):
+            assert set(into_west.client_config(side, role)) == {  # type: ignore[arg-type]
+                "bootstrap.servers"}
