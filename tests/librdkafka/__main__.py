@@ -17,8 +17,9 @@ from tests.librdkafka.harness import (
     CONFIGURATIONS,
     Outcome,
     broker_tests,
+    by_number,
     odradek_for_librdkafka,
-    run_test,
+    run_tests,
 )
 
 STATES = ("PASSED", "FAILED", "TIMEOUT", "SKIPPED", "NOT RUN")
@@ -58,17 +59,19 @@ def run_configuration(args: argparse.Namespace, configuration: str,
     with (tempfile.TemporaryDirectory(prefix=f"librdkafka-{configuration}-") as tmp,
           odradek_for_librdkafka(Path(tmp), configuration) as environment):
         deadline = time.monotonic() + args.budget if args.budget else float("inf")
-        for name in names:
+        for number, group in by_number(names).items():
             if time.monotonic() >= deadline:
-                outcomes.append(Outcome(name, "NOT RUN", "over the run's time budget", 0))
+                outcomes += [Outcome(n, "NOT RUN", "over the run's time budget", 0)
+                             for n in group]
                 continue
-            outcome = run_test(args.source, name, environment, args.timeout)
-            outcomes.append(outcome)
-            print(f"{configuration:9} {name:45} {outcome.state:8} {outcome.seconds:6.1f}s "
-                  f"{outcome.reason[:100]}", flush=True)
+            ran = run_tests(args.source, group, environment, args.timeout)
+            outcomes += ran
+            for o in ran:
+                print(f"{configuration:9} {o.name:45} {o.state:8} {o.seconds:6.1f}s "
+                      f"{o.reason[:100]}", flush=True)
             if args.logs:
                 args.logs.mkdir(parents=True, exist_ok=True)
-                (args.logs / f"{configuration}-{name}.log").write_text(outcome.output)
+                (args.logs / f"{configuration}-{number}.log").write_text(ran[0].output)
     return outcomes
 
 

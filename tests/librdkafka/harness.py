@@ -53,9 +53,15 @@ TEST_CONF = {"test.sql.command": "sqlite3 rdktests", "test.timeout.multiplier": 
 """LibrdkafkaTestApp's test.conf lines before the client's own."""
 
 _SUMMARY = re.compile(r"^\|\s*(\S+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|DNS)\s*\|"
-                      r"\s*[\d.]+s\s*\|\s*(.*)$")
+                      r"\s*[\d.]+s\s*\|\s*(?P<reason>.*)$")
+_ENDED = re.compile(r"=+ Test (\S+) (PASSED) =+")
+_FAILED = re.compile(r'^### Test "(\w+)[ "].* failed at ([^ ]+)')
+"""A test's own pass line and failure banner (followed by the assertion), for the tests
+that ended before a killed or aborted run's summary."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_TEST_ENTRY = re.compile(r"_TEST\(\s*(\w+)\s*,\s*([^,)]*)")
+_TEST_ENTRY = re.compile(r"\s*(\w+)\s*,\s*([^,)]*)")
+"""An entry of test.c's table after its `_TEST(`: the name and the flags."""
+_SCENARIO = re.compile(r'\.scenario\s*=\s*"([^"]*)"')
 EXCLUDED_FLAGS = ("TEST_F_LOCAL", "TEST_F_MANUAL", "TEST_F_KNOWN_ISSUE", "TEST_F_SOCKEM")
 """Tests the suite leaves out, as CI's `./run-test.sh -K -E` does (known issues, sockem),
 plus the local ones (`-L`): those run against librdkafka's mock cluster, not a broker."""
@@ -79,11 +85,20 @@ class Environment:
 
 
 def broker_tests(source: Path) -> list[str]:
-    """The test-runner's tests that need a broker, in its order, from tests/test.c's table."""
+    """The test-runner's tests that need a broker and belong to the default scenario (the
+    harness's; others, such as `noautocreate`, need a differently configured cluster), in
+    the runner's order, from tests/test.c's table."""
     table = (source / "tests" / "test.c").read_text()
     table = table[table.index("struct test tests[] = {"):]
-    return [name for name, flags in _TEST_ENTRY.findall(table)
-            if name != "0000_unittests" and not any(f in flags for f in EXCLUDED_FLAGS)]
+    names = []
+    for entry in table.split("_TEST(")[1:]:
+        match = _TEST_ENTRY.match(entry)
+        scenario = _SCENARIO.search(entry)
+        if match and match.group(1) != "0000_unittests" \
+                and (not scenario or "default" in scenario.group(1)) \
+                and not any(f in match.group(2) for f in EXCLUDED_FLAGS):
+            names.append(match.group(1))
+    return names
 
 
 @contextmanager
@@ -135,26 +150,42 @@ def odradek_for_librdkafka(root: Path, configuration: str) -> Iterator[Environme
         yield Environment(env, test_conf)
 
 
-def run_test(source: Path, name: str, environment: Environment, timeout: float) -> Outcome:
-    """Runs one test by `test-runner` in its own process group, killed after `timeout`."""
-    tests_dir = source / "tests"
-    env = {**os.environ, **environment.env, "TESTS": name,
+def by_number(names: list[str]) -> dict[str, list[str]]:
+    """The tests grouped by their number: the runner selects tests by number (`TESTS`), so
+    the tests sharing one (0045_*) run together."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name[:4], []).append(name)
+    return groups
+
+
+def run_tests(source: Path, names: list[str], environment: Environment,
+              timeout: float) -> list[Outcome]:
+    """Runs the tests of one number by `test-runner` in its own process group, killed after
+    `timeout` per test; a test that had not ended by then is a TIMEOUT."""
+    env = {**os.environ, **environment.env, "TESTS": names[0][:4],
            "LD_LIBRARY_PATH": f"{source / 'src'}:{source / 'src-cpp'}"}
     started = time.monotonic()
-    process = subprocess.Popen(["./test-runner", "-p1", "-L", "-K", "-E"], cwd=tests_dir,
+    process = subprocess.Popen(["./test-runner", "-p1", "-L", "-K", "-E"], cwd=source / "tests",
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, errors="replace", start_new_session=True)
     try:
-        output, _ = process.communicate(timeout=timeout)
+        output, _ = process.communicate(timeout=timeout * len(names))
+        killed = False
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        return Outcome(name, "TIMEOUT", f"killed after {timeout:.0f} s",
-                       time.monotonic() - started, output)
+        killed = True
     seconds = time.monotonic() - started
-    for line in _ANSI.sub("", output).splitlines():
-        match = _SUMMARY.match(line.strip())
-        if match and match.group(1) == name:
-            return Outcome(name, match.group(2), match.group(3).strip(), seconds, output)
-    return Outcome(name, "FAILED", f"no summary line (exit {process.returncode})", seconds,
-                   output)
+    ended: dict[str, tuple[str, str]] = {}
+    lines = _ANSI.sub("", output).splitlines()
+    for line, following in zip(lines, [*lines[1:], ""], strict=True):
+        if match := _SUMMARY.match(line.strip()):
+            ended[match.group(1)] = (match.group(2), match.group("reason").strip())
+        elif match := _ENDED.search(line):
+            ended[match.group(1)] = (match.group(2), "")
+        elif (match := _FAILED.match(line)) and match.group(1) not in ended:
+            ended[match.group(1)] = ("FAILED", f"{match.group(2)} {following.strip()}")
+    fallback = (("TIMEOUT", f"killed after {timeout * len(names):.0f} s") if killed
+                else ("FAILED", f"no summary line (exit {process.returncode})"))
+    return [Outcome(name, *ended.get(name, fallback), seconds, output) for name in names]

@@ -17,7 +17,7 @@ from tests.librdkafka.harness import (
     Environment,
     broker_tests,
     odradek_for_librdkafka,
-    run_test,
+    run_tests,
 )
 from tests.librdkafka.selection import CI_SUBSET, EXCLUDED_FAMILIES, TIMEOUT
 
@@ -45,5 +45,5 @@ def test_the_selection_names_tests_of_this_librdkafka(librdkafka: Path) -> None:
 
 @pytest.mark.parametrize("name", CI_SUBSET)
 def test_librdkafka_test_passes(librdkafka: Path, harness: Environment, name: str) -> None:
-    outcome = run_test(librdkafka, name, harness, TIMEOUT)
+    [outcome] = run_tests(librdkafka, [name], harness, TIMEOUT)
     assert outcome.state == "PASSED", f"{outcome.state}: {outcome.reason}\n{outcome.output[-6000:]}"
