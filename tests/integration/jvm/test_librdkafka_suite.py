@@ -16,6 +16,7 @@ from tests.librdkafka.harness import (
     PLAINTEXT,
     Environment,
     broker_tests,
+    by_number,
     odradek_for_librdkafka,
     run_tests,
 )
@@ -40,6 +41,8 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
 def test_the_selection_names_tests_of_this_librdkafka(librdkafka: Path) -> None:
     names = broker_tests(librdkafka)
     assert set(CI_SUBSET) <= set(names), set(CI_SUBSET) - set(names)
+    alone = by_number(names)
+    assert [n for n in CI_SUBSET if alone[n[:4]] != [n]] == []
     assert all(any(n.startswith(f) for n in names) for f in EXCLUDED_FAMILIES)
 
 
