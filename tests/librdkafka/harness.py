@@ -49,8 +49,9 @@ HARNESS_BROKER_CONFIG = {
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
 }
-TEST_CONF = {"test.sql.command": "sqlite3 rdktests", "test.timeout.multiplier": "2"}
-"""LibrdkafkaTestApp's test.conf lines before the client's own."""
+TEST_TIMEOUT_MULTIPLIER = "2"
+"""LibrdkafkaTestApp's test.conf has this and `test.sql.command=sqlite3 rdktests` (here
+one database per run, so that runs side by side do not lock each other out)."""
 
 _SUMMARY = re.compile(r"^\|\s*(\S+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|DNS)\s*\|"
                       r"\s*[\d.]+s\s*\|\s*(?P<reason>.*)$")
@@ -142,7 +143,9 @@ def odradek_for_librdkafka(root: Path, configuration: str) -> Iterator[Environme
         address = {n["id"]: f"127.0.0.1:{n['listeners'][configuration]}" for n in brokers}
         client["bootstrap.servers"] = ",".join(address.values())
         test_conf = root / "test.conf"
-        test_conf.write_text("".join(f"{k}={v}\n" for k, v in {**TEST_CONF, **client}.items()))
+        lines = {"test.sql.command": f"sqlite3 {root / 'rdktests'}",
+                 "test.timeout.multiplier": TEST_TIMEOUT_MULTIPLIER, **client}
+        test_conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         env = {"RDKAFKA_TEST_CONF": str(test_conf), "TEST_KAFKA_VERSION": KAFKA_VERSION,
                "TEST_SCENARIO": "default", "KAFKA_PATH": str(kafka_path),
                "BROKERS": cluster.bootstrap, **extra_env,
