@@ -119,8 +119,24 @@ def refuse_alter_user_scram_credentials(request: Any, code: ErrorCode) -> dict[s
     return {"results": [{"user": user, "error_code": code} for user in users]}
 
 
+METADATA_VERSION = "metadata.version"
+METADATA_VERSION_RANGE = (7, 25)
+"""The metadata.version levels Odradek stands for, as Kafka numbers them: 3.3-IV3 (Kafka 4's
+oldest) to 4.0-IV3, the Kafka release whose API versions it serves; finalized at the newest.
+Only metadata.version is announced: a finalized transaction.version 2 would switch Kafka's
+producer to the KIP-890 protocol."""
+
+
 def handle_api_versions(context: RequestContext, request: Any) -> Result:
-    return {"error_code": ErrorCode.none, "api_keys": api_versions()}
+    """The API table, and from v3 the features (KIP-584) that Kafka's Admin describeFeatures
+    reads; the finalized features' epoch is the metadata offset, as in Kafka."""
+    low, high = METADATA_VERSION_RANGE
+    return {"error_code": ErrorCode.none, "api_keys": api_versions(),
+            "supported_features": [{"name": METADATA_VERSION, "min_version": low,
+                                    "max_version": high}],
+            "finalized_features_epoch": context.broker.metadata_offset,
+            "finalized_features": [{"name": METADATA_VERSION, "max_version_level": high,
+                                    "min_version_level": high}]}
 
 
 API_TABLE: list[Api] = [

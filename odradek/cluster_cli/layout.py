@@ -146,11 +146,11 @@ def node_ports(node: Node) -> list[tuple[str, int]]:
 
 
 def protocol_map(layout: Layout) -> dict[str, str]:
-    """listener.security.protocol.map when a broker listener is not named after a protocol:
-    a listener named after a protocol uses it, as in Kafka's default map; any other name is
-    PLAINTEXT (an override of the map secures it)."""
+    """listener.security.protocol.map unless every listener is PLAINTEXT (Kafka then requires
+    the controller listener's entry): a listener named after a protocol uses it, as in Kafka's
+    default map; any other name is PLAINTEXT (an override of the map secures it)."""
     names = dict.fromkeys(name for n in layout.nodes for name, _ in node_ports(n))
-    if all(name in (*SECURITY_PROTOCOLS, CONTROLLER) for name in names):
+    if all(name in (PLAINTEXT, CONTROLLER) for name in names):
         return {}
     return {"listener.security.protocol.map": ",".join(
         f"{n}:{n if n in SECURITY_PROTOCOLS else PLAINTEXT}" for n in names)}

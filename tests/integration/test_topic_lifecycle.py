@@ -8,10 +8,14 @@ from pathlib import Path
 
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.raw_client import RawClient
 from tests.integration.clients import (
     TIMEOUT,
     Out,
@@ -20,6 +24,7 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
+from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
 PARTITIONS = 40
@@ -86,3 +91,21 @@ def test_metadata_by_topic_id_ignores_an_empty_name(broker: BrokerProcess) -> No
     assert (found.error_code, found.name, found.topic_id) == (0, topic, topic_id)
     assert sorted(p.partition_index for p in found.partitions) == [0, 1]
     assert (unknown.error_code, unknown.name, unknown.partitions) == (100, None, [])
+
+
+def test_api_versions_announce_metadata_version(broker: BrokerProcess) -> None:
+    """ApiVersions v3 carries the features (KIP-584) that Kafka's Admin describeFeatures reads:
+    metadata.version 3.3-IV3 to 4.0-IV3 supported, finalized at 4.0-IV3, and nothing else (a
+    finalized transaction.version 2 would switch Kafka's producer to KIP-890)."""
+    client = RawClient(broker.bootstrap)
+    try:
+        request = ApiVersionsRequest[3](client_software_name="odradek-test",
+                                        client_software_version="1")
+        answer = client.request(request, ApiVersionsResponse, 3)
+    finally:
+        client.close()
+    assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
+        ("metadata.version", 7, 25)]
+    assert [(f.name, f.min_version_level, f.max_version_level)
+            for f in answer.finalized_features] == [("metadata.version", 25, 25)]
+    assert answer.finalized_features_epoch > 0

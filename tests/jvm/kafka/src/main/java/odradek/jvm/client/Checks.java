@@ -23,6 +23,7 @@ final class Checks {
 
   static void run(String name, Body body) {
     Map<String, Object> details = new LinkedHashMap<>();
+    long start = System.nanoTime();
     boolean ok;
     try {
       body.run(details);
@@ -37,6 +38,7 @@ final class Checks {
       String text = trace.toString();
       details.put("trace", text.length() > 2000 ? text.substring(0, 2000) : text);
     }
+    details.put("ms", (System.nanoTime() - start) / 1_000_000);
     Map<String, Object> line = new LinkedHashMap<>();
     line.put("name", name);
     line.put("ok", ok);

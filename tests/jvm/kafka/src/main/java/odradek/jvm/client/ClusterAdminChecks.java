@@ -27,6 +27,7 @@ import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.errors.DuplicateResourceException;
 import org.apache.kafka.common.errors.ResourceNotFoundException;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
@@ -163,12 +164,20 @@ final class ClusterAdminChecks {
 
   static void scram(Cluster cluster, Map<String, Object> details) throws Exception {
     String user = Cluster.unique("carol");
-    cluster.admin.alterUserScramCredentials(List.of(
-        new UserScramCredentialUpsertion(user,
-            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "carol-secret"),
-        new UserScramCredentialUpsertion(user,
-            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "carol-secret")))
-        .all().get();
+    UserScramCredentialUpsertion sha256 = new UserScramCredentialUpsertion(user,
+        new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "carol-secret");
+    UserScramCredentialUpsertion sha512 = new UserScramCredentialUpsertion(user,
+        new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "carol-secret");
+    try {
+      cluster.admin.alterUserScramCredentials(List.of(sha256, sha512)).all().get();
+      throw new AssertionError("two changes of one user in one request were accepted");
+    } catch (ExecutionException expected) {
+      // Kafka's controller (ScramControlManager) keys a request's changes by user alone
+      expect(expected.getCause() instanceof DuplicateResourceException,
+          "two changes of one user in one request: " + expected.getCause());
+    }
+    cluster.admin.alterUserScramCredentials(List.of(sha256)).all().get();
+    cluster.admin.alterUserScramCredentials(List.of(sha512)).all().get();
     Checks.eventually(d -> {
       var described = cluster.admin.describeUserScramCredentials(List.of(user)).all().get();
       Set<String> infos = new HashSet<>();
@@ -186,9 +195,11 @@ final class ClusterAdminChecks {
       equal(1, infos.size(), "credentials after a deletion");
       equal(ScramMechanism.SCRAM_SHA_512, infos.get(0).mechanism(), "the one left");
     }, details);
+    String nobody = Cluster.unique("nobody");
+    var unknown = cluster.admin.describeUserScramCredentials(List.of(nobody));
+    equal(Map.of(), unknown.all().get(), "all() leaves an unknown user out");
     try {
-      cluster.admin.describeUserScramCredentials(List.of(Cluster.unique("nobody")))
-          .all().get();
+      unknown.description(nobody).get();
       throw new AssertionError("an unknown user was described");
     } catch (ExecutionException expected) {
       expect(expected.getCause() instanceof ResourceNotFoundException,
