@@ -84,15 +84,12 @@ class Secured:
                                 properties)
 
 
-def running_secured(root: Path) -> Iterator[Secured]:
-    """The broker, serving until the generator is closed."""
-    ca = Authority()
-    truststore = ca.write(root / "ca.pem")
-    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_SSL", "SSL")}
-    broker = BrokerProcess(root / "data", root / "broker.log", {
-        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
-        "inter.broker.listener.name": "PLAINTEXT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+def security_overrides(root: Path, ca: Authority, truststore: Path) -> dict[str, str]:
+    """A broker's security settings: the CA's PEM stores (the broker's certificate written under
+    `root`), client certificates required on the SSL listener and mapped to user names by
+    RULES, SCRAM-SHA-512, the StandardAuthorizer with admin and ANONYMOUS as super users."""
+    return {
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(ca.issue("broker").write(root / "broker.pem")),
         "ssl.truststore.type": "PEM",
@@ -101,6 +98,19 @@ def running_secured(root: Path) -> Iterator[Secured]:
         "ssl.principal.mapping.rules": RULES,
         "authorizer.class.name": STANDARD_AUTHORIZER,
         "super.users": "User:admin;User:ANONYMOUS",
+    }
+
+
+def running_secured(root: Path) -> Iterator[Secured]:
+    """The broker, serving until the generator is closed."""
+    ca = Authority()
+    truststore = ca.write(root / "ca.pem")
+    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_SSL", "SSL")}
+    broker = BrokerProcess(root / "data", root / "broker.log", {
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
+        "inter.broker.listener.name": "PLAINTEXT",
+        **security_overrides(root, ca, truststore),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "num.partitions": "1",
     }, port=ports["PLAINTEXT"])
     broker.start()

@@ -18,14 +18,13 @@ from typing import Any
 
 import pytest
 
-from odradek.security.authorizer import STANDARD_AUTHORIZER
 from tests.certificates import Authority
 from tests.integration.cluster import Cluster, running_cluster
 from tests.integration.secured_broker import (
     ADMIN_PASSWORD,
-    RULES,
     kafka_sasl_properties,
     kafka_ssl_properties,
+    security_overrides,
     write_properties,
 )
 from tests.jvm_toolchain import java_command
@@ -37,8 +36,8 @@ RUN_TIMEOUT = 600.0
 
 SECURED_CHECKS = [
     "admin_describe_cluster", "admin_topics", "producer_acks_all",
-    "producer_idempotent_in_flight_5", "producer_codec_zstd", "consumer_subscribe_list_consumer",
-    "consumer_read_committed", "transaction_consume_transform_produce_classic",
+    "consumer_subscribe_list_consumer", "consumer_read_committed",
+    "transaction_consume_transform_produce_classic",
 ]
 FULL_CHECKS = [
     "admin_describe_cluster",
@@ -90,21 +89,6 @@ class Runs:
         return self.reports[listener]
 
 
-def _cluster_overrides(root: Path, ca: Authority, truststore: Path) -> dict[str, str]:
-    return {
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(ca.issue("broker").write(root / "broker.pem")),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(truststore),
-        "listener.name.ssl.ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": RULES,
-        "authorizer.class.name": STANDARD_AUTHORIZER,
-        "super.users": "User:admin;User:ANONYMOUS",
-        "group.initial.rebalance.delay.ms": "0",
-    }
-
-
 def _bootstrap(cluster: Cluster, listener: str) -> str:
     return ",".join(f"127.0.0.1:{node['listeners'][listener]}"
                     for node in cluster.layout["nodes"] if node["role"] == "broker")
@@ -121,7 +105,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         "SSL": kafka_ssl_properties(truststore, keystore),
         "SASL_SSL": kafka_sasl_properties(truststore),
     }
-    with running_cluster(root / "cluster", 1, 3, _cluster_overrides(root, ca, truststore),
+    with running_cluster(root / "cluster", 1, 3, {
+        **security_overrides(root, ca, truststore), "group.initial.rebalance.delay.ms": "0"},
                          listeners=list(LISTENERS),
                          add_scram=[f"SCRAM-SHA-512=[name=admin,password={ADMIN_PASSWORD}]"]
                          ) as cluster:

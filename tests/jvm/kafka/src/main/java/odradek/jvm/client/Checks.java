@@ -64,6 +64,23 @@ final class Checks {
     }
   }
 
+  /** A call that must fail. */
+  interface Call {
+    void run() throws Exception;
+  }
+
+  /** Runs {@code call}, which must fail with Kafka's {@code error} (an exception's simple
+   * class name, as the client maps the broker's error code). */
+  static void refused(String error, String what, Call call) throws Exception {
+    try {
+      call.run();
+    } catch (ExecutionException failure) {
+      equal(error, failure.getCause().getClass().getSimpleName(), what);
+      return;
+    }
+    throw new AssertionError(what + " succeeded; expected " + error);
+  }
+
   static void expect(boolean condition, String what) {
     if (!condition) {
       throw new AssertionError(what);
