@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from odradek.config import SECURITY_PROTOCOLS
 from odradek.listeners import PLAINTEXT
 
 HOST = "127.0.0.1"
@@ -145,12 +146,14 @@ def node_ports(node: Node) -> list[tuple[str, int]]:
 
 
 def protocol_map(layout: Layout) -> dict[str, str]:
-    """listener.security.protocol.map when a broker listener is not named after a protocol:
-    every listener PLAINTEXT (the one protocol served so far)."""
+    """listener.security.protocol.map unless every listener is PLAINTEXT (Kafka then requires
+    the controller listener's entry): a listener named after a protocol uses it, as in Kafka's
+    default map; any other name is PLAINTEXT (an override of the map secures it)."""
     names = dict.fromkeys(name for n in layout.nodes for name, _ in node_ports(n))
     if all(name in (PLAINTEXT, CONTROLLER) for name in names):
         return {}
-    return {"listener.security.protocol.map": ",".join(f"{n}:{PLAINTEXT}" for n in names)}
+    return {"listener.security.protocol.map": ",".join(
+        f"{n}:{n if n in SECURITY_PROTOCOLS else PLAINTEXT}" for n in names)}
 
 
 def write_layout(data_dir: Path, layout: Layout) -> None:

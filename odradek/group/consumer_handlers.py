@@ -138,9 +138,11 @@ def _validate(request: HeartbeatRequest, ctx: GroupContext) -> None:
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if request.topic_partitions is None or request.topic_partitions:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-            raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first "
-                           "request.")
+        # As in Kafka 4: an empty list of names or an empty regex joins subscribed to nothing
+        # (Kafka's Java consumer joins so while its pattern matches no topic yet).
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                           "non-null when (re-)joining.")
     elif epoch == STATIC_LEAVE_GROUP_EPOCH:
         if request.instance_id is None:
             raise _invalid("InstanceId can't be null.")

@@ -136,3 +136,15 @@ def test_dev_defaults_to_one_offsets_replica_and_a_broker_to_kafkas_three() -> N
     assert config("dev", "--override", "offsets.topic.replication.factor=2").integer(
         "offsets.topic.replication.factor") == 2
     assert config("broker").integer("offsets.topic.replication.factor") == 3
+
+
+def test_listeners_named_after_a_protocol_use_it_as_in_kafkas_default_map(
+    tmp_path: Path
+) -> None:
+    layout = plan(tmp_path, controllers=1, brokers=1, base_port=9092, cluster_id="c",
+                  listeners=["PLAINTEXT", "SSL", "INTERNAL", "SASL_SSL"])
+    broker = BrokerConfig(load_properties_text(properties(layout, layout.nodes[0], {})))
+    assert broker["listener.security.protocol.map"] == (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT")
+    plaintext = plan(tmp_path, controllers=1, brokers=1, base_port=9092, cluster_id="c")
+    assert "listener.security.protocol.map" not in properties(plaintext, plaintext.nodes[0], {})

@@ -666,10 +666,8 @@ def test_invalid_regex_is_refused() -> None:
      "TopicPartitions must be empty when (re-)joining."),
     ({"owned": (tp(ORDERS, 0),)}, ErrorCode.invalid_request,
      "TopicPartitions must be empty when (re-)joining."),
-    ({"names": ()}, ErrorCode.invalid_request,
-     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
-    ({"names": None, "regex": ""}, ErrorCode.invalid_request,
-     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+    ({"names": None}, ErrorCode.invalid_request,
+     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
     ({"assignor": "sticky"}, ErrorCode.unsupported_assignor,
      "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
 ])
@@ -683,6 +681,18 @@ def test_join_validation(changes: dict[str, object], error: ErrorCode, message: 
     assert (response.error_code, response.error_message) == (error, message)
     assert (response.member_id, response.heartbeat_interval_ms, response.assignment) == \
         (None, 0, None)
+
+
+@pytest.mark.parametrize("subscription", [{"names": ()}, {"names": None, "regex": ""}])
+def test_a_member_may_join_subscribed_to_nothing(subscription: dict[str, object]) -> None:
+    """Kafka 4 accepts an empty list or regex; its Java consumer joins so while its pattern
+    matches no topic yet."""
+    h = Harness()
+    response = h.send("a", 0, owned=(), rebalance_timeout_ms=REBALANCE_MS,
+                      **subscription)  # type: ignore[arg-type]
+    assert response.error_code == ErrorCode.none
+    assert response.member_epoch == 1
+    assert response.assignment == ()
 
 
 def test_epoch_validation() -> None:

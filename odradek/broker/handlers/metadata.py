@@ -40,12 +40,10 @@ def handle_metadata(context: RequestContext, request: Any) -> Result | Awaitable
     allow_auto = getattr(request, "allow_auto_topic_creation", True) and bool(
         broker.config["auto.create.topics.enable"]
     )
-    describable = context.allowed_names(Op.DESCRIBE, TOPIC,
-                                        (t.name for t in topics if t.name is not None))
-    missing = [
-        t.name for t in topics
-        if t.name in describable and t.name not in broker.metadata.topics
-    ]
+    named = [t.name for t in topics if t.name is not None and not _by_id(t)]
+    describable = context.allowed_names(Op.DESCRIBE, TOPIC, named)
+    missing = [name for name in named
+               if name in describable and name not in broker.metadata.topics]
     if allow_auto and missing:
         creatable = (set(missing) if context.allowed(Op.CREATE, CLUSTER)
                      else context.allowed_names(Op.CREATE, TOPIC, missing))
@@ -75,17 +73,24 @@ async def _auto_create_then_describe(context: RequestContext, request: Any,
         except MetadataError as error:
             if error.error_code != ErrorCode.topic_already_exists:
                 log.warning("auto-creation of %s failed: %s", name, error.message)
-    refused = {t.name for t in request.topics if t.name is not None
+    refused = {t.name for t in request.topics if t.name is not None and not _by_id(t)
                and t.name not in broker.metadata.topics and t.name not in names}
     return _response(context, request, [_lookup(context, request, t, describable - refused)
                                         for t in request.topics])
+
+
+def _by_id(topic: Any) -> bool:
+    """A topic asked for by its id (v10+): as in Kafka, a non-zero id wins over the name, which
+    Kafka's Java consumer leaves empty ("") when it asks by id (a broker-side regex)."""
+    topic_id = getattr(topic, "topic_id", None)
+    return topic_id is not None and topic_id != ZERO_UUID
 
 
 def _lookup(context: RequestContext, request: Any, topic: Any,
             describable: set[str]) -> dict[str, Any]:
     broker, version = context.broker, context.version
     name = topic.name
-    if name is None:
+    if name is None or _by_id(topic):
         topic_id = getattr(topic, "topic_id", None)
         name = broker.metadata.topic_names_by_id.get(str(topic_id))
         if name is None:
