@@ -22,8 +22,8 @@ HEAP = "-Xmx256m"
 
 
 class StreamsInstance:
-    """One instance of the application: `start`, `kill` (SIGKILL), `close` (closes stdin: a
-    clean `KafkaStreams.close`)."""
+    """One instance of the application: `start`, `kill` (SIGKILL), `begin_close` (closes
+    stdin: a clean `KafkaStreams.close`) and `exited`."""
 
     def __init__(self, bootstrap: str, application_id: str, state_dir: Path,
                  log_path: Path) -> None:
@@ -65,10 +65,14 @@ class StreamsInstance:
         self.process.wait(30)
         self._join()
 
-    def close(self, timeout: float = 120.0) -> int:
-        """Closes the application cleanly; its exit status."""
+    def begin_close(self) -> None:
+        """Asks the application to close cleanly (`exited` waits for it)."""
         assert self.process is not None and self.process.stdin is not None
         self.process.stdin.close()
+
+    def exited(self, timeout: float = 120.0) -> int:
+        """The exit status, once the process ended and its reports are all read."""
+        assert self.process is not None
         status = self.process.wait(timeout)
         self._join()
         return status

@@ -127,7 +127,8 @@ public final class ClickStreams {
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
     // Purges the repartition topics (DeleteRecords) within the test's run, not every 30 s.
     props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1000);
-    props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10000);
+    // A killed instance leaves the group after 6 s (Kafka's group.min.session.timeout.ms).
+    props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
     return props;
   }
