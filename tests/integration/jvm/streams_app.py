@@ -22,8 +22,9 @@ HEAP = "-Xmx256m"
 
 
 class StreamsInstance:
-    """One instance of the application: `start`, `kill` (SIGKILL), `begin_close` (closes
-    stdin: a clean `KafkaStreams.close`) and `exited`."""
+    """One instance of the application: `start`, `freeze` and `thaw` (SIGSTOP, SIGCONT),
+    `kill` (SIGKILL), `begin_close` (closes stdin: a clean `KafkaStreams.close`) and
+    `exited`."""
 
     def __init__(self, bootstrap: str, application_id: str, state_dir: Path,
                  log_path: Path) -> None:
@@ -58,6 +59,20 @@ class StreamsInstance:
     def running(self) -> bool:
         states = self.states()
         return bool(states) and states[-1] == "RUNNING"
+
+    def freeze(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def transactional_id(self) -> str:
+        """Its (one) stream thread's producer's transactional.id under exactly_once_v2:
+        `<application.id>-<processId>-1`, the process id Streams keeps in its state dir."""
+        metadata = self.state_dir / self.application_id / "kafka-streams-process-metadata"
+        return f"{self.application_id}-{json.loads(metadata.read_text())['processId']}-1"
 
     def kill(self) -> None:
         assert self.process is not None

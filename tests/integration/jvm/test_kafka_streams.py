@@ -11,6 +11,8 @@ One run of the scenario is shared by the module; each test checks one of its out
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ import pytest
 from confluent_kafka import KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewTopic
 
+from tests.integration.broker_process import ODRADEK
 from tests.integration.cluster import TIMEOUT, Cluster, admin, partitions, running_cluster
 from tests.integration.jvm import click_dataset
 from tests.integration.jvm.click_dataset import Click
@@ -32,6 +35,7 @@ APP = "clicks-app"
 PARTITIONS = 3
 CLICKS = 3000
 CHUNKS = 5
+SLICE = 50  # clicks fed at a time until an instance is caught inside a transaction
 INPUTS = ["clicks", "users"]
 OUTPUTS = ["clicks-by-user", "window-sums", "user-regions", "region-totals"]
 REPARTITIONS = [f"{APP}-by-user-repartition", f"{APP}-by-region-repartition"]
@@ -60,6 +64,7 @@ class Run:
     topics: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
     log_start: dict[str, list[int]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    killed_transaction: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
     def reached(self, step: str) -> None:
@@ -131,6 +136,39 @@ def log_start_offsets(bootstrap: str, topic: str) -> list[int]:
         consumer.close()
 
 
+def describe_transaction(bootstrap: str, transactional_id: str) -> dict[str, Any]:
+    """The transaction's state at its coordinator (`odradek transactions describe`)."""
+    result = subprocess.run(
+        [*ODRADEK, "transactions", "--bootstrap-server", bootstrap, "--json", "describe",
+         "--transactional-id", transactional_id],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    assert isinstance(row, dict)
+    return row
+
+
+def freeze_inside_a_transaction(bootstrap: str, instance: StreamsInstance,
+                                producer: InputProducer, chunk: list[Click]
+                                ) -> tuple[dict[str, Any], int]:
+    """Feeds `chunk` in slices and freezes `instance` after each (from the second on: after
+    an idle spell Streams commits its first batch at once) until its coordinator shows it
+    inside a transaction; the transaction and how many clicks of `chunk` were fed."""
+    transactional_id = instance.transactional_id()
+    seen = []
+    for start in range(0, len(chunk), SLICE):
+        producer.clicks(chunk[start:start + SLICE])
+        if start == 0:
+            continue
+        instance.freeze()
+        transaction = describe_transaction(bootstrap, transactional_id)
+        if transaction["TransactionState"] == "Ongoing" and transaction["TopicPartitions"]:
+            return transaction, start + SLICE
+        seen.append(transaction)
+        instance.thaw()
+    raise AssertionError(f"{transactional_id} never caught inside a transaction: {seen}")
+
+
 def distinct_clicks(reader: OutputReader) -> int:
     return len({click_id for _, click_id in reader.records["clicks-by-user"]})
 
@@ -194,11 +232,14 @@ def play(cluster: Cluster, root: Path) -> Run:
         wait_for_clicks(reader, 3 * chunk, list(instances.values()))
         run.reached("through the broker kill")
 
-        # An instance dies mid-processing and restarts: its state directory lost its
-        # checkpoints, so under EOS it wipes its stores and restores them from the
-        # changelogs; meanwhile the other takes its tasks over, restoring them too.
-        producer.clicks(chunks[3])
+        # An instance dies inside a transaction and restarts: its transaction is aborted;
+        # its state directory lost its checkpoints, so under EOS it wipes its stores and
+        # restores them from the changelogs; meanwhile the other takes its tasks over,
+        # restoring them too.
+        run.killed_transaction, fed = freeze_inside_a_transaction(
+            bootstrap, instances["b"], producer, chunks[3])
         instances["b"].kill()
+        producer.clicks(chunks[3][fed:])
         run.reports["b-killed"] = instances["b"].reports
         producer.users(click_dataset.MOVES)
         cluster.start(f"broker-{run.killed_broker}")
@@ -242,6 +283,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
 def test_every_click_comes_out_exactly_once(run: Run) -> None:
     seen = Counter(run.outputs["clicks-by-user"])
     assert seen == run.expected.clicks_by_user
+
+
+def test_the_killed_instance_was_inside_a_transaction(run: Run) -> None:
+    """Instance b was killed while its coordinator showed it inside a transaction: the
+    restarted instance's InitProducerId (same transactional.id) or the transaction timeout
+    aborts it, and the exact outputs show nobody read what it had written."""
+    assert run.killed_transaction["TransactionState"] == "Ongoing"
+    assert run.killed_transaction["TopicPartitions"], run.killed_transaction
 
 
 def test_windowed_sums_are_exact(run: Run) -> None:
