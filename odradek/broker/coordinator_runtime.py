@@ -133,11 +133,18 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         return self.num_partitions > 0
 
     def led_partitions(self) -> set[int]:
+        """The partitions the image makes this broker the leader of and that its replica
+        manager already leads in that epoch. Between the two (the image applied, the logs
+        not yet created or led, as when the first FindCoordinator creates the topic) a
+        shard would be loaded with no log to append to and no leader epoch to stamp as its
+        coordinator epoch; like Kafka, which loads a shard when its replica becomes leader,
+        the shard waits for the replica (`refresh_topics`, once the logs are placed)."""
         state = self.broker.metadata.topics.get(self.topic)
         if state is None:
             return set()
         return {p for p, record in state.partitions.items()
-                if record.leader == self.broker.node_id}
+                if record.leader == self.broker.node_id
+                and self.replicas.leader_epoch((self.topic, p)) == record.leader_epoch}
 
     def coordinator_partition(self, key: str) -> int:
         if not self.num_partitions:
@@ -155,12 +162,10 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     # Loading.
 
-    def load(self) -> None:
-        """Replay every partition of the topic this broker leads into a fresh shard, as at
-        startup. Blocking: run it in a thread before serving."""
-        led = self.led_partitions()
-        self.shards = {p: self._load_shard(p) for p in sorted(led)}
-        self.num_partitions = len(self.broker.metadata.topics[self.topic].partitions)
+    def load_led(self) -> dict[int, ShardT]:
+        """A fresh shard replayed from each partition of the topic this broker leads, as at
+        startup. Blocking, and changes nothing: run it in a thread."""
+        return {p: self._load_shard(p) for p in sorted(self.led_partitions())}
 
     def _load_shard(self, partition: int) -> ShardT:
         shard = self.new_shard(partition)
@@ -219,9 +224,14 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
                     await self._create_topic()
                 except CoordinatorUnavailable:
                     return  # requests answer COORDINATOR_NOT_AVAILABLE; the next one retries
-            await asyncio.get_running_loop().run_in_executor(None, self.load)
+            shards = await asyncio.get_running_loop().run_in_executor(None, self.load_led)
+            self.shards = shards
+            self.num_partitions = len(self.broker.metadata.topics[self.topic].partitions)
             for partition in list(self.shards):
                 self._after_load(partition)
+            # Partitions led (or lost) while the thread read the logs: from now on each
+            # applied metadata batch follows leadership (refresh_topics).
+            self._follow_leadership()
 
     async def _create_topic(self) -> None:
         """Create the topic; one that another broker created meanwhile will do (the writer
@@ -263,7 +273,12 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         waiting = asyncio.get_running_loop().create_future()
         self._waiting[token] = (partition, waiting)
         try:
-            self._write_output(partition, handler(shard, token, now_ms()))
+            try:
+                self._write_output(partition, handler(shard, token, now_ms()))
+            except CoordinatorUnavailable:
+                if waiting.done():
+                    waiting.exception()  # failed with the append: raised here, not awaited
+                raise
             return await waiting
         finally:
             self._waiting.pop(token, None)
