@@ -1,7 +1,7 @@
 """librdkafka's own regression tests against a 3-broker Odradek cluster with librdkafka's
 harness's broker config (tests/librdkafka): the bounded subset of tests/librdkafka/selection.py,
 each of which must pass. The whole suite, in both configurations, is
-`scripts/librdkafka_suite.sh run` (docs/drafts/librdkafka.md has its counts)."""
+`scripts/librdkafka_suite.sh run` (docs/testing.md has its counts)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,15 @@ Three phases share the clusters, the topics and the groups:
    mirrors a new topic B; MM2's own client (RemoteClusterUtils, MirrorClient, and the
    Checkpoint/Heartbeat/OffsetSync decoders) reads what it wrote;
 3. `odradek mirror` stopped, MM2 again continues A and B from our progress.
-Each phase ends with a snapshot that the tests assert one by one."""
+Each phase ends with a snapshot that the tests assert one by one.
+
+Duplicates allowed in phase 2 (MM2's at-least-once): the remote partition is
+`source[:k] + source[N+1:]`, k the records MM2 had copied and N the last offset it committed
+to `mm2-offsets.east.internal`; after MM2's graceful stop N + 1 = k, so none.
+`plugin.discovery=service_load` saves a 15-25 s classpath scan per herder and start. Not
+differences: MM2 logs "invalid full fetch response with extraIds" at close (a client race
+with the session-close request; Odradek keeps no fetch sessions), and a checkpoint-task
+restart race in MM2 itself."""
 
 from __future__ import annotations
 

@@ -1,7 +1,14 @@
 """Spark's own Kafka connector (spark-sql-kafka-0-10, `format("kafka")`) against Odradek, from
 PySpark with the connector's jars on the classpath: batch and streaming reads and writes, offset
 and timestamp limits, headers and read_committed, each checked against what confluent-kafka
-reads or wrote; and our `odradek-kafka` source returns the very rows `kafka` returns."""
+reads or wrote; and our `odradek-kafka` source returns the very rows `kafka` returns.
+
+`spark.jars` (`jvm_toolchain.spark_kafka_conf()`: the connector's classpath minus the
+artifacts PySpark ships in pyspark/jars) only works for the session that starts the JVM, so
+tests/integration/spark/conftest.py gives its session the same conf: whichever layer runs
+first in a pytest process, the JVM has the connector. Most of the wall time is the
+SparkSession's start and the first read through each source (class loading, Python workers),
+not the broker."""
 
 from __future__ import annotations
 

@@ -1,6 +1,13 @@
 """Differential conformance: each scenario's requests go to Apache Kafka and to Odradek, once
 per API version, and the responses must agree field by field, but for the differences in
-`allowed` (each with its reason)."""
+`allowed` (each with its reason).
+
+One pair of brokers (`pair.py`, configured alike: a PLAINTEXT listener for the super user, a
+SASL_PLAINTEXT one for the PLAIN user `alice` that the authorization scenarios use) serves the
+module; the terminal summary (`tally.py`) prints the counts docs/testing.md reports. Not
+compared: Produce v0-v2 (kio has no schema; both brokers refuse them), acks=0 produces (no
+response), and SaslHandshake/SaslAuthenticate (every SASL login exercises them; their success
+is asserted)."""
 
 from __future__ import annotations
 
