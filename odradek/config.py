@@ -713,11 +713,13 @@ class BrokerConfig:
             (ConfigSource.STATIC_BROKER_CONFIG, self.static_raw),
         )
 
-    def synonyms(self, name: str) -> list[tuple[str, ConfigSource, str]]:
+    def synonyms(self, name: str, from_own_name: bool = True
+                 ) -> list[tuple[str, ConfigSource, str]]:
         """DescribeConfigs' synonyms of a broker config, as Kafka's ConfigHelper lists them:
         for each layer (per-broker, cluster default, static as given, default), each of the
         config's names (log.retention.ms, .minutes, .hours) that the layer sets, dropping
-        those before the first under the config's own name. A default of None is no layer."""
+        those before the first under the config's own name unless not `from_own_name` (as
+        Kafka's controller resolves a new topic's configs). A default of None is no layer."""
         names = broker_synonyms(name)
         defaults = {n: d for n in names if (d := described_default(n)) is not None}
         layers = (
@@ -727,6 +729,8 @@ class BrokerConfig:
             (ConfigSource.DEFAULT_CONFIG, defaults),
         )
         found = [(n, source, raw[n]) for source, raw in layers for n in names if n in raw]
+        if not from_own_name:
+            return found
         first = next((i for i, (n, _, _) in enumerate(found) if n == name), len(found))
         return found[first:]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -106,12 +106,8 @@ def _describe(
     if resource.resource_type == TOPIC:
         name = validate_topic_name(resource.resource_name, internal=True)
         overrides = broker.metadata.topic(name).configs
-        values = broker.topic_config(name)
-        return [
-            _topic_entry(broker.config, ALL_TOPIC_CONFIGS[n], values[n], n in overrides,
-                         include_synonyms, include_docs)
-            for n in selected(LISTED_TOPIC_CONFIGS | set(overrides))
-        ]
+        return topic_entries(broker.config, broker.topic_config(name), overrides,
+                             include_synonyms, include_docs, selected)
     if resource.resource_type == BROKER:
         config = broker.config
         if not resource.resource_name:
@@ -174,6 +170,38 @@ def _entry(
 def _sensitive(config_type: ConfigType) -> bool:
     """Kafka's maybeSensitive: passwords, and configs of unknown type."""
     return config_type in (ConfigType.PASSWORD, ConfigType.UNKNOWN)
+
+
+def topic_entries(
+    config: BrokerConfig, values: Mapping[str, Value], overrides: Collection[str],
+    include_synonyms: bool = False, include_docs: bool = False,
+    selected: Callable[[Iterable[str]], list[str]] = sorted,
+) -> list[dict[str, Any]]:
+    """A topic's configs as Kafka's ConfigHelper describes them, for DescribeConfigs and
+    CreateTopics v5+ alike: every listed (non-internal) config and every override, each with
+    the source of its first synonym."""
+    return [_topic_entry(config, ALL_TOPIC_CONFIGS[n], values[n], n in overrides,
+                         include_synonyms, include_docs)
+            for n in selected(LISTED_TOPIC_CONFIGS | set(overrides))]
+
+
+CREATED_CONFIG_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive")
+
+
+def created_topic_configs(config: BrokerConfig, values: Mapping[str, Value],
+                          overrides: Collection[str]) -> list[dict[str, Any]]:
+    """CreateTopics v5+'s configs of a new topic, as Kafka's controller resolves them
+    (KafkaConfigSchema.resolveEffectiveTopicConfigs): DescribeConfigs' entries, but the source
+    of a config not set on the topic is the first layer that sets its broker synonym under
+    any name (STATIC_BROKER_CONFIG for retention.ms from a static log.retention.hours)."""
+    created = []
+    for entry in topic_entries(config, values, overrides):
+        synonym = ALL_TOPIC_CONFIGS[entry["name"]].synonym
+        if entry["name"] not in overrides and synonym:
+            layers = config.synonyms(synonym, from_own_name=False)
+            entry["config_source"] = layers[0][1] if layers else ConfigSource.DEFAULT_CONFIG
+        created.append({field: entry[field] for field in CREATED_CONFIG_FIELDS})
+    return created
 
 
 def _topic_entry(

@@ -11,9 +11,9 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.handlers.configs import created_topic_configs
 from odradek.broker.throttling import MutationCharge
 from odradek.broker.topic_creation import DEFAULT, create_topic, or_default
-from odradek.config import ConfigSource, format_value
 from odradek.metadata.image import MetadataError
 
 STRICT_CREATE_TOPICS, STRICT_DELETE_TOPICS, STRICT_CREATE_PARTITIONS = 6, 5, 3
@@ -86,18 +86,7 @@ def _created(
         "topic_id": uuid.UUID(topic_id),
         "num_partitions": partitions,
         "replication_factor": replication,
-        "configs": [
-            {
-                "name": name,
-                "value": format_value(value),
-                "read_only": False,
-                "config_source": ConfigSource.TOPIC_CONFIG
-                if name in configs
-                else ConfigSource.DEFAULT_CONFIG,
-                "is_sensitive": False,
-            }
-            for name, value in sorted(effective.items())
-        ],
+        "configs": created_topic_configs(broker.config, effective, configs),
     }
 
 

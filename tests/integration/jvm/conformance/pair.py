@@ -25,6 +25,10 @@ COMMON = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
+    # set statically in Kafka's own server.properties (scripts/apache_kafka.sh), so that
+    # topic configs take them from a STATIC_BROKER_CONFIG synonym on both
+    "log.retention.hours": "168",
+    "log.segment.bytes": "1073741824",
 }
 
 
