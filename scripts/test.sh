@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
 # Installs everything the tests need, then runs lint, type checks and the whole test suite.
+# With arguments, pytest runs with them alone (e.g. `bash scripts/test.sh tests/unit`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh --dev
 bash scripts/docker_engine.sh
 .venv/bin/ruff check odradek tests bench
 .venv/bin/mypy
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+pytest=(.venv/bin/pytest -q -p no:cacheprovider --durations=25)
+if (( $# )); then exec "${pytest[@]}" "$@"; fi
+# The JVM layer (Kafka's own software) runs beside the rest: its cost is the JVMs' CPU, the
+# rest's mostly waiting on clients, clusters and timeouts. Its report follows the rest's.
+work=$(mktemp -d)
+"${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
+jvm=$!
+status=0
+"${pytest[@]}" -m "not jvm" --basetemp="$work/rest" || status=$?
+wait "$jvm" || status=$?
+echo "=== the jvm layer (pytest -m jvm) ==="
+cat "$work/jvm.log"
+rm -rf "$work"
+exit "$status"
