@@ -76,8 +76,9 @@ class MirrorProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def stop(self, timeout: float = 60.0) -> int:
-        """SIGTERM; the exit code."""
+    def stop(self, timeout: float = 120.0) -> int:
+        """SIGTERM; the exit code. A stop waits for a client call in flight, which may take
+        up to `admin.timeout.ms` (60 s) when a cluster is slow to answer."""
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout)

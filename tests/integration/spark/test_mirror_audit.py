@@ -62,14 +62,6 @@ class Orders:
                     i % PARTITIONS) for i in range(count)]
 
 
-class TransactionalOrders(Orders):
-    """Orders written in transactions: in each bucket one committed and one aborted."""
-
-    def fill(self) -> None:
-        produce_transactions(self.east, self.topic,
-                             [self.records(b, tag) for b in range(6) for tag in ("paid", "void")],
-                             [tag == "void" for _ in range(6) for tag in ("paid", "void")])
-
     def target_records(self, partition: int) -> list[Rec]:
         return read_confluent(self.west, self.target, partitions=(partition,))
 
@@ -87,6 +79,15 @@ class TransactionalOrders(Orders):
                 "--topics", f"{self.topic}", "--from", str(self.start),
                 "--to", str(self.start + 6 * BUCKET_MS), "--bucket", "10m", "--grace", "5m",
                 "--output", str(output)]
+
+
+class TransactionalOrders(Orders):
+    """Orders written in transactions: in each bucket one committed and one aborted."""
+
+    def fill(self) -> None:
+        produce_transactions(self.east, self.topic,
+                             [self.records(b, tag) for b in range(6) for tag in ("paid", "void")],
+                             [tag == "void" for _ in range(6) for tag in ("paid", "void")])
 
 
 def _parser() -> Any:
