@@ -329,7 +329,12 @@ def _read_partition(
     try:
         result = log_.read(item.fetch_offset, limit, max_offset=visible_end, min_one_batch=first)
     except OffsetOutOfRangeError:
-        # as every error of Kafka's replica manager: no offsets
+        if replica_id >= 0:
+            # Odradek's followers learn the leader's log start offset from this answer
+            # (Kafka's ask with ListOffsets)
+            partition.error_code = ErrorCode.offset_out_of_range
+            return partition
+        # to clients, as every error of Kafka's replica manager: no offsets
         return FetchedPartition(item.partition, ErrorCode.offset_out_of_range)
     partition.records = result.records
     if item.read_committed and replica_id < 0:
