@@ -2,7 +2,15 @@
 coordinator in `__consumer_offsets`, the transaction coordinator in `__transaction_state`):
 one shard per partition this broker leads, loaded by replaying that partition, fed requests
 and timer ticks on the event loop (so one shard serves one thing at a time), its records
-appended, and committed, before its responses go out."""
+appended, and committed, before its responses go out.
+
+A shard applies its records when it emits them, and a load replays the log to its end, so a
+shard's state can be ahead of what the partition's ISR holds. No response may go out on such
+state: as in Kafka's CoordinatorRuntime (a read waits for `lastWrittenOffset` to be
+committed), every output, with records or without, is released only once the high watermark
+reaches the shard's last written offset. Otherwise a retried AddPartitionsToTxn could be
+answered from a record only the leader holds, and a new coordinator would find the
+transaction Empty."""
 
 from __future__ import annotations
 
@@ -83,6 +91,9 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         """The shards of the partitions this broker leads."""
         self.num_partitions = 0
         """The topic's partition count once loaded; keys route by it."""
+        self._written: dict[int, int] = {}
+        """Each shard's last written offset: its log's end after the shard's last append or
+        its load. Its state is committed once the high watermark reaches it."""
         self._waiting: dict[Token, tuple[int, asyncio.Future[Any]]] = {}
         """Requests parked in a shard: partition, future."""
         self._tokens = itertools.count()
@@ -122,6 +133,11 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     def released(self, partition: int, out: OutputT) -> None:
         """The output's records are committed and its responses released."""
+
+    def acts_on_release(self, out: OutputT) -> bool:
+        """Whether `released` starts something that must wait for the shard's state to be
+        committed (beyond the output's responses)."""
+        return False
 
     def topics_changed(self, partition: int, shard: ShardT) -> OutputT | None:
         """Topics were created, deleted or grown: a shard may have work to do."""
@@ -249,6 +265,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             raise CoordinatorUnavailable()
 
     def _after_load(self, partition: int) -> None:
+        log_ = self.broker.partition(self.topic, partition)
+        self._written[partition] = 0 if log_ is None else log_.log_end_offset
         out = self.loaded(partition, self.shards[partition])
         if out is not None:
             self._write_output(partition, out)
@@ -291,15 +309,19 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     def _write_output(self, partition: int, out: OutputT) -> asyncio.Future[None] | None:
         """Append the output's records, then release its responses once they are durable
-        (committed, and fsynced when the flush policy asks); returns what the release waits
-        for, None when it happened at once."""
-        durable = None
+        (committed, and fsynced when the flush policy asks); an output without records is
+        released once the shard's earlier records are committed. Returns what the release
+        waits for, None when it happened at once."""
         if out.records:
             try:
                 durable = self._append(partition, out)
             except Exception as error:
                 self._reload(partition)
                 raise CoordinatorUnavailable() from error
+        elif out.responses or self.acts_on_release(out):
+            durable = self._last_write_committed(partition)
+        else:
+            durable = None
         if durable is None:
             self._release(partition, out)
         else:
@@ -349,10 +371,22 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             [self.encode(r) for r in out.records], timestamp_ms=now, producer_id=producer_id,
             producer_epoch=producer_epoch, is_transactional=producer_id >= 0))
         batches = validate_batches(batch, len(batch), from_client=False)
-        _, ack = self.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
-                                                       now, wait_for_isr=True)
+        result, ack = self.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
+                                                     now, wait_for_isr=True)
+        self._written[partition] = result.last_offset + 1
         if ack.settled() and ack.outcome() == ErrorCode.none:
             return None
+        return asyncio.ensure_future(self._until_durable(ack))
+
+    def _last_write_committed(self, partition: int) -> asyncio.Future[None] | None:
+        """None when the high watermark has reached the shard's last written offset, else a
+        future that completes when it does, or fails as an append's commit does."""
+        key = (self.topic, partition)
+        written = self._written.get(partition, 0)
+        high_watermark = self.replicas.high_watermark(key)
+        if high_watermark is not None and high_watermark >= written:
+            return None
+        ack = Acknowledgement(None, self.replicas.committed(key, written))
         return asyncio.ensure_future(self._until_durable(ack))
 
     async def _until_durable(self, ack: Acknowledgement) -> None:
@@ -407,6 +441,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         led = self.led_partitions()
         for partition in sorted(set(self.shards) - led):
             del self.shards[partition]
+            self._written.pop(partition, None)
             handle = self._timers.pop(partition, None)
             if handle is not None:
                 handle.cancel()

@@ -71,6 +71,9 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
             self._job_partition[job] = partition
             self.markers.send(job)
 
+    def acts_on_release(self, out: Output) -> bool:
+        return bool(out.markers)
+
     def _markers_written(self, job: MarkerJob) -> None:
         partition = self._job_partition.pop(job, None)
         shard = None if partition is None else self.shards.get(partition)

@@ -5,8 +5,9 @@ Handlers take the request and `now_ms` and return an `Output`: records to append
 responses those records release once committed, and the marker jobs to start then. Durable
 state changes only in `replay`, which handlers call on the records they emit, so serving and
 loading take one path. A handler's transition is visible at once (a request racing an
-EndTxn sees PrepareCommit and gets CONCURRENT_TRANSACTIONS); if an append fails the shell
-rebuilds the shard from the log, so Kafka's pending states are not needed.
+EndTxn sees PrepareCommit and gets CONCURRENT_TRANSACTIONS); the shell releases no
+response, with records or without, before the shard's records are committed, and rebuilds
+the shard from the log if an append fails, so Kafka's pending states are not needed.
 
 The coordinator runs as Kafka 4 does at `transaction.version` 2: the value records are
 version 1, and aborts the coordinator starts itself (fencing a producer in InitProducerId, a

@@ -10,65 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
 
-from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import NotCoordinator
 from odradek.broker.metadata_applier import MetadataApplier
-from odradek.broker.replica_manager import ReplicaManager
-from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.config import BrokerConfig
-from odradek.metadata.image import TRANSACTION_STATE_TOPIC
-from odradek.metadata.records import (
-    MetadataRecord,
-    PartitionRecord,
-    RegisterBrokerRecord,
-    TopicRecord,
-    UnfenceBrokerRecord,
-)
-from odradek.replication.leader import IsrChange
-from tests.unit.controller_harness import plaintext_at
+from tests.unit.coordinator_shell import apply_transaction_state_topic, transaction_coordinator
 
 NODE = 1
-TOPIC_ID = "0b6f5c1e-3c2a-4d7e-9f10-1a2b3c4d5e6f"
 LEADER_EPOCH = 4
 
 
-async def no_isr_changes(topic_id: str, partition: int, change: IsrChange
-                         ) -> tuple[ErrorCode, int]:
-    raise AssertionError("a partition with an ISR of one asks for no ISR change")
-
-
-def no_group_transactions(partition: int, producer_id: int, commit: bool) -> None:
-    raise AssertionError("no markers are written here")
-
-
-def transaction_coordinator(log_dir: Path) -> tuple[TransactionCoordinatorRuntime,
-                                                   MetadataApplier]:
-    """A broker's transaction coordinator, and the applier of its metadata batches."""
-    config = BrokerConfig({"node.id": str(NODE), "log.dirs": str(log_dir),
-                           "transaction.state.log.num.partitions": "1"})
-    broker = Broker(config, "PLAINTEXT", generate_cluster_id=True)
-    replicas = ReplicaManager(broker, alter_partition=no_isr_changes)
-    writer: Any = None  # the topic is in the image: ensure_loaded creates nothing
-    txns = TransactionCoordinatorRuntime(
-        broker, replicas, writer, MarkerWriter(broker, replicas, no_group_transactions))
-    return txns, MetadataApplier(broker, replicas.on_metadata, [txns.refresh_topics])
-
-
-async def apply_transaction_state_topic(applier: MetadataApplier) -> None:
-    """`__transaction_state`, one partition led by this broker."""
-    records: list[MetadataRecord] = [
-        RegisterBrokerRecord(NODE, "incarnation", 1, plaintext_at("127.0.0.1", 9092), None),
-        UnfenceBrokerRecord(NODE, 1),
-        TopicRecord(TRANSACTION_STATE_TOPIC, TOPIC_ID),
-        PartitionRecord(TOPIC_ID, 0, (NODE,), (NODE,), NODE, leader_epoch=LEADER_EPOCH),
-    ]
-    await applier.apply(records, offset=len(records), snapshot=False)
+async def lead_transaction_state(applier: MetadataApplier) -> None:
+    """`__transaction_state`, one partition led by this broker alone."""
+    await apply_transaction_state_topic(applier, NODE, LEADER_EPOCH, (NODE,), (NODE,))
 
 
 def coordinator_epochs(txns: TransactionCoordinatorRuntime) -> dict[int, int]:
@@ -77,10 +33,10 @@ def coordinator_epochs(txns: TransactionCoordinatorRuntime) -> dict[int, int]:
 
 def test_a_shard_waits_for_its_replica_to_lead(tmp_path: Path) -> None:
     async def scenario() -> None:
-        txns, applier = transaction_coordinator(tmp_path)
+        txns, applier = transaction_coordinator(tmp_path, NODE)
         # Not caught up with the metadata log yet: the image says this broker leads
         # partition 0, its replica manager does not lead it yet.
-        await apply_transaction_state_topic(applier)
+        await lead_transaction_state(applier)
         await txns.ensure_loaded()
         assert txns.num_partitions == 1
         assert coordinator_epochs(txns) == {}
@@ -96,9 +52,9 @@ def test_a_shard_waits_for_its_replica_to_lead(tmp_path: Path) -> None:
 
 def test_a_shard_whose_replica_leads_is_served_at_once(tmp_path: Path) -> None:
     async def scenario() -> None:
-        txns, applier = transaction_coordinator(tmp_path)
+        txns, applier = transaction_coordinator(tmp_path, NODE)
         txns.broker.caught_up = True
-        await apply_transaction_state_topic(applier)
+        await lead_transaction_state(applier)
         await txns.ensure_loaded()
         assert coordinator_epochs(txns) == {0: LEADER_EPOCH}
         assert txns.shard_for("streams-app-1")[0] == 0
