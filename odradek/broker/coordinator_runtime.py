@@ -316,6 +316,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
             try:
                 durable = self._append(partition, out)
             except Exception as error:
+                log.exception("appending to %s-%d failed: reloading its %s state", self.topic,
+                              partition, self.name)
                 self._reload(partition)
                 raise CoordinatorUnavailable() from error
         elif out.responses or self.acts_on_release(out):
@@ -330,10 +332,15 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         return durable
 
     def _settle(self, partition: int, out: OutputT, appended: asyncio.Future[None]) -> None:
-        """Release the output's responses once its records are committed; if they never are,
-        the shard (if still led here) is rebuilt from the log and its parked requests fail."""
-        if appended.cancelled() or appended.exception() is not None:
+        """Release the output's responses once its records (and the shard's before them) are
+        committed; if they are not in time, the shard (if still led here) is rebuilt from the
+        log, whose records beyond the high watermark it answers from only once committed,
+        and its parked requests fail."""
+        failure = "cancelled" if appended.cancelled() else appended.exception()
+        if failure is not None:
             if partition in self.shards:
+                log.warning("%s-%d: records not committed (%r): reloading its %s state",
+                            self.topic, partition, failure, self.name)
                 self._reload(partition)
             return
         self._release(partition, out)
@@ -346,10 +353,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         self.released(partition, out)
 
     def _reload(self, partition: int) -> None:
-        """After a failed append the shard's state is ahead of its log: rebuild it from the
-        log, and answer the requests parked on it with COORDINATOR_NOT_AVAILABLE."""
-        log.exception("appending to %s-%d failed: reloading its %s state",
-                      self.topic, partition, self.name)
+        """After a failed append the shard's state may be ahead of its log: rebuild it from
+        the log, and answer the requests parked on it with COORDINATOR_NOT_AVAILABLE."""
         self.shards[partition] = self._load_shard(partition)
         for parked_partition, waiting in self._waiting.values():
             if parked_partition == partition and not waiting.done():
