@@ -1,0 +1,178 @@
+"""read_committed beside Apache Kafka, for issue 28's anomaly B: a kafka-python group
+committed offset 101 after receiving records at 102 and later, on a partition with an aborted
+transaction.
+
+The same three transactions (committed, aborted, committed; each record written before its
+transaction ends) go to Odradek and to Apache Kafka 4.3.1, so both logs hold the same
+offsets. Their read_committed Fetch answers agree at every offset and size that cuts through
+the layout: the batches (offsets, counts, control and transactional flags, marker types), the
+high watermark, the last stable offset and the aborted-transaction list. kafka-python 3.0.12
+then reads both in groups with the anomaly's polling (`max_records` the records still
+wanted) and commits: the same records and the same committed offsets on both, never at or
+below a record it handed out."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from kafka import KafkaConsumer, TopicPartition
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+from odradek.protocol.control import read_marker
+from odradek.protocol.records import iter_batches
+from tests.integration.apache_kafka import ApacheKafka
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import TIMEOUT, create_topic
+from tests.integration.raw_client import RawClient
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "orders"
+PER_TRANSACTION = 50
+TRANSACTIONS = ((False, "v"), (True, "aborted"), (False, "v"))
+"""(aborted, value prefix) of each transaction, in order."""
+LOG_END = 3 * (PER_TRANSACTION + 1)
+"""0-49 committed, 50 its marker, 51-100 aborted, 101 its marker, 102-151, 152 its marker."""
+READ_COMMITTED = 1
+FETCH_VERSION = 11
+FETCH_OFFSETS = (0, 49, 50, 51, 75, 100, 101, 102, 151, 152, 153)
+WANTED = (1, 49, 50, 51, 60, 100)
+"""Records each group reads before it commits: cuts before, at and after each marker."""
+KAFKA_START_TIMEOUT = 300.0
+"""A JVM formatting and starting a KRaft node on the shared 2-core machine."""
+
+
+@pytest.fixture(scope="module")
+def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Odradek and Apache Kafka, each with the transactions written: name -> bootstrap."""
+    root = tmp_path_factory.mktemp("brokers")
+    odradek = BrokerProcess(root / "odradek", root / "odradek.log")
+    kafka = ApacheKafka(root / "kafka", root / "kafka.log")
+    try:
+        odradek.start()
+        kafka.start(KAFKA_START_TIMEOUT)
+        both = {"odradek": odradek.bootstrap, "kafka": kafka.bootstrap}
+        for bootstrap in both.values():
+            write_transactions(bootstrap)
+        yield both
+    finally:
+        for process in (odradek, kafka):
+            if process.process is not None and process.alive():
+                process.stop()
+
+
+def write_transactions(bootstrap: str) -> None:
+    create_topic(bootstrap, TOPIC)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "anomaly-b"})
+    producer.init_transactions(TIMEOUT)
+    for number, (aborted, prefix) in enumerate(TRANSACTIONS):
+        producer.begin_transaction()
+        for i in range(PER_TRANSACTION):
+            producer.produce(TOPIC, f"{prefix}-{number}-{i}".encode(), partition=0)
+        assert producer.flush(TIMEOUT) == 0  # written to the log before the transaction ends
+        if aborted:
+            producer.abort_transaction(TIMEOUT)
+        else:
+            producer.commit_transaction(TIMEOUT)
+    client = RawClient(bootstrap)
+    try:  # the last marker is written after EndTxn is answered
+        wait_until(lambda: fetch(client, LOG_END)["last_stable_offset"] == LOG_END, TIMEOUT,
+                   "the last marker written")
+    finally:
+        client.close()
+
+
+def fetch(client: RawClient, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
+    """A read_committed Fetch of the partition, with its batches' headers, the producer id
+    left out (each broker assigns its own)."""
+    partition = FetchRequest[FETCH_VERSION].FetchTopic.FetchPartition(
+        partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+        partition_max_bytes=max_bytes)
+    request = FetchRequest[FETCH_VERSION](
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+        isolation_level=READ_COMMITTED, session_id=0, session_epoch=-1,
+        topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[partition])],
+        forgotten_topics_data=[], rack_id="")
+    response = client.request(request, FetchResponse, FETCH_VERSION)
+    (answer,) = response.responses[0].partitions
+    records = bytes(answer.records or b"")
+    return {
+        "error_code": answer.error_code, "high_watermark": answer.high_watermark,
+        "last_stable_offset": answer.last_stable_offset,
+        "log_start_offset": answer.log_start_offset,
+        "aborted_transactions": None if answer.aborted_transactions is None else sorted(
+            a.first_offset for a in answer.aborted_transactions),
+        "batches": [(b.base_offset, b.next_offset, b.is_transactional, b.is_control,
+                     read_marker(records[b.position:b.end])[0] if b.is_control else None)
+                    for b in iter_batches(records)],
+    }
+
+
+def test_the_logs_have_the_same_layout(brokers: dict[str, str]) -> None:
+    layouts = {}
+    for name, bootstrap in brokers.items():
+        client = RawClient(bootstrap)
+        try:
+            layouts[name] = fetch(client, 0)["batches"]
+        finally:
+            client.close()
+    assert [(base, end) for base, end, *_ in layouts["kafka"]] == [
+        (0, 50), (50, 51), (51, 101), (101, 102), (102, 152), (152, 153)]
+    assert layouts["odradek"] == layouts["kafka"]
+
+
+@pytest.mark.parametrize("max_bytes", [1 << 20, 1], ids=["whole", "one-batch"])
+def test_read_committed_fetch_answers_as_kafka(brokers: dict[str, str], max_bytes: int) -> None:
+    """Every field a read_committed consumer acts on, at offsets around each marker."""
+    answers: dict[str, list[dict[str, Any]]] = {}
+    for name, bootstrap in brokers.items():
+        client = RawClient(bootstrap)
+        try:
+            answers[name] = [fetch(client, offset, max_bytes) for offset in FETCH_OFFSETS]
+        finally:
+            client.close()
+    for offset, ours, kafkas in zip(FETCH_OFFSETS, answers["odradek"], answers["kafka"],
+                                    strict=True):
+        assert ours == kafkas, f"fetch at {offset} ({max_bytes} bytes)"
+    assert answers["kafka"][FETCH_OFFSETS.index(51)]["aborted_transactions"] == [51]
+
+
+def read_then_commit(bootstrap: str, group: str, wanted: int) -> tuple[list[int], int]:
+    """kafka-python reads `wanted` records in a group as the anomaly's consumer did, then
+    commits its position: (offsets handed out, offset committed)."""
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group,
+                             enable_auto_commit=False, auto_offset_reset="earliest",
+                             isolation_level="read_committed")
+    offsets: list[int] = []
+    try:
+        def poll() -> None:
+            for records in consumer.poll(200, max_records=wanted - len(offsets)).values():
+                offsets.extend(record.offset for record in records)
+
+        wait_until(lambda: len(offsets) >= wanted, TIMEOUT, f"{wanted} records", between=poll)
+        consumer.commit()
+        committed = consumer.committed(TopicPartition(TOPIC, 0))
+        assert committed is not None
+        return offsets, committed
+    finally:
+        consumer.close()
+
+
+_groups = itertools.count()
+
+
+@pytest.mark.parametrize("wanted", WANTED)
+def test_kafka_python_commits_the_same_offsets(brokers: dict[str, str], wanted: int) -> None:
+    results = {name: read_then_commit(bootstrap, f"anomaly-b-{next(_groups)}", wanted)
+               for name, bootstrap in brokers.items()}
+    offsets, committed = results["odradek"]
+    assert len(offsets) == wanted
+    assert not set(offsets) & set(range(51, 102)), "aborted records read"
+    assert committed > max(offsets), f"committed {committed} after reading {max(offsets)}"
+    assert results["odradek"] == results["kafka"]
+
