@@ -37,8 +37,9 @@ def tansu_binary() -> str:
 
 @dataclass(frozen=True)
 class Template:
-    """How to run one system: `start` is a /bin/sh command line with `{port}` (a free port on
-    127.0.0.1 to listen on and advertise) and `{data}` (a fresh directory). A cluster's
+    """How to run one system: `start` is a /bin/sh command line, run in `{data}` (a fresh
+    directory: paths must be absolute, and no checkout's modules shadow the installed ones),
+    with `{port}` (a free port on 127.0.0.1 to listen on and advertise). A cluster's
     `start` returns once it serves and `stop` takes it down; a single broker's `start` runs in
     the foreground and is stopped with SIGTERM."""
 
@@ -90,8 +91,8 @@ class RunningBroker:
         started = time.monotonic()
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(self._command(template.start), shell=True,
-                                            stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            cwd=self.data, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
         try:
             self._wait_serving(start_timeout)
         except BaseException:
