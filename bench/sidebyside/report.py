@@ -88,12 +88,12 @@ def table(scenario: Scenario, rows: list[Ratio], a: str, b: str) -> str:
     width = max(10, len(a), len(b))
     lines = [f"{scenario.name}: {scenario.title}",
              f"  {'figure':<22}{'better':>7} {a:>{width}} {b:>{width}}   "
-             f"{'A/B (min-max)':<20}pairs"]
+             f"{'A/B (min-max)':<24}pairs"]
     for row in rows:
         ratio = "-" if row.median is None else \
             f"{row.median:.2f} ({row.low:.2f}-{row.high:.2f})"
         lines.append(f"  {row.figure:<22}{row.better:>7} {_number(row.a):>{width}} "
-                     f"{_number(row.b):>{width}}   {ratio:<20}{row.pairs}")
+                     f"{_number(row.b):>{width}}   {ratio:<24}{row.pairs}")
     return "\n".join(lines)
 
 
