@@ -46,6 +46,8 @@ CHECKPOINT_LATENCY = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_
 LOAD_TIMEOUT_S = 120.0
 MISSING = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
                      KafkaError._UNKNOWN_TOPIC})
+NOT_AUTHORIZED = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                            KafkaError.GROUP_AUTHORIZATION_FAILED})
 
 
 class CheckpointLatency(Collector):
@@ -135,10 +137,11 @@ class OffsetSyncReader:
             self._consumer.close()
 
 
-def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float) -> list[Message]:
+def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float,
+                stopping: threading.Event) -> list[Message]:
     """Every committed record of partition 0 of `topic`, from its start to its end offset
     at the time of the call (none when the topic does not exist yet): KafkaBasedLog's
-    read to end."""
+    read to end. Returns early, with what it read, once `stopping` is set."""
     consumer = Consumer({**config, "group.id": f"mirror-read-{uuid.uuid4()}",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
                          "enable.partition.eof": True}, logger=CLIENT_LOG)
@@ -155,7 +158,7 @@ def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float) -> list
             return records
         consumer.assign([KafkaTopicPartition(topic, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not stopping.is_set():
             for message in consumer.consume(1000, 0.2):
                 failure, offset = message.error(), message.offset() or 0
                 if failure is None:
@@ -165,6 +168,8 @@ def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float) -> list
                     raise KafkaException(failure)
                 if offset >= end:
                     return records
+        if stopping.is_set():
+            return records
         raise TimeoutError(f"{topic} not read to its end offset {end} in {timeout_s:.0f} s")
     finally:
         consumer.close()
@@ -178,7 +183,6 @@ class CheckpointEmitter:
     target: ClusterClient
     syncs: OffsetSyncReader
     latency: CheckpointLatency
-    health: ClusterHealth
 
     def __post_init__(self) -> None:
         self.groups: list[str] = []
@@ -186,20 +190,28 @@ class CheckpointEmitter:
         """Per group, its last checkpoint of each target topic-partition: read back from
         the checkpoints topic at start, then the ones emitted."""
         self._groups_refreshed_ms = -1.0
+        self._stopping = threading.Event()
 
     async def load(self) -> None:
         """MM2's CheckpointStore.start: the checkpoints topic read to its end, so that after
         a restart no checkpoint is emitted again whose offsets did not change (nor one that
-        would move a group's downstream offset back)."""
-        flow, started = self.flow, time.monotonic()
+        would move a group's downstream offset back). Not allowed to read it, it goes on
+        without them, as MM2 does."""
+        flow = self.flow
         config = flow_librdkafka_config(flow, "target", "consumer")
         try:
             records = await asyncio.to_thread(read_to_end, config, flow.checkpoints_topic,
-                                              LOAD_TIMEOUT_S)
+                                              LOAD_TIMEOUT_S, self._stopping)
         except (KafkaException, TimeoutError) as error:
-            self.health.failed(flow.target, error, started)
+            code = client_error(error)
+            if code is not None and code.code() in NOT_AUTHORIZED:
+                log.warning("%s: not authorized to read %s, so only checkpoints of offsets "
+                            "mirrored from now on are emitted: %s", flow.name,
+                            flow.checkpoints_topic, code.str())
+                return
+            # retried; the admin calls to the same cluster say why it does not answer
+            log.debug("%s: %s not read: %s", flow.name, flow.checkpoints_topic, error)
             raise ClusterUnavailable(flow.target, error) from None
-        self.health.ok(flow.target)
         loaded = 0
         for record in records:
             try:
@@ -213,6 +225,10 @@ class CheckpointEmitter:
                 loaded += 1
         log.info("%s: read %d checkpoints of %d groups from %s", flow.name, loaded,
                  len(self.last), flow.checkpoints_topic)
+
+    def close(self) -> None:
+        """Stop a read of the checkpoints topic in flight."""
+        self._stopping.set()
 
     async def refresh_groups(self) -> None:
         self.groups = [group for group in await self.source.groups()

@@ -45,6 +45,8 @@ REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL,
 """librdkafka's codes for a cluster that refused the client's login or TLS handshake."""
 NOT_CREATABLE = frozenset({KafkaError.INVALID_REPLICATION_FACTOR})
 """CreateTopics errors that retrying does not change: the topic's settings are wrong."""
+ALL_FENCED = "All brokers are currently fenced"
+"""Kafka's INVALID_REPLICATION_FACTOR message while a cluster starts: retried."""
 TIMEOUT_S = 15.0
 ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
                                  ConsumerGroupState.PREPARING_REBALANCING,
@@ -190,6 +192,10 @@ class ClusterClient:
                                        frozenset({KafkaError.TOPIC_ALREADY_EXISTS}),
                                        NOT_CREATABLE)
         except Refused as refused:
+            if ALL_FENCED in str(refused):
+                self._health.failed(self.alias, refused)
+                raise ClusterUnavailable(self.alias, f"create topic {topic}: {refused}"
+                                         ) from None
             raise TopicNotCreatable(setting, replication_factor, self.alias, topic,
                                     str(refused)) from None
         if created:

@@ -24,6 +24,7 @@ from prometheus_client.registry import CollectorRegistry
 from odradek.clock import now_ms
 from odradek.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
 from odradek.mirror.client_security import flow_librdkafka_config, flow_security
+from odradek.mirror.clients import ALL_FENCED
 from odradek.mirror.config import Flow, MirrorConfig, Role, Side, TopicNotCreatable
 from odradek.mirror.copier import CopySettings, PartitionCopier
 from odradek.mirror.metrics import MirrorSourceMetrics
@@ -219,7 +220,8 @@ class FlowReplicator:
                         "configs": [{"name": "cleanup.policy", "value": "compact"}]}],
             "timeout": int(REQUEST_TIMEOUT_S * 1000), "validate_only": False}))
         (result,) = response.topics
-        if result.error_code == ErrorCode.invalid_replication_factor:
+        if result.error_code == ErrorCode.invalid_replication_factor and (
+                ALL_FENCED not in (result.error_message or "")):
             raise TopicNotCreatable("offset.storage.replication.factor",
                                     self.flow.progress_topic_replication_factor,
                                     self.flow.target, topic,

@@ -88,6 +88,7 @@ class MirrorService:
         self.clients: dict[str, ClusterClient] = {}
         self.replicators: dict[str, FlowReplicator] = {}
         self.readers: list[OffsetSyncReader] = []
+        self.emitters: list[CheckpointEmitter] = []
         self.acl_syncs: list[TopicAclSync] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -140,8 +141,8 @@ class MirrorService:
         if flow.emit_checkpoints_interval_ms >= 0:
             reader = OffsetSyncReader(flow, self.health)
             self.readers.append(reader)
-            checkpoints = CheckpointEmitter(flow, source, target, reader, self.latency,
-                                            self.health)
+            checkpoints = CheckpointEmitter(flow, source, target, reader, self.latency)
+            self.emitters.append(checkpoints)
             self._spawn(f"{flow.name} checkpoints", flow.emit_checkpoints_interval_ms,
                         checkpoints.emit, checkpoints.load)
             if flow.sync_group_offsets_interval_ms >= 0:
@@ -175,6 +176,8 @@ class MirrorService:
     async def stop(self) -> None:
         """Stop the jobs, then the data path (which commits what is in flight), then
         deliver what the jobs queued."""
+        for emitter in self.emitters:
+            emitter.close()
         pending = set(self._tasks)
         while pending:
             for task in pending:
