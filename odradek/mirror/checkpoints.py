@@ -1,16 +1,19 @@
 """MM2's checkpoints for one flow: the offset syncs read into the translator, the source's
 groups' committed offsets translated exactly and written to `<source>.checkpoints.internal`
-on the target, the translated offsets committed for groups idle on the target
-(`sync.group.offsets.enabled`), and the checkpoint latency metric."""
+on the target, the checkpoints already there read back at start (MM2's CheckpointStore), the
+translated offsets committed for groups idle on the target (`sync.group.offsets.enabled`),
+and the checkpoint latency metric."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -20,7 +23,14 @@ from prometheus_client.registry import Collector
 
 from odradek.clock import now_ms
 from odradek.mirror.client_security import flow_librdkafka_config
-from odradek.mirror.clients import CLIENT_LOG, ClusterClient, ClusterHealth, ClusterUnavailable
+from odradek.mirror.clients import (
+    CLIENT_LOG,
+    TIMEOUT_S,
+    ClusterClient,
+    ClusterHealth,
+    ClusterUnavailable,
+    client_error,
+)
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Checkpoint, FormatError, OffsetSync
 from odradek.mirror.metrics import Windowed
@@ -33,6 +43,11 @@ from odradek.mirror.translation import (
 
 log = logging.getLogger("odradek.mirror.checkpoints")
 CHECKPOINT_LATENCY = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms"
+LOAD_TIMEOUT_S = 120.0
+MISSING = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                     KafkaError._UNKNOWN_TOPIC})
+NOT_AUTHORIZED = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                            KafkaError.GROUP_AUTHORIZATION_FAILED})
 
 
 class CheckpointLatency(Collector):
@@ -68,7 +83,10 @@ class OffsetSyncReader:
 
     def __init__(self, flow: Flow, health: ClusterHealth) -> None:
         self.flow = flow
-        self.translator = OffsetTranslator()
+        # transactional syncs (on the target, exactly-once) leave markers between records
+        self.translator = OffsetTranslator(dense=not (
+            flow.offset_syncs_location == "target" and flow.exactly_once),
+            markers=flow.exactly_once)
         self._health = health
         self._consumer = Consumer({
             **flow_librdkafka_config(flow, flow.offset_syncs_location, "consumer"),
@@ -105,6 +123,9 @@ class OffsetSyncReader:
                 self._health.failed(self.flow.offset_syncs_cluster, KafkaException(error))
             return
         self._health.ok(self.flow.offset_syncs_cluster)
+        offset = message.offset()
+        if offset is not None:
+            self.translator.advance(offset)
         try:
             self.translator.add(OffsetSync.decode(message.key() or b"", message.value() or b""))
         except FormatError as bad:
@@ -114,6 +135,44 @@ class OffsetSyncReader:
         with self._consuming:
             self._closed = True
             self._consumer.close()
+
+
+def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float,
+                stopping: threading.Event) -> list[Message]:
+    """Every committed record of partition 0 of `topic`, from its start to its end offset
+    at the time of the call (none when the topic does not exist yet): KafkaBasedLog's
+    read to end. Returns early, with what it read, once `stopping` is set."""
+    consumer = Consumer({**config, "group.id": f"mirror-read-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True}, logger=CLIENT_LOG)
+    try:
+        try:
+            _, end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), TIMEOUT_S)
+        except KafkaException as error:
+            code = client_error(error)
+            if code is not None and code.code() in MISSING:
+                return []
+            raise
+        records: list[Message] = []
+        if end <= 0:
+            return records
+        consumer.assign([KafkaTopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not stopping.is_set():
+            for message in consumer.consume(1000, 0.2):
+                failure, offset = message.error(), message.offset() or 0
+                if failure is None:
+                    records.append(message)
+                    offset += 1
+                elif failure.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(failure)
+                if offset >= end:
+                    return records
+        if stopping.is_set():
+            return records
+        raise TimeoutError(f"{topic} not read to its end offset {end} in {timeout_s:.0f} s")
+    finally:
+        consumer.close()
 
 
 @dataclass
@@ -128,7 +187,48 @@ class CheckpointEmitter:
     def __post_init__(self) -> None:
         self.groups: list[str] = []
         self.last: dict[str, dict[TopicPartition, Checkpoint]] = {}
+        """Per group, its last checkpoint of each target topic-partition: read back from
+        the checkpoints topic at start, then the ones emitted."""
         self._groups_refreshed_ms = -1.0
+        self._stopping = threading.Event()
+
+    async def load(self) -> None:
+        """MM2's CheckpointStore.start: the checkpoints topic read to its end, so that after
+        a restart no checkpoint is emitted again whose offsets did not change (nor one that
+        would move a group's downstream offset back). Not allowed to read it, it goes on
+        without them, as MM2 does."""
+        flow = self.flow
+        config = flow_librdkafka_config(flow, "target", "consumer")
+        try:
+            records = await asyncio.to_thread(read_to_end, config, flow.checkpoints_topic,
+                                              LOAD_TIMEOUT_S, self._stopping)
+        except (KafkaException, TimeoutError) as error:
+            code = client_error(error)
+            if code is not None and code.code() in NOT_AUTHORIZED:
+                log.warning("%s: not authorized to read %s, so only checkpoints of offsets "
+                            "mirrored from now on are emitted: %s", flow.name,
+                            flow.checkpoints_topic, code.str())
+                return
+            # retried; the admin calls to the same cluster say why it does not answer
+            log.debug("%s: %s not read: %s", flow.name, flow.checkpoints_topic, error)
+            raise ClusterUnavailable(flow.target, error) from None
+        loaded = 0
+        for record in records:
+            try:
+                checkpoint = Checkpoint.decode(record.key() or b"", record.value() or b"")
+            except FormatError as bad:
+                log.warning("skipping a checkpoint that is not MM2's format: %s", bad)
+                continue
+            if flow.should_replicate_group(checkpoint.group):
+                self.last.setdefault(checkpoint.group, {})[
+                    (checkpoint.topic, checkpoint.partition)] = checkpoint
+                loaded += 1
+        log.info("%s: read %d checkpoints of %d groups from %s", flow.name, loaded,
+                 len(self.last), flow.checkpoints_topic)
+
+    def close(self) -> None:
+        """Stop a read of the checkpoints topic in flight."""
+        self._stopping.set()
 
     async def refresh_groups(self) -> None:
         self.groups = [group for group in await self.source.groups()

@@ -30,7 +30,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.mirror.config import MirrorConfigError
+from odradek.mirror.config import MirrorConfigError, TopicNotCreatable
 from odradek.mirror.topic_rules import SourceConfig
 from odradek.mirror.translation import GroupOffset
 
@@ -43,6 +43,10 @@ T = TypeVar("T")
 REFUSED = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL,
                      KafkaError.SASL_AUTHENTICATION_FAILED})
 """librdkafka's codes for a cluster that refused the client's login or TLS handshake."""
+NOT_CREATABLE = frozenset({KafkaError.INVALID_REPLICATION_FACTOR})
+"""CreateTopics errors that retrying does not change: the topic's settings are wrong."""
+ALL_FENCED = "All brokers are currently fenced"
+"""Kafka's INVALID_REPLICATION_FACTOR message while a cluster starts: retried."""
 TIMEOUT_S = 15.0
 ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
                                  ConsumerGroupState.PREPARING_REBALANCING,
@@ -55,6 +59,13 @@ class ClusterUnavailable(Exception):
     def __init__(self, alias: str, error: object) -> None:
         super().__init__(f"cluster {alias}: {error}")
         self.alias = alias
+
+
+class Refused(Exception):
+    """The cluster answered and refused the call with an error in the caller's `refuse`."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(f"{error.name()}: {error.str()}")
 
 
 class ClusterHealth:
@@ -130,16 +141,19 @@ class ClusterClient:
         self._health.failed(self.alias, reason, started)
         return reason
 
-    async def _call(self, what: str, future: Future[T], tolerate: frozenset[int] = frozenset()
-                    ) -> T | None:
-        """The future's result; None when it failed with an error code in `tolerate`."""
+    async def _call(self, what: str, future: Future[T], tolerate: frozenset[int] = frozenset(),
+                    refuse: frozenset[int] = frozenset()) -> T | None:
+        """The future's result; None when it failed with an error code in `tolerate`,
+        `Refused` for one in `refuse`."""
         started = time.monotonic()
         try:
             result = await asyncio.wait_for(asyncio.wrap_future(future), TIMEOUT_S)
         except (KafkaException, TimeoutError) as error:
             code = client_error(error)
-            if code is not None and code.code() in tolerate:
+            if code is not None and code.code() in tolerate | refuse:
                 self._health.ok(self.alias)
+                if code.code() in refuse:
+                    raise Refused(code) from None
                 return None
             raise ClusterUnavailable(self.alias, f"{what}: {self._failed(error, started)}"
                                      ) from None
@@ -167,12 +181,23 @@ class ClusterClient:
                 if topic.error is None}
 
     async def create_topic(self, topic: str, partitions: int, replication_factor: int,
-                           configs: Mapping[str, str]) -> bool:
-        """Create a topic; False when it exists already."""
+                           configs: Mapping[str, str], setting: str) -> bool:
+        """Create a topic; False when it exists already. `setting` names the config that
+        gave its replication factor, for the TopicNotCreatable raised when the cluster
+        refuses that."""
         new = NewTopic(topic, partitions, replication_factor, config=dict(configs))
         future = self._admin.create_topics([new], request_timeout=TIMEOUT_S)[topic]
-        created = await self._call(f"create topic {topic}", _done(future),
-                                   frozenset({KafkaError.TOPIC_ALREADY_EXISTS}))
+        try:
+            created = await self._call(f"create topic {topic}", _done(future),
+                                       frozenset({KafkaError.TOPIC_ALREADY_EXISTS}),
+                                       NOT_CREATABLE)
+        except Refused as refused:
+            if ALL_FENCED in str(refused):
+                self._health.failed(self.alias, refused)
+                raise ClusterUnavailable(self.alias, f"create topic {topic}: {refused}"
+                                         ) from None
+            raise TopicNotCreatable(setting, replication_factor, self.alias, topic,
+                                    str(refused)) from None
         if created:
             log.info("created topic %s on %s with %d partitions", topic, self.alias, partitions)
         return bool(created)

@@ -33,6 +33,17 @@ class MirrorConfigError(InvalidConfigError):
     """A mirror configuration the service cannot start from."""
 
 
+class TopicNotCreatable(MirrorConfigError):
+    """A topic the configuration asks for that a cluster refuses to create as configured
+    (INVALID_REPLICATION_FACTOR: more replicas than brokers): the mirror stops at start
+    with the setting, where MM2's connector fails."""
+
+    def __init__(self, setting: str, value: int, cluster: str, topic: str,
+                 reason: str) -> None:
+        super().__init__(f"{setting} = {value}: cluster {cluster} cannot create topic "
+                         f"{topic}: {reason}")
+
+
 TOPICS_EXCLUDE_DEFAULT = r".*[\-\.]internal, .*\.replica, __.*"
 GROUPS_EXCLUDE_DEFAULT = "console-consumer-.*, connect-.*, __.*"
 CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
@@ -131,6 +142,7 @@ _EXACTLY_ONCE = {"enabled": True, "required": True, "requested": True,
 _ROLES = ("producer.", "consumer.", "admin.")
 
 Side = Literal["source", "target"]
+InternalTopic = Literal["heartbeats", "checkpoints", "offset-syncs"]
 Role = Literal["producer", "consumer", "admin"]
 
 
@@ -282,8 +294,7 @@ class Flow:
         """`<source>.checkpoints.internal`, on the target."""
         return self.policy.checkpoints_topic(self.source)
 
-    def topic_replication_factor(self, internal: Literal["heartbeats", "checkpoints",
-                                                         "offset-syncs"]) -> int:
+    def topic_replication_factor(self, internal: InternalTopic) -> int:
         return self._int(f"{internal}.topic.replication.factor")
 
     @property

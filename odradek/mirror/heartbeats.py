@@ -9,7 +9,7 @@ from odradek.clock import now_ms
 from odradek.mirror.clients import ClusterClient
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Heartbeat
-from odradek.mirror.topic_sync import create_compacted
+from odradek.mirror.topic_sync import create_internal
 
 
 class HeartbeatEmitter:
@@ -18,8 +18,7 @@ class HeartbeatEmitter:
         self.target = target
 
     async def create_topic(self) -> None:
-        await create_compacted(self.target, self.flow.heartbeats_topic, 1,
-                               self.flow.topic_replication_factor("heartbeats"))
+        await create_internal(self.target, self.flow, "heartbeats", self.flow.heartbeats_topic)
 
     async def beat(self) -> None:
         now = now_ms()

@@ -24,7 +24,8 @@ from prometheus_client.registry import CollectorRegistry
 from odradek.clock import now_ms
 from odradek.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
 from odradek.mirror.client_security import flow_librdkafka_config, flow_security
-from odradek.mirror.config import Flow, MirrorConfig, Role, Side
+from odradek.mirror.clients import ALL_FENCED
+from odradek.mirror.config import Flow, MirrorConfig, Role, Side, TopicNotCreatable
 from odradek.mirror.copier import CopySettings, PartitionCopier
 from odradek.mirror.metrics import MirrorSourceMetrics
 from odradek.mirror.offset_sync_writer import OffsetSyncWriter
@@ -194,7 +195,8 @@ class FlowReplicator:
 
     async def _progress_topic(self) -> int:
         """The progress topic's partition count, creating it (compacted, with Connect's
-        offset.storage.* settings) if it is missing."""
+        offset.storage.* settings) if it is missing; TopicNotCreatable when the target
+        refuses its replication factor."""
         topic = self.flow.progress_topic
         async with self._cluster("target", "admin") as cluster:
             while True:
@@ -218,6 +220,12 @@ class FlowReplicator:
                         "configs": [{"name": "cleanup.policy", "value": "compact"}]}],
             "timeout": int(REQUEST_TIMEOUT_S * 1000), "validate_only": False}))
         (result,) = response.topics
+        if result.error_code == ErrorCode.invalid_replication_factor and (
+                ALL_FENCED not in (result.error_message or "")):
+            raise TopicNotCreatable("offset.storage.replication.factor",
+                                    self.flow.progress_topic_replication_factor,
+                                    self.flow.target, topic,
+                                    f"INVALID_REPLICATION_FACTOR: {result.error_message}")
         if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
             log.warning("%s: cannot create %s: %s %s", self.flow.name, topic,
                         ErrorCode(result.error_code).name, result.error_message or "")

@@ -3,7 +3,9 @@ target `--clusters` names) it runs MM2's three connectors' work: heartbeats, the
 topics (then the data path, `FlowReplicator`, over them), the target's topic ACLs and
 checkpoints. Each periodic job
 backs off while a cluster is unreachable; SIGTERM stops the data path after its commit and
-flushes what the jobs produced."""
+flushes what the jobs produced. A job that finds the configuration cannot work (a
+MirrorConfigError, such as a topic the target refuses to create as configured) stops the
+mirror the same way, and `odradek mirror` reports it in one line with exit status 2."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from odradek.mirror.acl_sync import TopicAclSync
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
 from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
-from odradek.mirror.config import Flow, MirrorConfig, Side
+from odradek.mirror.config import Flow, MirrorConfig, MirrorConfigError, Side
 from odradek.mirror.heartbeats import HeartbeatEmitter
 from odradek.mirror.replicator import FlowReplicator
 from odradek.mirror.topic_sync import TopicSync
@@ -26,7 +28,6 @@ from odradek.service_runtime import run_service, start_metrics
 
 log = logging.getLogger("odradek.mirror")
 Work = Callable[[], Awaitable[object]]
-
 
 
 @dataclass
@@ -46,7 +47,8 @@ class Backoff:
 
 async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = None) -> None:
     """`setup` once, then `work` every `interval_ms` (once, for -1: MM2's "disabled"
-    interval); a failure is retried with backoff instead."""
+    interval); a failure is retried with backoff instead, but a MirrorConfigError ends
+    the job with it."""
     backoff = Backoff()
     ready = setup is None
     while True:
@@ -58,6 +60,8 @@ async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = N
             await work()
         except ClusterUnavailable:
             delay_ms = backoff.next_ms()  # ClusterHealth logged the change of state
+        except MirrorConfigError:
+            raise
         except Exception:
             log.exception("%s failed", name)
             delay_ms = backoff.next_ms()
@@ -72,14 +76,19 @@ async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = N
 class MirrorService:
     """Every job of every pair this process runs, and their clients."""
 
-    def __init__(self, config: MirrorConfig, registry: CollectorRegistry) -> None:
+    def __init__(self, config: MirrorConfig, registry: CollectorRegistry,
+                 stop: asyncio.Event) -> None:
         self.config = config
         self.registry = registry
+        self._stop = stop
+        self.error: MirrorConfigError | None = None
+        """The configuration error that stopped the mirror, if one did."""
         self.health = ClusterHealth()
         self.latency = CheckpointLatency(registry)
         self.clients: dict[str, ClusterClient] = {}
         self.replicators: dict[str, FlowReplicator] = {}
         self.readers: list[OffsetSyncReader] = []
+        self.emitters: list[CheckpointEmitter] = []
         self.acl_syncs: list[TopicAclSync] = []
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -133,16 +142,24 @@ class MirrorService:
             reader = OffsetSyncReader(flow, self.health)
             self.readers.append(reader)
             checkpoints = CheckpointEmitter(flow, source, target, reader, self.latency)
+            self.emitters.append(checkpoints)
             self._spawn(f"{flow.name} checkpoints", flow.emit_checkpoints_interval_ms,
-                        checkpoints.emit)
+                        checkpoints.emit, checkpoints.load)
             if flow.sync_group_offsets_interval_ms >= 0:
                 self._spawn(f"{flow.name} group offsets", flow.sync_group_offsets_interval_ms,
                             checkpoints.sync_group_offsets)
 
     def _spawn(self, name: str, interval_ms: int, work: Work, setup: Work | None = None
                ) -> None:
-        self._tasks.append(asyncio.create_task(repeat(name, interval_ms, work, setup),
-                                               name=name))
+        task = asyncio.create_task(repeat(name, interval_ms, work, setup), name=name)
+        task.add_done_callback(self._job_ended)
+        self._tasks.append(task)
+
+    def _job_ended(self, task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, MirrorConfigError) and self.error is None:
+            self.error = error
+            self._stop.set()
 
     def readiness(self) -> str | None:
         """None once every cluster of a flow has answered and none is failing (the /health
@@ -159,9 +176,15 @@ class MirrorService:
     async def stop(self) -> None:
         """Stop the jobs, then the data path (which commits what is in flight), then
         deliver what the jobs queued."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for emitter in self.emitters:
+            emitter.close()
+        pending = set(self._tasks)
+        while pending:
+            for task in pending:
+                # again: Python 3.11's wait_for drops a cancellation that arrives as the
+                # call it waits for completes, and the job goes on
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1)
         await asyncio.gather(*(replicator.stop() for replicator in self.replicators.values()),
                              return_exceptions=True)
         for client in self.clients.values():
@@ -176,17 +199,20 @@ class MirrorService:
 
 
 def run_mirror(config: MirrorConfig, prefer_uvloop: bool = True) -> None:
-    """Run the mirror until SIGTERM or SIGINT."""
+    """Run the mirror until SIGTERM or SIGINT, or until a job raises a MirrorConfigError,
+    which this raises after stopping."""
     registry = CollectorRegistry()
 
     async def serve(stop: asyncio.Event) -> None:
-        service = MirrorService(config, registry)
+        service = MirrorService(config, registry, stop)
         start_metrics(registry, "0.0.0.0", config.metrics_port, service.readiness)
         service.start()
         await stop.wait()
         log.info("stopping")
         await service.stop()
         log.info("stopped")
+        if service.error is not None:
+            raise service.error
 
     run_service(serve, prefer_uvloop)
 

@@ -8,7 +8,17 @@ committed offset C and the last sync s with U_s <= C the answer is D_s + (C - U_
 at the next sync's D (C fell into an upstream gap). MM2's OffsetSyncStore keeps 64 syncs in
 exponentially spaced slots and answers "last sync + 1", which re-delivers records; this
 store keeps every sync of the recent history (the oldest are dropped first, past
-`max_syncs`) and answers exactly or not at all.
+`max_syncs`) and answers exactly where it holds every sync of the stretch.
+
+Once the syncs topic is compacted it keeps, per source partition, the latest sync before
+the cleaner's point and every later one: the history read back is a suffix of what was
+written. As in MM2, a commit older than the oldest sync kept is not translated (MM2
+answers -1 and emits no checkpoint). Records missing from the syncs topic's offsets in the
+middle of a read (the cleaner ran ahead of the reader, or retention) may have been syncs
+of any partition: up to each partition's next sync, the answer is then MM2's, D_s + 1
+(D_s when C = U_s). That never skips a record when every sync's D holds a record or a
+commit marker (exactly-once); in at-least-once mode a position sync's D may be where the
+next record lands, so the answer there is D_s.
 
 Also here, MM2's rules for which checkpoints to emit (MirrorCheckpointTask) and which
 translated offsets to commit for idle groups on the target.
@@ -30,9 +40,12 @@ translated (MM2 declines those too)."""
 @dataclass
 class _History:
     """One source partition's syncs, sorted by upstream offset; downstream offsets never
-    decrease along them."""
+    decrease along them. `after_gap[i]`: syncs may be missing between sync i - 1 and i."""
     upstream: list[int] = field(default_factory=list)
     downstream: list[int] = field(default_factory=list)
+    after_gap: list[bool] = field(default_factory=list)
+    gap_pending: bool = False
+    """Records were missing from the syncs topic since this partition's last new sync."""
 
     def add(self, upstream: int, downstream: int, max_syncs: int) -> None:
         at = bisect.bisect_left(self.upstream, upstream)
@@ -43,42 +56,66 @@ class _History:
         else:
             self.upstream.insert(at, upstream)
             self.downstream.insert(at, downstream)
+            self.after_gap.insert(at, self.gap_pending)
+            if self.gap_pending and at + 1 < len(self.after_gap):
+                self.after_gap[at + 1] = True
+            self.gap_pending = False
         if not self._consistent(at):
             # An upstream rewind (the source topic was recreated, or truncated): what came
             # before no longer describes the partition.
             self.upstream[:] = [upstream]
             self.downstream[:] = [downstream]
+            self.after_gap[:] = [False]
         excess = len(self.upstream) - max_syncs
         if excess > 0:
             del self.upstream[:excess]
             del self.downstream[:excess]
+            del self.after_gap[:excess]
 
     def _consistent(self, at: int) -> bool:
         value = self.downstream[at]
         return ((at == 0 or self.downstream[at - 1] <= value)
                 and (at + 1 == len(self.downstream) or value <= self.downstream[at + 1]))
 
-    def translate(self, committed: int) -> int | None:
+    def translate(self, committed: int, past_sync: int) -> int | None:
+        """`past_sync`: the step past a sync that a stretch with missing syncs allows."""
         if not self.upstream or committed > self.upstream[-1]:
             return None  # the group is ahead of what the mirror has written
         at = bisect.bisect_right(self.upstream, committed) - 1
         if at < 0:
-            return None  # older than every sync kept
-        exact = self.downstream[at] + committed - self.upstream[at]
-        if at + 1 < len(self.upstream):
-            return min(exact, self.downstream[at + 1])
-        return exact
+            return None  # older than every sync kept: MM2's -1, no checkpoint
+        if committed == self.upstream[at]:
+            return self.downstream[at]
+        # committed < upstream[-1], so a next sync exists
+        step = past_sync if self.after_gap[at + 1] else committed - self.upstream[at]
+        return min(self.downstream[at] + step, self.downstream[at + 1])
 
 
 class OffsetTranslator:
     """Every offset sync read from `mm2-offset-syncs.<target>.internal`, per source
     partition, and the translations they allow."""
 
-    def __init__(self, max_syncs: int = DEFAULT_MAX_SYNCS) -> None:
+    def __init__(self, max_syncs: int = DEFAULT_MAX_SYNCS, dense: bool = True,
+                 markers: bool = True) -> None:
+        """`dense`: the syncs topic has a record at every offset unless some were removed
+        (no transaction markers: its writers are not transactional). `markers`: the mirror
+        is exactly-once, so each commit's position sync points at its commit marker."""
         if max_syncs < 2:
             raise ValueError("max_syncs must keep at least two syncs")
         self._max_syncs = max_syncs
+        self._dense = dense
+        self._past_sync = 1 if markers else 0
+        self._next_offset: int | None = None
         self._histories: dict[tuple[str, int], _History] = {}
+
+    def advance(self, log_offset: int) -> None:
+        """The syncs topic's record at `log_offset` is the next one read. In a dense topic,
+        offsets missing before it were removed records, syncs of any partition: each
+        partition's stretch up to its next sync is then translated as MM2 does."""
+        if self._dense and self._next_offset is not None and log_offset > self._next_offset:
+            for history in self._histories.values():
+                history.gap_pending = True
+        self._next_offset = log_offset + 1
 
     def add(self, sync: OffsetSync) -> None:
         history = self._histories.setdefault((sync.topic, sync.partition), _History())
@@ -92,7 +129,7 @@ class OffsetTranslator:
         """The downstream offset a consumer of the mirrored partition should commit to
         resume exactly after `committed` upstream, or None when the syncs do not say."""
         history = self._histories.get((topic, partition))
-        return None if history is None else history.translate(committed)
+        return None if history is None else history.translate(committed, self._past_sync)
 
     def syncs(self, topic: str, partition: int) -> list[tuple[int, int]]:
         """The kept syncs of a partition as (upstream, downstream) pairs, oldest first."""

@@ -1,8 +1,8 @@
 """Exact offset translation from offset syncs, against a model of a mirrored partition:
 upstream gaps (aborted data, markers, compaction), downstream gaps (the mirror's own
 transaction markers), commits with position syncs, syncs re-emitted after a restart, a cap
-on the history kept, and upstream rewinds. Also MM2's rules for emitting checkpoints and
-syncing group offsets."""
+on the history kept, upstream rewinds, and a compacted syncs topic (MM2's answers where
+syncs are missing). Also MM2's rules for emitting checkpoints and syncing group offsets."""
 
 from __future__ import annotations
 
@@ -85,11 +85,12 @@ class Mirrored:
 
 
 @st.composite
-def mirrored_partitions(draw: st.DrawFn) -> Mirrored:
+def mirrored_partitions(draw: st.DrawFn, exactly_once: bool | None = None) -> Mirrored:
     """Upstream offsets with gaps, copied in transactions (each ends with a marker when
     exactly-once), syncs written as the contract says: a sync wherever downstream minus
     upstream differs from the last sync's line, and a position sync at each commit."""
-    exactly_once = draw(st.booleans())
+    if exactly_once is None:
+        exactly_once = draw(st.booleans())
     present = draw(st.lists(st.booleans(), min_size=1, max_size=60).filter(any))
     upstream = [u for u, kept in enumerate(present) if kept]
     end = len(present)
@@ -154,6 +155,77 @@ def test_re_emitted_syncs_change_nothing(mirrored: Mirrored, data: st.DataObject
 @given(mirrored_partitions(), st.integers(2, 6))
 def test_a_capped_history_declines_but_never_errs(mirrored: Mirrored, cap: int) -> None:
     assert_exact(mirrored, translator(*mirrored.syncs, max_syncs=cap), may_decline=True)
+
+
+def test_a_gap_in_the_syncs_topic_gives_mm2s_answer_up_to_the_next_sync() -> None:
+    t = OffsetTranslator()
+    for offset, (u, d) in [(0, (0, 0)), (5, (10, 12)), (6, (20, 23))]:
+        t.advance(offset)
+        t.add(OffsetSync("orders", 0, u, d))
+    assert [t.translate("orders", 0, c) for c in (0, 4, 10, 15)] == [0, 1, 12, 17]
+    at_least_once = OffsetTranslator(markers=False)
+    for offset, (u, d) in [(0, (0, 0)), (5, (10, 12))]:
+        at_least_once.advance(offset)
+        at_least_once.add(OffsetSync("orders", 0, u, d))
+    assert at_least_once.translate("orders", 0, 4) == 0
+
+
+def compacted_read(log: list[tuple[int, tuple[int, int]]], cleaned_to: int,
+                   read_first: int) -> list[int]:
+    """The offsets of `log` (partition, sync) a reader gets when the cleaner compacts the
+    log up to `cleaned_to` (keeping, per partition, its latest record before that point)
+    after the reader has read the first `read_first` records."""
+    latest = {partition: offset for offset, (partition, _) in enumerate(log[:cleaned_to])}
+    return [offset for offset, (partition, _) in enumerate(log)
+            if offset < read_first or offset >= cleaned_to or latest[partition] == offset]
+
+
+def mm2_answer(kept: list[tuple[int, int]], committed: int, past: int) -> int | None:
+    """MM2's OffsetSyncStore.translateDownstream with every sync kept: the last sync at or
+    before the commit, plus `past` (MM2's 1; 0 for at-least-once position syncs, whose
+    downstream offset may be the next record's); none before the first."""
+    before = [(u, d) for u, d in kept if u <= committed]
+    if not before:
+        return None
+    u, d = max(before)
+    return d + (0 if u == committed else past)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), st.data())
+def test_a_compacted_syncs_topic_translates_old_commits_as_mm2(
+        exactly_once: bool, data: st.DataObject) -> None:
+    partitions = data.draw(st.lists(mirrored_partitions(exactly_once), min_size=1,
+                                    max_size=3))
+    # the syncs topic: every partition's syncs in the order written, interleaved
+    pending = [list(m.syncs) for m in partitions]
+    log: list[tuple[int, tuple[int, int]]] = []
+    while any(pending):
+        p = data.draw(st.sampled_from([p for p, syncs in enumerate(pending) if syncs]))
+        log.append((p, pending[p].pop(0)))
+    read = compacted_read(log, data.draw(st.integers(0, len(log))),
+                          data.draw(st.integers(0, len(log))))
+    t = OffsetTranslator(markers=exactly_once)
+    for offset in read:
+        p, (u, d) = log[offset]
+        t.advance(offset)
+        t.add(OffsetSync("orders", p, u, d))
+    holes = read != list(range(read[0], len(log)))
+    for p, mirrored in enumerate(partitions):
+        received = [log[offset][1] for offset in read if log[offset][0] == p]
+        first, last = received[0][0], max(u for u, _ in received)
+        for committed in range(mirrored.position[0] + 2):
+            result = t.translate("orders", p, committed)
+            if committed < first or committed > last:
+                assert result is None, (p, committed, result)  # MM2: -1, no checkpoint
+                continue
+            assert result is not None
+            expected = mm2_answer(received, committed, 1 if exactly_once else 0)
+            assert expected is not None and result >= expected, (committed, result, expected)
+            assert all(d >= result for u, d in mirrored.landed.items() if u >= committed), (
+                f"{committed} -> {result} skips a record")
+            if not holes:  # the history read is a suffix of what was written: exact
+                assert all(d < result for u, d in mirrored.landed.items() if u < committed)
 
 
 def test_checkpoints_follow_mm2s_emission_rules() -> None:
