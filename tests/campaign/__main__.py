@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import sys
 import tempfile
@@ -36,4 +37,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.stdout.flush()
+    os._exit(main())  # not sys.exit: a librdkafka client left closing must not hold the exit

@@ -193,8 +193,8 @@ class Nemesis:
         ballast = directory / BALLAST
         free = os.statvfs(directory).f_bavail * os.statvfs(directory).f_frsize
         with open(ballast, "wb") as file, contextlib.suppress(OSError):  # full, as wanted
-            os.posix_fallocate(file.fileno(), 0, max(free - 4096, 1))
-        self.hold(1.5, 4.0)
+            os.posix_fallocate(file.fileno(), 0, max(free, 1))
+        self.hold(3.0, 6.0)
         ballast.unlink()
         if not self.cluster.alive(SMALL_DISK):
             self.cluster.start(SMALL_DISK)

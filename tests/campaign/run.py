@@ -47,6 +47,8 @@ OVERRIDES = {
 }
 HEAL_TIMEOUT = 180.0
 FINAL_READ_TIMEOUT = 180.0
+STOP_TIMEOUT = 300.0
+"""A client finishes its transaction, flushes and closes within this."""
 
 
 @dataclass
@@ -162,14 +164,15 @@ def run_campaign(seed: int, duration: float, minimum_faults: int, out: Path) -> 
                    "every broker registered after healing", ignoring=Exception)
         producers_stop.set()
         for client in producers:
-            client.join()
+            client.join(STOP_TIMEOUT)
         readers_stop.set()
         for client in readers:
-            client.join()
+            client.join(STOP_TIMEOUT)
         LOG.info("clients stopped, final read")
         incomplete = {isolation: final_read(cluster.bootstrap, history, isolation)
                       for isolation in (READ_COMMITTED, READ_UNCOMMITTED)}
-        crashes = {c.name: c.crash for c in [*producers, *readers] if c.crash}
+        crashes = {c.name: c.crash or "did not stop" for c in [*producers, *readers]
+                   if c.crash or c.is_alive()}
         if nemesis.crash:
             crashes["nemesis"] = nemesis.crash
         report = write_report(history, check(history), out, {

@@ -45,6 +45,16 @@ CALL_TIMEOUT = 60.0
 TRANSACTION_TIMEOUT_MS = 30000
 
 
+def close(consumer: Consumer, name: str, history: History) -> None:
+    """Close a consumer, waiting CALL_TIMEOUT at most: librdkafka 2.16's close sometimes
+    never returns after a campaign (a client error in the report, not a hang of the run)."""
+    closing = threading.Thread(target=consumer.close, daemon=True)
+    closing.start()
+    closing.join(CALL_TIMEOUT)
+    if closing.is_alive():
+        history.add(Failure(name, "", "consumer close did not return", time.monotonic()))
+
+
 def quiet(config: dict[str, Any]) -> dict[str, Any]:
     """librdkafka's errors during faults are expected; the history is what counts."""
     return {"log_level": 0, "error_cb": lambda error: None, **config}
@@ -325,7 +335,7 @@ class TransformStage(TransactionalProducer):
 
     def finish(self) -> None:
         super().finish()
-        self.consumer.close()
+        close(self.consumer, self.name, self.history)
 
 
 class Reader(Client):
@@ -390,7 +400,7 @@ class Reader(Client):
                                         partition.partition, partition.offset, now))
 
     def finish(self) -> None:
-        self.consumer.close()
+        close(self.consumer, self.name, self.history)
 
 
 class OffsetMonitor(Client):
@@ -431,4 +441,4 @@ class OffsetMonitor(Client):
 
     def finish(self) -> None:
         for consumer in self.consumers.values():
-            consumer.close()
+            close(consumer, self.name, self.history)
