@@ -130,6 +130,10 @@ class IdempotentProducer(Client):
                 break
             except BufferError:
                 self.producer.poll(0.5)
+            except KafkaException as error:  # fatal: an idempotent producer starts over
+                self.fatal = error.args[0]
+                self.history.add(Failure(self.name, value, str(error), time.monotonic()))
+                return
         self.producer.poll(0)
         self.stop.wait(self.interval)
 
