@@ -48,7 +48,7 @@ OVERRIDES = {
 HEAL_TIMEOUT = 180.0
 FINAL_READ_TIMEOUT = 180.0
 STOP_TIMEOUT = 300.0
-"""A client finishes its transaction, flushes and closes within this."""
+"""The clients finish their transactions, flush and close within this, all together."""
 
 
 @dataclass
@@ -162,12 +162,13 @@ def run_campaign(seed: int, duration: float, minimum_faults: int, out: Path) -> 
         LOG.info("faults over, healed")
         wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 5, HEAL_TIMEOUT,
                    "every broker registered after healing", ignoring=Exception)
+        deadline = time.monotonic() + STOP_TIMEOUT
         producers_stop.set()
         for client in producers:
-            client.join(STOP_TIMEOUT)
+            client.join(max(deadline - time.monotonic(), 0))
         readers_stop.set()
         for client in readers:
-            client.join(STOP_TIMEOUT)
+            client.join(max(deadline - time.monotonic(), 0))
         LOG.info("clients stopped, final read")
         incomplete = {isolation: final_read(cluster.bootstrap, history, isolation)
                       for isolation in (READ_COMMITTED, READ_UNCOMMITTED)}

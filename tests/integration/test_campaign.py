@@ -12,7 +12,7 @@ import pytest
 
 from tests.campaign.run import run_campaign
 
-pytestmark = pytest.mark.campaign
+pytestmark = [pytest.mark.campaign, pytest.mark.timeout(1500)]
 
 SEED = 20261127
 DURATION_S = 240
