@@ -105,19 +105,28 @@ class NetnsCluster:
 
     def isolate(self, name: str) -> None:
         """Drop everything between `name` and the other nodes (not the test's clients)."""
-        node = self.nodes[name]
-        others = ", ".join(n.address for n in self.nodes.values() if n is not node)
-        rules = (f"table inet isolate {{\n"
-                 f"  chain in {{ type filter hook input priority 0; "
-                 f"ip saddr {{ {others} }} drop; }}\n"
-                 f"  chain out {{ type filter hook output priority 0; "
-                 f"ip daddr {{ {others} }} drop; }}\n}}\n")
-        subprocess.run(["ip", "netns", "exec", node.namespace, "nft", "-f", "-"],
-                       input=rules.encode(), check=True, capture_output=True)
+        self.cut(name, [n for n in self.nodes if n != name])
+
+    def cut(self, name: str, peers: list[str], inbound: bool = True,
+            outbound: bool = True) -> None:
+        """Drop the packets `name` receives from (inbound) and sends to (outbound) `peers`,
+        by nftables rules in its namespace; cuts add up until `heal`."""
+        addresses = ", ".join(self.nodes[peer].address for peer in peers)
+        rules = ["add table inet cut",
+                 "add chain inet cut in { type filter hook input priority 0; }",
+                 "add chain inet cut out { type filter hook output priority 0; }"]
+        if inbound:
+            rules.append(f"add rule inet cut in ip saddr {{ {addresses} }} drop")
+        if outbound:
+            rules.append(f"add rule inet cut out ip daddr {{ {addresses} }} drop")
+        subprocess.run(["ip", "netns", "exec", self.nodes[name].namespace, "nft", "-f", "-"],
+                       input="\n".join(rules).encode() + b"\n", check=True,
+                       capture_output=True)
 
     def heal(self, name: str) -> None:
-        run("ip", "netns", "exec", self.nodes[name].namespace, "nft", "delete", "table",
-            "inet", "isolate")
+        """Remove every cut of `name` (none is fine)."""
+        subprocess.run(["ip", "netns", "exec", self.nodes[name].namespace, "nft", "delete",
+                        "table", "inet", "cut"], capture_output=True)
 
     # --- processes -----------------------------------------------------------------------
 
@@ -156,6 +165,16 @@ class NetnsCluster:
         if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
+
+    def send_signal(self, name: str, number: signal.Signals) -> None:
+        """Send a signal to the node's process group (SIGSTOP, SIGCONT, SIGTERM, ...)."""
+        process = self.nodes[name].process
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, number)
+
+    def alive(self, name: str) -> bool:
+        process = self.nodes[name].process
+        return process is not None and process.poll() is None
 
     def up(self, timeout: float = 60.0) -> None:
         self._create_network()

@@ -1,0 +1,448 @@
+"""The campaign's clients (confluent-kafka), each a thread that records what it does in the
+History: idempotent producers, transactional producers, consume-transform-produce stages,
+and consumers (subscribe with both group protocols, assign; both isolation levels).
+
+Values are `<process>-<n>` (a transaction's `<process>-<k>-<i>`); a consume-transform-produce
+output ends in `-h<hops>`, the number of stages it went through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from tests.campaign.history import (
+    ABORTED,
+    COMMITTED,
+    READ_COMMITTED,
+    UNKNOWN,
+    Ack,
+    Assignment,
+    Commit,
+    Failure,
+    History,
+    Read,
+    Send,
+    Txn,
+)
+
+CALL_TIMEOUT = 60.0
+TRANSACTION_TIMEOUT_MS = 30000
+
+
+def close(consumer: Consumer, name: str, history: History) -> None:
+    """Close a consumer, waiting CALL_TIMEOUT at most: librdkafka 2.16's close sometimes
+    never returns after a campaign (a client error in the report, not a hang of the run)."""
+    closing = threading.Thread(target=consumer.close, daemon=True)
+    closing.start()
+    closing.join(CALL_TIMEOUT)
+    if closing.is_alive():
+        history.add(Failure(name, "", "consumer close did not return", time.monotonic()))
+
+
+def quiet(config: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka's errors during faults are expected; the history is what counts."""
+    return {"log_level": 0, "error_cb": lambda error: None, **config}
+
+
+class Client(threading.Thread):
+    """A workload thread: `step()` until the stop event, then `finish()`; an exception in
+    either is kept in `crash` for the report instead of killing the campaign."""
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event) -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap = bootstrap
+        self.history = history
+        self.random = random.Random(f"{seed}/{name}")
+        self.stop = stop
+        self.crash: str | None = None
+        self.operations = 0
+
+    def run(self) -> None:
+        try:
+            self.open()
+            while not self.stop.is_set():
+                self.step()
+            self.finish()
+        except Exception as error:  # noqa: BLE001 - reported, not raised
+            self.crash = f"{type(error).__name__}: {error}"
+
+    def open(self) -> None:
+        """Create the client(s)."""
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Flush and close."""
+
+
+class IdempotentProducer(Client):
+    """acks=all with enable.idempotence, one record at a time at a steady pace."""
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event, topic: str, interval: float = 0.05) -> None:
+        super().__init__(name, bootstrap, history, seed, stop)
+        self.topic = topic
+        self.interval = interval
+        self.fatal: KafkaError | None = None
+
+    def open(self) -> None:
+        self.fatal = None
+        self.producer = Producer(quiet({
+            "bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+            "linger.ms": 5, "message.timeout.ms": 120000,
+            "error_cb": self.on_error}))
+
+    def on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = error
+
+    def step(self) -> None:
+        if self.fatal is not None:
+            self.history.add(Failure(self.name, "", f"fatal: {self.fatal}", time.monotonic()))
+            self.producer.flush(CALL_TIMEOUT)
+            self.open()
+        value = f"{self.name}-{self.operations}"
+        self.operations += 1
+        sent = time.monotonic()
+        self.history.add(Send(self.name, value, self.topic, sent))
+        while True:
+            try:
+                self.producer.produce(self.topic, value.encode(), key=value.encode(),
+                                      on_delivery=self.delivered(value, sent))
+                break
+            except BufferError:
+                self.producer.poll(0.5)
+            except KafkaException as error:  # fatal: an idempotent producer starts over
+                self.fatal = error.args[0]
+                self.history.add(Failure(self.name, value, str(error), time.monotonic()))
+                return
+        self.producer.poll(0)
+        self.stop.wait(self.interval)
+
+    def delivered(self, value: str, sent: float) -> Callable[[KafkaError | None, Message], None]:
+        def report(error: KafkaError | None, message: Message) -> None:
+            now = time.monotonic()
+            if error is not None:
+                self.history.add(Failure(self.name, value, str(error), now))
+            else:
+                self.history.add(Ack(self.name, value, str(message.topic()),
+                                     int(message.partition() or 0), int(message.offset() or 0),
+                                     now, now - sent))
+        return report
+
+    def finish(self) -> None:
+        self.producer.flush(CALL_TIMEOUT * 2)
+
+
+class TransactionalProducer(IdempotentProducer):
+    """Transactions of one to four records over several topics and partitions; a quarter
+    aborted on purpose. `txn_values()` and `after_values()` are the hooks of the
+    consume-transform-produce subclass."""
+
+    abort_ratio = 0.25
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event, topics: list[str], interval: float = 0.2) -> None:
+        super().__init__(name, bootstrap, history, seed, stop, topics[0], interval)
+        self.topics = topics
+
+    def open(self) -> None:
+        self.producer = Producer(quiet({
+            "bootstrap.servers": self.bootstrap, "transactional.id": self.name,
+            "acks": "all", "linger.ms": 5, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            "message.timeout.ms": TRANSACTION_TIMEOUT_MS}))
+        self.producer.init_transactions(CALL_TIMEOUT)
+
+    def outputs(self, txn: str) -> list[tuple[str, str]]:
+        """(topic, value) of the next transaction; empty: nothing to do now."""
+        count = self.random.randint(1, 4)
+        return [(self.random.choice(self.topics), f"{txn}-{i}") for i in range(count)]
+
+    def step(self) -> None:
+        txn = f"{self.name}-{self.operations}"
+        outputs = self.outputs(txn)
+        if not outputs:
+            return
+        self.operations += 1
+        start = time.monotonic()
+        commit_started: float | None = None
+        outcome = UNKNOWN
+        try:
+            self.producer.begin_transaction()
+            for topic, value in outputs:
+                self.history.add(Send(self.name, value, topic, time.monotonic(), txn))
+                self.producer.produce(topic, value.encode(), key=value.encode(),
+                                      on_delivery=self.delivered_in(txn, value, start))
+            self.attach_offsets()
+            if self.random.random() < self.abort_ratio:
+                self.producer.abort_transaction(CALL_TIMEOUT)
+                outcome = ABORTED
+            else:
+                commit_started = time.monotonic()
+                outcome = self.commit()
+        except KafkaException as error:
+            outcome = self.recover(error.args[0])
+        self.history.add(Txn(self.name, txn, [v for _, v in outputs], outcome, start,
+                             time.monotonic(), commit_started, **self.txn_reads()))
+        if outcome != COMMITTED:
+            self.rewind()
+        self.stop.wait(self.interval)
+
+    def commit(self) -> str:
+        for _ in range(5):
+            try:
+                self.producer.commit_transaction(CALL_TIMEOUT)
+                return COMMITTED
+            except KafkaException as error:
+                if not error.args[0].retriable():
+                    raise
+        return UNKNOWN
+
+    def recover(self, error: KafkaError) -> str:
+        """After a failed transaction: abort it if the client may, else (a fatal error,
+        recorded as a failure) start over with a new producer of the same id."""
+        if error.txn_requires_abort():
+            try:
+                self.producer.abort_transaction(CALL_TIMEOUT)
+                return ABORTED
+            except KafkaException:
+                pass
+        if error.fatal():
+            self.history.add(Failure(self.name, "", f"fatal: {error}", time.monotonic()))
+        self.reopen()
+        return UNKNOWN
+
+    def reopen(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.open()
+                return
+            except KafkaException as error:
+                self.history.add(Failure(self.name, "", f"reopening: {error.args[0]}",
+                                         time.monotonic()))
+                self.stop.wait(1.0)
+
+    def delivered_in(self, txn: str, value: str, sent: float
+                     ) -> Callable[[KafkaError | None, Message], None]:
+        def report(error: KafkaError | None, message: Message) -> None:
+            now = time.monotonic()
+            if error is None:
+                self.history.add(Ack(self.name, value, str(message.topic()),
+                                     int(message.partition() or 0), int(message.offset() or 0),
+                                     now, now - sent, txn))
+        return report
+
+    def attach_offsets(self) -> None:
+        """Hook: send the consumed offsets to the transaction."""
+
+    def txn_reads(self) -> dict[str, Any]:
+        return {}
+
+    def rewind(self) -> None:
+        """Hook: go back to the last committed input."""
+
+    def finish(self) -> None:
+        self.producer.flush(CALL_TIMEOUT)
+
+
+class TransformStage(TransactionalProducer):
+    """Consume-transform-produce: a read_committed group member reads a batch, and one
+    transaction writes one output per input (to `forward` while the value has been through
+    fewer than `hops` stages, else to `sink`) with the consumed offsets
+    (send_offsets_to_transaction)."""
+
+    abort_ratio = 0.1
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event, inputs: list[str], forward: str, sink: str,
+                 hops: int = 3) -> None:
+        super().__init__(name, bootstrap, history, seed, stop, [forward, sink], interval=0)
+        self.inputs, self.forward, self.sink, self.hops = inputs, forward, sink, hops
+        self.group = name
+        self.batch: list[Message] = []
+        self.offsets: dict[str, int] = {}
+
+    def open(self) -> None:
+        super().open()
+        if not hasattr(self, "consumer"):
+            self.consumer = Consumer(quiet({
+                "bootstrap.servers": self.bootstrap, "group.id": self.group,
+                "isolation.level": READ_COMMITTED, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000}))
+            self.consumer.subscribe(self.inputs, on_assign=self.on_rebalance,
+                                    on_revoke=self.on_rebalance, on_lost=self.on_rebalance)
+
+    def on_rebalance(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in partitions],
+                                    time.monotonic()))
+
+    def outputs(self, txn: str) -> list[tuple[str, str]]:
+        self.batch = [m for m in self.consumer.consume(20, 1.0) if m.error() is None]
+        now = time.monotonic()
+        for message in self.batch:
+            self.history.add(Read(self.name, READ_COMMITTED, str(message.topic()),
+                                  int(message.partition() or 0), int(message.offset() or 0),
+                                  (message.value() or b"").decode(), now, self.group))
+        result = []
+        for i, message in enumerate(self.batch):
+            value = (message.value() or b"").decode()
+            hops = int(value.rsplit("-h", 1)[1]) + 1 if "-h" in value else 1
+            topic = self.forward if hops < self.hops else self.sink
+            result.append((topic, f"{txn}-{i}-h{hops}"))
+        return result
+
+    def attach_offsets(self) -> None:
+        positions = self.consumer.position(self.consumer.assignment())
+        consumed = {(m.topic(), m.partition()) for m in self.batch}
+        self.offsets = {f"{p.topic}/{p.partition}": p.offset for p in positions
+                        if p.offset >= 0 and (p.topic, p.partition) in consumed}
+        self.producer.send_offsets_to_transaction(
+            positions, self.consumer.consumer_group_metadata(), CALL_TIMEOUT)
+
+    def txn_reads(self) -> dict[str, Any]:
+        return {"reads": [(m.value() or b"").decode() for m in self.batch],
+                "group": self.group, "offsets": self.offsets}
+
+    def rewind(self) -> None:
+        try:
+            committed = self.consumer.committed(self.consumer.assignment(), CALL_TIMEOUT)
+        except KafkaException:
+            committed = [TopicPartition(p.topic, p.partition, OFFSET_BEGINNING)
+                         for p in self.consumer.assignment()]
+        self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in committed],
+                                    time.monotonic()))
+        for partition in committed:
+            if partition.offset < 0:
+                partition.offset = OFFSET_BEGINNING
+            # revoked meanwhile: the next owner starts from the committed offset
+            with contextlib.suppress(KafkaException):
+                self.consumer.seek(partition)
+
+    def finish(self) -> None:
+        super().finish()
+        close(self.consumer, self.name, self.history)
+
+
+class Reader(Client):
+    """A consumer: a group member (`protocol` classic or consumer) committing its position
+    about once a second, or (group None) assigned every partition from the beginning."""
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event, topics: list[str], isolation: str,
+                 group: str | None = None, protocol: str = "classic") -> None:
+        super().__init__(name, bootstrap, history, seed, stop)
+        self.topics, self.isolation, self.group, self.protocol = \
+            topics, isolation, group, protocol
+        self.last_commit = time.monotonic()
+
+    def open(self) -> None:
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap, "group.id": self.group or self.name,
+            "isolation.level": self.isolation, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "group.protocol": self.protocol}
+        if self.protocol == "classic":
+            config.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+        self.consumer = Consumer(quiet(config))
+        if self.group is None:
+            metadata = AdminClient(quiet({"bootstrap.servers": self.bootstrap})).list_topics(
+                timeout=CALL_TIMEOUT)
+            partitions = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics
+                          for p in metadata.topics[t].partitions]
+            self.history.add(Assignment(self.name, [(p.topic, p.partition)
+                                                    for p in partitions], time.monotonic()))
+            self.consumer.assign(partitions)
+        else:
+            self.consumer.subscribe(self.topics, on_assign=self.on_rebalance,
+                                    on_revoke=self.on_rebalance, on_lost=self.on_rebalance)
+
+    def on_rebalance(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in partitions],
+                                    time.monotonic()))
+
+    def step(self) -> None:
+        messages = self.consumer.consume(100, 0.5)
+        now = time.monotonic()
+        for message in messages:
+            if message.error() is None:
+                self.operations += 1
+                self.history.add(Read(self.name, self.isolation, str(message.topic()),
+                                      int(message.partition() or 0),
+                                      int(message.offset() or 0),
+                                      (message.value() or b"").decode(), now, self.group))
+        if self.group is not None and now - self.last_commit > 1.0:
+            self.last_commit = now
+            self.commit()
+
+    def commit(self) -> None:
+        try:
+            done = self.consumer.commit(asynchronous=False)
+        except KafkaException:
+            return  # nothing to commit, a rebalance, a coordinator moving: not acknowledged
+        now = time.monotonic()
+        for partition in done or []:
+            if partition.error is None and partition.offset >= 0:
+                self.history.add(Commit(self.name, str(self.group), partition.topic,
+                                        partition.partition, partition.offset, now))
+
+    def finish(self) -> None:
+        close(self.consumer, self.name, self.history)
+
+
+class OffsetMonitor(Client):
+    """Reads the groups' committed offsets from the brokers every second, through a
+    read_committed consumer per group that never joins it (OffsetFetch with require_stable).
+    Not through the AdminClient: librdkafka 2.16's ListConsumerGroupOffsets crashes the
+    process (a NULL consumer group in rd_kafka_cgrp_op, from rd_kafka_handle_OffsetFetch)
+    when the group coordinator moves."""
+
+    def __init__(self, name: str, bootstrap: str, history: History, seed: int,
+                 stop: threading.Event, groups: list[str], topics: list[str]) -> None:
+        super().__init__(name, bootstrap, history, seed, stop)
+        self.groups, self.topics = groups, topics
+
+    def open(self) -> None:
+        metadata = AdminClient(quiet({"bootstrap.servers": self.bootstrap})).list_topics(
+            timeout=CALL_TIMEOUT)
+        self.partitions = [(t, p) for t in self.topics for p in metadata.topics[t].partitions]
+        self.consumers = {group: Consumer(quiet({
+            "bootstrap.servers": self.bootstrap, "group.id": group,
+            "isolation.level": READ_COMMITTED, "enable.auto.commit": False}))
+            for group in self.groups}
+
+    def step(self) -> None:
+        for group, consumer in self.consumers.items():
+            try:
+                result = consumer.committed([TopicPartition(t, p) for t, p in self.partitions],
+                                            10)
+            except KafkaException:
+                continue
+            now = time.monotonic()
+            self.operations += 1
+            for partition in result:
+                if partition.error is None and partition.offset >= 0:
+                    self.history.add(Commit("monitor", group, partition.topic,
+                                            partition.partition, partition.offset, now))
+        self.stop.wait(1.0)
+
+    def finish(self) -> None:
+        for consumer in self.consumers.values():
+            close(consumer, self.name, self.history)
