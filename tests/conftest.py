@@ -1,0 +1,43 @@
+"""Settings for the whole suite.
+
+Hypothesis runs without its per-example deadline and its too-slow health check: both are
+timing thresholds, and the machines are shared and noisy.
+
+Groups for running the suite in several processes (`pytest -n N --dist loadgroup`, as
+scripts/test.sh does): a module's tests stay in one worker, so its module-scoped clusters
+start once; the container tests share one worker, since they build the same images on one
+Docker engine; and the Spark tests share one, since each worker would start its own JVM.
+The longest groups come first (xdist hands groups out in collection order), so that none
+starts last and holds the run up alone."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "odradek", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("odradek")
+
+SHARED_WORKERS = ("containers", "spark")
+LONGEST_FIRST = ("containers", "spark", "tests.integration.jvm", "tests.integration")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    groups = {item: _group(item) for item in items}
+    for item, group in groups.items():
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: _rank(groups[item]))
+
+
+def _group(item: pytest.Item) -> str:
+    for name in SHARED_WORKERS:
+        if item.get_closest_marker(name) or f"integration/{name}/" in str(item.path):
+            return name
+    return item.module.__name__ if item.module else str(item.path)
+
+
+def _rank(group: str) -> int:
+    return next((rank for rank, prefix in enumerate(LONGEST_FIRST) if group.startswith(prefix)),
+                len(LONGEST_FIRST))
