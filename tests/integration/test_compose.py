@@ -47,6 +47,7 @@ from tests.integration.compose_stack import (
     ComposeStack,
     docker,
     running_stack,
+    spark_master_state,
 )
 from tests.integration.test_replication_faults import (
     PARTITIONS,
@@ -255,14 +256,6 @@ def spark_audit(stack: ComposeStack, topic: str, output: Path, master: str | Non
     return json.loads((output / "summary.json").read_text())  # type: ignore[no-any-return]
 
 
-def spark_master_state(stack: ComposeStack) -> Any:
-    """The standalone master's JSON API (its web UI port, inside the network)."""
-    fetch = ("import sys, urllib.request as u; "
-             "sys.stdout.write(u.urlopen('http://spark-master:8080/json/').read().decode())")
-    return json.loads(docker("exec", stack.container("spark-master"), "python", "-c",
-                             fetch).stdout)
-
-
 def tasks_run(stack: ComposeStack, worker: str, app: str) -> int:
     """The tasks the executors of `app` ran on `worker`, as their logs in the worker's
     work directory say (`Running task 0.0 in stage 1.0 (TID 3)`)."""
@@ -298,7 +291,7 @@ def test_the_spark_profile_audits_the_mirror_on_a_standalone_cluster(
     assert {k: v for k, v in distributed.items() if k not in RUN_DEPENDENT} == {
         k: v for k, v in local.items() if k not in RUN_DEPENDENT}
     assert list((tmp_path / "buckets").glob("part-*.parquet")), "the executors' Parquet files"
-    (app,) = [a for a in spark_master_state(stack)["completedapps"]
-              if a["name"] == "odradek-mirror-audit"]
+    master = spark_master_state(stack.container("spark-master"), "spark-master")
+    (app,) = [a for a in master["completedapps"] if a["name"] == "odradek-mirror-audit"]
     tasks = {worker: tasks_run(stack, worker, app["id"]) for worker in SPARK_WORKERS}
     assert all(tasks.values()), tasks
