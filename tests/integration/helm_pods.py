@@ -31,7 +31,9 @@ from tests.integration.compose_stack import docker
 BASE_IMAGE = "odradek-test-base:bookworm"
 TAG = "helm-test"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-PREFIX = "helm-"
+PREFIX = os.environ.get("ODRADEK_HELM_PODS_PREFIX", "helm-")
+"""Of the containers and volumes the pods become: a run beside another on one engine sets
+its own (the NodePorts it publishes stay fixed)."""
 ROOT = Path(__file__).resolve().parents[2]
 
 

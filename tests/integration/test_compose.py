@@ -260,10 +260,11 @@ def tasks_run(stack: ComposeStack, worker: str, app: str) -> int:
     """The tasks the executors of `app` ran on `worker`, as their logs in the worker's
     work directory say (`Running task 0.0 in stage 1.0 (TID 3)`)."""
     logs = docker("exec", stack.container(worker), "sh", "-c",
-                  f"cat /tmp/spark-work/{app}/*/stderr").stdout
+                  f"cat /tmp/spark-work/{app}/*/stderr", check=False).stdout
     return len(re.findall(r"Running task \S+ in stage", logs))
 
 
+@pytest.mark.timeout(1800)  # two runs of the job, and a Spark cluster started for the second
 def test_the_spark_profile_audits_the_mirror_on_a_standalone_cluster(
         stack: ComposeStack, tmp_path: Path) -> None:
     """`--profile spark run --rm spark-audit`: the audit job of compose.yaml counts a

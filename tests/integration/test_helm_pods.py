@@ -40,7 +40,7 @@ from tests.waiting import wait_until
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
 
 NAMESPACE = "data"
-NETWORK = "odradek-helm-test"
+NETWORK = f"odradek-{PREFIX}test"
 ZONES = ["zone-a", "zone-b", "zone-c"]
 EAST_EXTERNAL = "127.0.0.1:31090,127.0.0.1:31091,127.0.0.1:31092"
 WEST_EXTERNAL = "127.0.0.1:31190"
@@ -215,7 +215,7 @@ def test_pods_run_as_the_chart_says(east: Release) -> None:
     assert probe[:2] == ["10001", "read-only"] and probe[2:], probe
 
 
-SPARK_MASTER = "helm-spark-master"
+SPARK_MASTER = f"{PREFIX}spark-master"
 SPARK_DRIVER_PORT = 7078
 BOOTSTRAP_SERVICE = "east-odradek-bootstrap.data.svc.cluster.local:9092"
 
