@@ -27,6 +27,7 @@ from odradek.spark.audit_rules import (
     target_topic,
 )
 from odradek.spark.cut import client_config
+from odradek.spark.session_flags import add_session_arguments
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit-topic", default=AUDIT_TOPIC,
                         help=f"compacted topic on the target for the results (default "
                         f"{AUDIT_TOPIC}; empty: none)")
-    parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
+    add_session_arguments(parser)
 
 
 def add_naming_arguments(parser: argparse.ArgumentParser, alias_required: bool) -> None:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
              for t in topics}
     source_cut = take_cut(args.source_bootstrap, topics, source_client)
     target_cut = take_cut(args.target_bootstrap, list(names.values()), target_client)
-    spark = spark or spark_session("odradek-mirror-audit", args.master)
+    spark = spark or spark_session("odradek-mirror-audit", args.master, dict(args.conf))
     back = {target: source for source, target in names.items()}
     window = (from_ms, to_ms, bucket_ms)
     result = audit(
