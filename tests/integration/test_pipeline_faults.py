@@ -297,7 +297,7 @@ def audit(east: Cluster, west: Cluster, start_ms: int, output: Path
          west.bootstrap, "--source-alias", "east", "--topics", "|".join(TOPICS),
          "--from", str(start_ms), "--to", str(start_ms + BUCKETS * BUCKET_MS),
          "--bucket", "10m", "--grace", "5m", "--master", "local[2]",
-         "--output", str(output)], capture_output=True, text=True, timeout=600)
+         "--output", str(output)], capture_output=True, text=True, timeout=900)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     return done.returncode, json.loads((output / "summary.json").read_text()), done.stdout
 
