@@ -97,7 +97,13 @@ def confluent_rec(message: Message) -> Rec:
 def produce_confluent(bootstrap: str, topic: str, outs: Sequence[Out],
                       config: dict[str, Any] | None = None) -> list[Rec]:
     """Produce with librdkafka; returns the acknowledged records in send order."""
-    producer = Producer({"bootstrap.servers": bootstrap, **(config or {})})
+    return deliver(Producer({"bootstrap.servers": bootstrap, **(config or {})}), topic, outs)
+
+
+def deliver(producer: Producer, topic: str, outs: Sequence[Out],
+            timeout: float = TIMEOUT) -> list[Rec]:
+    """Produce with `producer` and flush; the acknowledged records in send order (raises
+    the first delivery error)."""
     results: list[tuple[KafkaError | None, int, int] | None] = [None] * len(outs)
 
     def report(index: int) -> Any:
@@ -110,7 +116,7 @@ def produce_confluent(bootstrap: str, topic: str, outs: Sequence[Out],
                          partition=PARTITION_UA if out.partition is None else out.partition,
                          headers=list(out.headers) or None, on_delivery=report(index))
         producer.poll(0)
-    assert producer.flush(TIMEOUT) == 0
+    assert producer.flush(timeout) == 0
     acked = []
     for out, result in zip(outs, results, strict=True):
         assert result is not None
@@ -126,20 +132,64 @@ def produce_transactions(bootstrap: str, topic: str, transactions: Sequence[Sequ
     """Each group of records in a transaction of one librdkafka transactional producer, in
     order; transaction i is aborted (its records written, then an abort marker) when
     `aborted[i]`, committed otherwise."""
-    producer = Producer({"bootstrap.servers": bootstrap,
-                         "transactional.id": unique("audit-txn")})
-    producer.init_transactions(TIMEOUT)
+    writer = TransactionalWriter(bootstrap, unique("audit-txn"))
     for outs, abort in zip(transactions, aborted, strict=True):
-        producer.begin_transaction()
+        writer.write(topic, outs, commit=not abort)
+
+
+class TransactionalWriter:
+    """One librdkafka transactional producer writing groups of records, each in a
+    transaction it commits or aborts (after the records were written to the log).
+
+    `write_recovering` recovers as an application does when a broker kill fails a
+    transaction: an abortable error aborts it, a fatal one (the coordinator's
+    INVALID_TXN_STATE after its broker was killed) starts a new producer under the same
+    transactional id, which fences the old one and aborts its transaction. Either way
+    nothing of that transaction is committed; `recoveries` counts them."""
+
+    def __init__(self, bootstrap: str, transactional_id: str, timeout: float = TIMEOUT,
+                 **config: Any) -> None:
+        self.config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                       **config}
+        self.timeout = timeout
+        self.recoveries = 0
+        self.producer = self._new_producer()
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(self.config)
+        producer.init_transactions(self.timeout)
+        return producer
+
+    def write(self, topic: str, outs: Sequence[Out], commit: bool) -> None:
+        """One transaction of `outs`, committed or aborted; raises KafkaException."""
+        self.producer.begin_transaction()
         for out in outs:
-            producer.produce(topic, key=out.key, value=out.value, timestamp=out.timestamp,
-                             partition=PARTITION_UA if out.partition is None else out.partition,
-                             headers=list(out.headers) or None)
-        if abort:
-            assert producer.flush(TIMEOUT) == 0  # written to the log, then aborted
-            producer.abort_transaction(TIMEOUT)
+            self.producer.produce(
+                topic, key=out.key, value=out.value, timestamp=out.timestamp,
+                partition=PARTITION_UA if out.partition is None else out.partition,
+                headers=list(out.headers) or None)
+        if commit:
+            self.producer.commit_transaction(self.timeout)
         else:
-            producer.commit_transaction(TIMEOUT)
+            assert self.producer.flush(self.timeout) == 0  # written to the log, then aborted
+            self.producer.abort_transaction(self.timeout)
+
+    def write_recovering(self, topic: str, outs: Sequence[Out], commit: bool) -> bool:
+        """`write`; whether the transaction was committed (False: aborted, on purpose or to
+        recover). An error that is neither abortable nor fatal is raised."""
+        try:
+            self.write(topic, outs, commit)
+        except KafkaException as failure:
+            error: KafkaError = failure.args[0]
+            self.recoveries += 1
+            if error.txn_requires_abort():
+                self.producer.abort_transaction(self.timeout)
+            elif error.fatal():
+                self.producer = self._new_producer()
+            else:
+                raise
+            return False
+        return commit
 
 
 def produce_kafka_python(bootstrap: str, topic: str, outs: Sequence[Out],

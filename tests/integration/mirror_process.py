@@ -1,14 +1,22 @@
-"""Starts `odradek mirror` on an MM2 properties file for integration tests."""
+"""Starts `odradek mirror` on an MM2 properties file for integration tests: start, stop
+(SIGTERM), kill -9, pause (SIGSTOP) and resume, its log and its metrics."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK, free_port
 from tests.waiting import wait_until
+
+RECORD_COUNT = "kafka_connect_mirror_mirrorsourceconnector_record_count"
+"""MM2's per-partition records copied, by (target) topic and partition: a process has one
+sample for each partition it owns."""
 
 FAST = {
     "replication.factor": "1", "heartbeats.topic.replication.factor": "1",
@@ -61,13 +69,15 @@ class MirrorProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> MirrorProcess:
+        """Start (again, after a stop or a kill) and wait for this run's "mirroring" line."""
+        started_at = len(self.logs())
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
         self.process = subprocess.Popen(
             [*ODRADEK, "mirror", "--config", str(self.config_path), *self.args],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        wait_until(lambda: "mirroring" in self.logs(), 30, lambda: f"mirror up\n{self.logs()}",
-                   interval=0.05)
+        wait_until(lambda: "mirroring" in self.logs()[started_at:], 60,
+                   lambda: f"mirror up\n{self.logs()[-3000:]}", interval=0.05)
         return self
 
     def logs(self) -> str:
@@ -84,6 +94,34 @@ class MirrorProcess:
         return self.process.wait(timeout)
 
     def kill(self) -> None:
+        """kill -9."""
         assert self.process is not None
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets and state, and does nothing."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGCONT)
+
+    def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+        """The samples of one metric, by their sorted labels."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        return {tuple(sorted(s.labels.items())): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples if s.name == name}
+
+    def owned(self) -> set[tuple[str, int]]:
+        """The (target topic, partition) pairs this process copies now."""
+        return {(labels["topic"], int(labels["partition"]))
+                for labels in map(dict, self.samples(RECORD_COUNT))}
+
+    def copied(self) -> float:
+        """Records this run of the process copied (its metrics start at 0 each run)."""
+        return sum(self.samples(RECORD_COUNT).values())

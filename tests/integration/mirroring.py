@@ -1,78 +1,17 @@
-"""Helpers for the mirror's data-path tests: a mirror process that can be killed with -9,
-MM2 config files, and reading whole topics back with read_committed."""
+"""Helpers for the mirror's data-path tests: producing keyed rows, and reading whole topics
+back with read_committed."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import urllib.request
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
 
-from odradek.cluster_cli.layout import free_port
 from tests.waiting import wait_until
 
 Row = tuple[Any, ...]
 """(key, value, headers, timestamp) of one record."""
-
-
-def write_config(path: Path, east: str, west: str, **settings: str) -> Path:
-    lines = ["clusters = east, west", f"east.bootstrap.servers = {east}",
-             f"west.bootstrap.servers = {west}", "east->west.enabled = true",
-             "offset.storage.replication.factor = 1",
-             "offset-syncs.topic.replication.factor = 1"]
-    lines += [f"{key} = {value}" for key, value in settings.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-class MirrorProcess:
-    """`tests.integration.mirror_runner` as a child process: `start`, `kill` (-9), `stop`."""
-
-    def __init__(self, config: Path, topics: dict[str, int], log_path: Path) -> None:
-        self.config = config
-        self.topics = topics
-        self.log_path = log_path
-        self.metrics_port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> MirrorProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.mirror_runner", str(self.config),
-             *(f"{t}={n}" for t, n in self.topics.items()),
-             "--metrics-port", str(self.metrics_port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        return self
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> int:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(60)
-
-    def logs(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-        """The samples of one metric, by their sorted labels."""
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            text = response.read().decode()
-        return {tuple(sorted(s.labels.items())): s.value
-                for family in text_string_to_metric_families(text)
-                for s in family.samples if s.name == name}
 
 
 def read_all(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, list[Row]]:

@@ -1,4 +1,5 @@
-"""The mirror's data path between two `odradek dev` clusters, east -> west: compacted and
+"""The mirror's data path between two `odradek dev` clusters, east -> west, through
+`odradek mirror` (its topic sync creating each `east.<topic>` on west): compacted and
 compressed topics, at-least-once mode, two processes sharing a flow, the metrics."""
 
 from __future__ import annotations
@@ -9,18 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, NewTopic
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.cluster import admin
-from tests.integration.mirroring import MirrorProcess, produce, read_all, write_config
+from tests.integration.mirror_process import MirrorProcess, properties
+from tests.integration.mirroring import produce, read_all
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.mirror]
 
 FAST_CLEANER = {"log.cleaner.backoff.ms": "100"}
-SYNCS_TOPIC = "mm2-offset-syncs.west.internal"
-"""Created by the service's topic management; here by the fixture."""
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,6 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerP
     west = BrokerProcess(root / "west", root / "west.log")
     east.start()
     west.start()
-    topics(east.bootstrap, NewTopic(SYNCS_TOPIC, 1, 1, config={"cleanup.policy": "compact"}))
     yield east, west
     east.stop()
     west.stop()
@@ -43,11 +43,17 @@ def topics(bootstrap: str, *specs: NewTopic) -> None:
         future.result(30)
 
 
-def mirrored_pair(east: BrokerProcess, west: BrokerProcess, name: str, partitions: int,
-                  config: dict[str, str] | None = None) -> None:
-    """`name` on east and `east.<name>` on west (the topic sync's work in the service)."""
+def source_topic(east: BrokerProcess, name: str, partitions: int,
+                 config: dict[str, str] | None = None) -> None:
     topics(east.bootstrap, NewTopic(name, partitions, 1, config=config or {}))
-    topics(west.bootstrap, NewTopic(f"east.{name}", partitions, 1))
+
+
+def mirror_of(east: BrokerProcess, west: BrokerProcess, directory: Path, name: str,
+              **settings: str) -> MirrorProcess:
+    """`odradek mirror` copying the topic `name` from east to west (not yet started)."""
+    return MirrorProcess(directory, properties(
+        {"east": east.bootstrap, "west": west.bootstrap},
+        **{"east->west.enabled": "true", "east->west.topics": name, **settings}))
 
 
 def stop_cleaning(bootstrap: str, topic: str) -> None:
@@ -59,7 +65,11 @@ def stop_cleaning(bootstrap: str, topic: str) -> None:
 
 
 def copied(west: BrokerProcess, name: str, partition: int, count: int) -> bool:
-    return len(read_all(west.bootstrap, f"east.{name}", [partition])[partition]) >= count
+    """West's `east.<name>` (created by the mirror's topic sync) holds `count` records."""
+    try:
+        return len(read_all(west.bootstrap, f"east.{name}", [partition])[partition]) >= count
+    except KafkaException:  # not created yet
+        return False
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
@@ -67,7 +77,7 @@ def test_a_compacted_compressed_topic_mirrors_every_surviving_record(
         clusters: tuple[BrokerProcess, BrokerProcess], tmp_path: Path, codec: str) -> None:
     east, west = clusters
     name = f"compacted-{codec}"
-    mirrored_pair(east, west, name, 1, {
+    source_topic(east, name, 1, {
         "cleanup.policy": "compact", "segment.bytes": "16384", "segment.ms": "500",
         "min.cleanable.dirty.ratio": "0.01"})
     rows = [(0, b"key-%d" % (i % 50), b"%d-" % i + b"x" * 200) for i in range(2000)]
@@ -88,8 +98,7 @@ def test_a_compacted_compressed_topic_mirrors_every_surviving_record(
 
     wait_until(settled, 30, "the source log settling", interval=1)
     source = read_all(east.bootstrap, name, [0])[0]
-    mirror = MirrorProcess(write_config(tmp_path / "mm2.properties", east.bootstrap,
-                                        west.bootstrap), {name: 1}, tmp_path / "m.log").start()
+    mirror = mirror_of(east, west, tmp_path, name).start()
     try:
         wait_until(lambda: copied(west, name, 0, len(source)), 60,
                    lambda: f"the compacted records on west\n{mirror.logs()}")
@@ -101,12 +110,11 @@ def test_a_compacted_compressed_topic_mirrors_every_surviving_record(
 def test_at_least_once_mode_copies_without_transactions(
         clusters: tuple[BrokerProcess, BrokerProcess], tmp_path: Path) -> None:
     east, west = clusters
-    mirrored_pair(east, west, "plain", 2)
+    source_topic(east, "plain", 2)
     rows = [(i % 2, b"%d" % i, b"value-%d" % i) for i in range(500)]
     produce(east.bootstrap, "plain", rows)
-    config = write_config(tmp_path / "mm2.properties", east.bootstrap, west.bootstrap,
-                          **{"exactly.once.support": "disabled"})
-    mirror = MirrorProcess(config, {"plain": 2}, tmp_path / "m.log").start()
+    mirror = mirror_of(east, west, tmp_path, "plain",
+                       **{"exactly.once.support": "disabled"}).start()
     try:
         wait_until(lambda: all(copied(west, "plain", p, 250) for p in (0, 1)), 60,
                    lambda: f"every record on west\n{mirror.logs()}")
@@ -122,10 +130,9 @@ def test_at_least_once_mode_copies_without_transactions(
 def test_two_processes_share_a_flow_and_the_survivor_takes_over_exactly_once(
         clusters: tuple[BrokerProcess, BrokerProcess], tmp_path: Path) -> None:
     east, west = clusters
-    mirrored_pair(east, west, "shared", 4)
-    config = write_config(tmp_path / "mm2.properties", east.bootstrap, west.bootstrap)
-    first = MirrorProcess(config, {"shared": 4}, tmp_path / "first.log").start()
-    second = MirrorProcess(config, {"shared": 4}, tmp_path / "second.log").start()
+    source_topic(east, "shared", 4)
+    first = mirror_of(east, west, tmp_path / "first", "shared").start()
+    second = mirror_of(east, west, tmp_path / "second", "shared").start()
     sent = 0
 
     def send(count: int) -> None:
@@ -134,23 +141,22 @@ def test_two_processes_share_a_flow_and_the_survivor_takes_over_exactly_once(
                                            for i in range(sent, sent + count)])
         sent += count
 
-    def owned(mirror: MirrorProcess) -> set[str]:
-        return {dict(labels)["partition"] for labels in
-                mirror.samples("kafka_connect_mirror_mirrorsourceconnector_record_count")}
+    def owned(mirror: MirrorProcess) -> set[int]:
+        return {partition for _, partition in mirror.owned()}
 
     try:
         send(400)
 
         def split() -> bool:
             a, b = owned(first), owned(second)
-            return bool(a) and bool(b) and not a & b and a | b == {"0", "1", "2", "3"}
+            return bool(a) and bool(b) and not a & b and a | b == {0, 1, 2, 3}
 
         wait_until(split, 60, lambda: f"both processes owning partitions\n{first.logs()}\n"
                    f"{second.logs()}", ignoring=OSError)
         send(400)
         first.kill()
         send(400)
-        wait_until(lambda: owned(second) == {"0", "1", "2", "3"}, 60,
+        wait_until(lambda: owned(second) == {0, 1, 2, 3}, 60,
                    lambda: f"the survivor taking every partition\n{second.logs()}")
         send(400)
         wait_until(lambda: all(copied(west, "shared", p, sent // 4) for p in range(4)), 90,
@@ -164,10 +170,8 @@ def test_two_processes_share_a_flow_and_the_survivor_takes_over_exactly_once(
 def test_source_metrics_appear_with_mm2s_labels_and_move(
         clusters: tuple[BrokerProcess, BrokerProcess], tmp_path: Path) -> None:
     east, west = clusters
-    mirrored_pair(east, west, "metered", 1)
-    mirror = MirrorProcess(write_config(tmp_path / "mm2.properties", east.bootstrap,
-                                        west.bootstrap), {"metered": 1}, tmp_path / "m.log")
-    mirror.start()
+    source_topic(east, "metered", 1)
+    mirror = mirror_of(east, west, tmp_path, "metered").start()
     prefix = "kafka_connect_mirror_mirrorsourceconnector_"
     labels = (("partition", "0"), ("source", "east"), ("target", "west"),
               ("topic", "east.metered"))
