@@ -82,7 +82,7 @@ WORKER_START = "Python worker failed to connect back"
 (PythonWorkerFactory.createSimpleWorker); on a loaded machine it can miss them."""
 
 
-def start_query(writer: DataStreamWriter, attempts: int = 3) -> StreamingQuery:
+def start_query(writer: DataStreamWriter, attempts: int = 5) -> StreamingQuery:
     """The query started once its sources are initialised; a query whose Python source's
     worker missed Spark's start-up deadline is started again (it failed before planning
     anything, so its checkpoint is as it was)."""

@@ -126,7 +126,7 @@ def test_max_offsets_per_trigger_cuts_batches_as_spark(spark: SparkSession,
                          for o in range(s, end[(topic, p)])])
         start = end
     assert [[r[:2] for r in batch] for batch in run.batches] == expected
-    assert len(expected) == 4 and all(len(batch) <= 25 for batch in expected)
+    assert len(expected) == 5 and all(len(batch) <= 25 for batch in expected)
     assert sorted(run.records) == everything(bootstrap, topic, 3)
 
 
@@ -139,7 +139,7 @@ def test_fail_on_data_loss_fails_or_skips_what_was_deleted(
 
     def frame(**options: Any) -> DataFrame:
         return read_stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
-                           **options)
+                           includeHeaders="true", **options)
 
     assert len(run_available_now(frame(), failing).records) == 20
     shutil.copytree(failing, skipping)
