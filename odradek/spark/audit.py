@@ -168,8 +168,9 @@ def _write(spark: SparkSession, result: Audit, output: Path) -> None:
 def _publish(bootstrap: str, topic: str, result: Audit, client: Mapping[str, str]) -> None:
     """One record per bucket, keyed by topic and bucket, to a compacted topic: the latest
     result of every bucket stays readable for dashboards and alerts."""
-    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
+
+    from odradek.spark.kafka_client import RecordProducer
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **client})
     if topic not in admin.list_topics(timeout=30).topics:
@@ -180,12 +181,10 @@ def _publish(bootstrap: str, topic: str, result: Audit, client: Mapping[str, str
         except Exception as error:  # created meanwhile by another audit: fine
             if "TOPIC_ALREADY_EXISTS" not in str(error):
                 raise
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **client})
+    producer = RecordProducer({"bootstrap.servers": bootstrap, **client})
     for key, value in audit_records(result):
-        producer.produce(topic, key=key, value=value)
-        producer.poll(0)
-    if producer.flush(30):
-        raise RuntimeError(f"audit records not delivered to {topic}")
+        producer.send(topic, key, value)
+    producer.flush()
 
 
 def audit_records(result: Audit) -> Iterator[tuple[bytes, bytes]]:

@@ -1,6 +1,7 @@
 """The Kafka side of the data source, with confluent-kafka: the planning lookups (topics,
-partitions, log ends and offsets for times, with the read's isolation level) and the read of
-one offset range by an assigned consumer (no group membership, no commits)."""
+partitions, log ends and offsets for times, with the read's isolation level), the read of
+one offset range by an assigned consumer (no group membership, no commits), and the
+producer the sink and the audit write with."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
+    Producer,
 )
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from odradek.spark.offset_ranges import OffsetRange
+from odradek.spark.offset_ranges import DataLossError, OffsetRange
 from odradek.spark.source_options import (
     Assign,
     ReadOptions,
@@ -34,6 +36,11 @@ CONSUMER_ONLY = ("isolation.level", "group.id", "group.instance.id", "fetch.", "
                  "queued.", "enable.partition.eof", "check.crcs")
 """Client configs an AdminClient would warn about (librdkafka's consumer properties)."""
 BATCH = 10_000
+OUT_OF_RANGE = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
+PRODUCER_DEFAULTS: dict[str, Any] = {"partitioner": "murmur2_random", "enable.idempotence": True}
+"""As the Java producer of Spark's sink: a keyed record goes to the partition Kafka's default
+partitioner picks (murmur2), and sends are idempotent (the Java client's default since 3.0);
+acks=all is librdkafka's default too."""
 
 
 class ClusterLookup:
@@ -115,7 +122,16 @@ def read_range(config: Mapping[str, Any], offset_range: OffsetRange,
         last_progress = time.monotonic()
         while True:
             messages = consumer.consume(BATCH, 0.5)
-            chunk, done = _within(messages, offset_range.end)
+            try:
+                chunk, done = _within(messages, offset_range.end)
+            except KafkaException as error:
+                if error.args[0].code() not in OUT_OF_RANGE:
+                    raise
+                raise DataLossError("COULD_NOT_READ_OFFSET_RANGE", (
+                    f"Could not read records in offset [{offset_range.start}, "
+                    f"{offset_range.end}) for topic partition {offset_range.topic}-"
+                    f"{offset_range.partition} with consumer group {config.get('group.id')}: "
+                    f"{error.args[0].str()}")) from None
             if chunk:
                 yield chunk
             if done:
@@ -147,3 +163,40 @@ def _within(messages: list[Message], end: int) -> tuple[list[Message], bool]:
         if offset == end - 1:
             return chunk, True
     return chunk, False
+
+
+class RecordProducer:
+    """A producer of single records (`PRODUCER_DEFAULTS` under the given config) that keeps
+    the first failed delivery: `send` raises it, as does `flush`, as Spark's sink stops at
+    its first failed write."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._producer = Producer({**PRODUCER_DEFAULTS, **config})
+        self._failed: KafkaError | None = None
+
+    def _delivered(self, error: KafkaError | None, _message: Message) -> None:
+        if error is not None and self._failed is None:
+            self._failed = error
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None,
+             headers: list[tuple[str, str | bytes | None]] | None = None,
+             partition: int | None = None) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key, headers=headers,
+                                       partition=-1 if partition is None else partition,
+                                       on_delivery=self._delivered)
+                break
+            except BufferError:  # the queue is full: serve deliveries, then again
+                self._producer.poll(0.1)
+        self._producer.poll(0)
+        self._check()
+
+    def flush(self) -> None:
+        """Waits for every record to be delivered or to fail (`message.timeout.ms`)."""
+        self._producer.flush()
+        self._check()
+
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise KafkaException(self._failed)

@@ -10,6 +10,10 @@ validated without IO, with Spark's names, defaults and precedence:
 - `kafka.*` options go to the client with the prefix dropped; `kafka.bootstrap.servers` is
   required; the options Spark refuses (`auto.offset.reset`, deserializers, auto commit,
   interceptors) are refused here too.
+
+A streaming read (`streaming=True`) starts at `latest` by default, takes `latest` as a start,
+refuses every end option, and reads `maxOffsetsPerTrigger`. The sink's options
+(`WriteOptions`): `topic` and the producer's `kafka.*`, serializers refused.
 """
 
 from __future__ import annotations
@@ -90,6 +94,12 @@ REFUSED_CLIENT_CONFIGS = {
     "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
     "interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
+REFUSED_PRODUCER_CONFIGS = {
+    "key.serializer": "Kafka option 'key.serializer' is not supported as keys are serialized "
+    "with ByteArraySerializer.",
+    "value.serializer": "Kafka option 'value.serializer' is not supported as value are "
+    "serialized with ByteArraySerializer.",
+}
 STRATEGIES = ("assign", "subscribe", "subscribepattern")
 
 
@@ -108,28 +118,36 @@ class ReadOptions:
     nothing instead of failing."""
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "spark-kafka-relation"
+    max_offsets_per_trigger: int | None = None
 
     @property
     def isolation_level(self) -> str:
         return self.client.get("isolation.level", "read_uncommitted")
 
 
-def parse_options(options: Mapping[str, str]) -> ReadOptions:
+@dataclass(frozen=True)
+class WriteOptions:
+    topic: str | None
+    """The `topic` option: every row's topic, whatever its `topic` column says."""
+    client: dict[str, str]
+
+
+def parse_options(options: Mapping[str, str], streaming: bool = False) -> ReadOptions:
     """Spark's option map (keys in any case) as ReadOptions; OptionError when it is bad."""
-    params = {key.lower(): str(value) for key, value in options.items()}
-    client = {key[len("kafka."):]: value for key, value in params.items()
-              if key.startswith("kafka.")}
-    for key, message in REFUSED_CLIENT_CONFIGS.items():
-        if key in client:
-            raise OptionError(message)
-    if "bootstrap.servers" not in client:
-        raise OptionError("Option 'kafka.bootstrap.servers' must be specified for "
-                          "configuring Kafka consumer")
+    params = _lower(options)
+    client = _client(params, REFUSED_CLIENT_CONFIGS, "consumer")
     starting = _limit(params, "startingtimestamp", "startingoffsetsbytimestamp",
-                      "startingoffsets", Earliest())
-    ending = _limit(params, "endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets",
-                    Latest())
-    _check_batch_limits(starting, ending)
+                      "startingoffsets", Latest() if streaming else Earliest())
+    if streaming:
+        for key, what in (("endingoffsets", "offset"), ("endingoffsetsbytimestamp", "timestamp"),
+                          ("endingtimestamp", "timestamp")):
+            if key in params:
+                raise OptionError(f"ending {what} not valid in streaming queries")
+        ending: OffsetLimit = Latest()
+    else:
+        ending = _limit(params, "endingtimestamp", "endingoffsetsbytimestamp",
+                        "endingoffsets", Latest())
+        _check_batch_limits(starting, ending)
     strategy_name = params.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy_name not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
@@ -139,13 +157,46 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         starting=starting,
         ending=ending,
         client=client,
-        include_headers=_boolean(params, "includeheaders", False),
+        include_headers=include_headers(params),
         min_partitions=_positive(params, "minpartitions"),
         fail_on_data_loss=_boolean(params, "failondataloss", True),
         no_match_latest=strategy_name == "latest",
         poll_timeout_ms=_positive(params, "kafkaconsumer.polltimeoutms") or 120_000,
-        group_id_prefix=params.get("groupidprefix", "spark-kafka-relation"),
+        group_id_prefix=params.get("groupidprefix", "spark-kafka-source" if streaming
+                                   else "spark-kafka-relation"),
+        max_offsets_per_trigger=_positive(params, "maxoffsetspertrigger") if streaming else None,
     )
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    """The sink's options (keys in any case); OptionError when they are bad."""
+    params = _lower(options)
+    topic = params.get("topic")
+    return WriteOptions(topic=None if topic is None else topic.strip(),
+                        client=_client(params, REFUSED_PRODUCER_CONFIGS, "producer"))
+
+
+def include_headers(options: Mapping[str, str]) -> bool:
+    return _boolean(_lower(options), "includeheaders", False)
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {key.lower(): str(value) for key, value in options.items()}
+
+
+def _client(params: Mapping[str, str], refused: Mapping[str, str], role: str
+            ) -> dict[str, str]:
+    """The `kafka.*` options without their prefix; those Spark refuses raise OptionError, as
+    does a missing `kafka.bootstrap.servers`."""
+    client = {key[len("kafka."):]: value for key, value in params.items()
+              if key.startswith("kafka.")}
+    for key, message in refused.items():
+        if key in client:
+            raise OptionError(message)
+    if "bootstrap.servers" not in client:
+        raise OptionError("Option 'kafka.bootstrap.servers' must be specified for "
+                          f"configuring Kafka {role}")
+    return client
 
 
 def _strategy(params: Mapping[str, str]) -> Strategy:

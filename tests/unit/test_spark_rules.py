@@ -3,6 +3,7 @@ split for minPartitions, and the audit's flags, naming and bucket classification
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -18,7 +19,18 @@ from odradek.spark.audit_rules import (
     parse_time,
     target_topic,
 )
-from odradek.spark.offset_ranges import OffsetRange, offset_ranges, resolve, split_ranges
+from odradek.spark.offset_ranges import (
+    DataLossError,
+    OffsetRange,
+    data_loss_report,
+    offset_ranges,
+    offsets_from_json,
+    offsets_json,
+    rate_limit,
+    resolve,
+    split_ranges,
+    stream_ranges,
+)
 from odradek.spark.source_options import (
     Assign,
     Earliest,
@@ -29,6 +41,7 @@ from odradek.spark.source_options import (
     Subscribe,
     SubscribePattern,
     parse_options,
+    parse_write_options,
 )
 
 BOOT = {"kafka.bootstrap.servers": "h:1"}
@@ -75,6 +88,89 @@ def test_bad_options_are_refused_as_spark_refuses_them(options: dict[str, str],
                                                        message: str) -> None:
     with pytest.raises(OptionError, match=message):
         parse_options(options)
+
+
+def test_stream_and_sink_options() -> None:
+    stream = parse_options({**BOOT, "subscribe": "t", "maxOffsetsPerTrigger": "25"},
+                           streaming=True)
+    assert (stream.starting, stream.max_offsets_per_trigger) == (Latest(), 25)
+    assert stream.group_id_prefix == "spark-kafka-source"
+    assert parse_options({**BOOT, "subscribe": "t", "startingOffsets": "latest",
+                          "maxOffsetsPerTrigger": "25"}, streaming=True).starting == Latest()
+    assert parse_options({**BOOT, "subscribe": "t", "maxOffsetsPerTrigger": "25"}
+                         ).max_offsets_per_trigger is None  # ignored in batch, as Spark
+    sink = parse_write_options({**BOOT, "Topic": " out ", "kafka.acks": "1"})
+    assert (sink.topic, sink.client) == ("out", {"bootstrap.servers": "h:1", "acks": "1"})
+    assert parse_write_options(BOOT).topic is None
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"endingOffsets": "latest"}, "ending offset not valid in streaming queries"),
+    ({"endingTimestamp": "5"}, "ending timestamp not valid in streaming queries"),
+    ({"maxOffsetsPerTrigger": "0"}, "must be positive"),
+])
+def test_bad_stream_options(options: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        parse_options({**BOOT, "subscribe": "t", **options}, streaming=True)
+
+
+def test_bad_sink_options() -> None:
+    with pytest.raises(OptionError, match="'key.serializer' is not supported"):
+        parse_write_options({**BOOT, "kafka.key.serializer": "x"})
+    with pytest.raises(OptionError, match="configuring Kafka producer"):
+        parse_write_options({"topic": "t"})
+
+
+def test_offsets_are_sparks_json() -> None:
+    offsets = {("b", 10): 5, ("b", 2): 7, ("a", 0): -1}
+    data = offsets_json(offsets)
+    assert json.dumps(data, separators=(",", ":")) == '{"a":{"0":-1},"b":{"2":7,"10":5}}'
+    assert offsets_from_json(json.loads(json.dumps(data))) == offsets
+
+
+def test_rate_limit_shares_as_spark() -> None:
+    start = {("t", 0): 0, ("t", 1): 10, ("t", 2): 5}
+    latest = {("t", 0): 100, ("t", 1): 40, ("t", 2): 6, ("t", 3): 4}
+    # 100 + 30 + 1 + 4 (new, from 0) = 135 to read; 20 shared: 14.8, 4.4, 0.15 (at least 1), 0.6
+    assert rate_limit(20, start, latest, {("t", 3): 0}) == \
+        {("t", 0): 14, ("t", 1): 14, ("t", 2): 6, ("t", 3): 1}
+    assert rate_limit(1000, start, latest, {("t", 3): 0}) == latest
+    caught_up = {("t", 0): 0, ("t", 1): 10}
+    assert rate_limit(5, caught_up, caught_up, {}) == caught_up
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 500)), min_size=1, max_size=6),
+       st.integers(1, 300))
+def test_rate_limit_reads_in_order_to_the_end(bounds: list[tuple[int, int]], limit: int) -> None:
+    start = {("t", p): low for p, (low, _) in enumerate(bounds)}
+    latest = {("t", p): low + size for p, (low, size) in enumerate(bounds)}
+    batches = 0
+    while start != latest:
+        end = rate_limit(limit, start, latest, {})
+        assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
+        assert 0 < sum(end[tp] - start[tp] for tp in start) <= limit + len(start)
+        start, batches = end, batches + 1
+    assert batches <= sum(size for _, size in bounds)
+
+
+def test_stream_ranges_report_data_loss_as_spark() -> None:
+    start = {("t", 0): 5, ("t", 1): 9, ("gone", 0): 3}
+    end = {("t", 0): 8, ("t", 1): 4, ("t", 2): 6, ("t", 3): 2}
+    lost: list[tuple[str, str]] = []
+    ranges = stream_ranges(start, end, {("t", 2): 1}, lambda *loss: lost.append(loss))
+    assert ranges == [OffsetRange("t", 0, 5, 8), OffsetRange("t", 1, 9, 4),
+                      OffsetRange("t", 2, 1, 6)]
+    assert split_ranges(ranges, None) == [OffsetRange("t", 0, 5, 8), OffsetRange("t", 2, 1, 6)]
+    assert [condition for condition, _ in lost] == [
+        "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS",
+        "ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO", "PARTITIONS_DELETED",
+        "PARTITION_OFFSET_CHANGED"]
+    assert lost[3][1] == "Partition t-1 offset was changed from 9 to 4."
+    with pytest.raises(DataLossError, match=r"KAFKA_DATA_LOSS.PARTITIONS_DELETED.*failOnDataLoss"
+                                            r" to false. Reason: Partitions gone-0 have been"):
+        stream_ranges(start, {("t", 0): 8, ("t", 1): 9}, {}, data_loss_report(True))
+    assert stream_ranges(start, {("t", 0): 8}, {}, data_loss_report(False)) == \
+        [OffsetRange("t", 0, 5, 8)]
 
 
 class Lookup:

@@ -34,7 +34,13 @@ from tests.integration.clients import (
     read_confluent,
     unique,
 )
-from tests.integration.spark.rows import load, recs
+from tests.integration.spark.rows import (
+    StreamRun,
+    load,
+    read_stream,
+    recs,
+    run_available_now,
+)
 from tests.integration.test_transactions import transactional
 
 pytestmark = pytest.mark.spark
@@ -201,12 +207,12 @@ def test_streaming_read_resumes_from_its_checkpoint(broker: BrokerProcess, spark
                                                     tmp_path: Path) -> None:
     topic = create_topic(broker.bootstrap, unique("stream"), partitions=3)
     produce_confluent(broker.bootstrap, topic, outs(45, 3, now_ms()))
-    first = stream_batches(spark, broker.bootstrap, topic, tmp_path / "checkpoint")
+    first = stream_batches(spark, broker.bootstrap, topic, tmp_path / "checkpoint").batches
     assert len(first) >= 3 and all(len(batch) <= 20 for batch in first)  # 45 at most 20 a time
     everything = read_confluent(broker.bootstrap, topic, partitions=(0, 1, 2))
     assert sorted(r for batch in first for r in batch) == everything
     produce_confluent(broker.bootstrap, topic, outs(15, 3, now_ms(), tag="w"))
-    second = stream_batches(spark, broker.bootstrap, topic, tmp_path / "checkpoint")
+    second = stream_batches(spark, broker.bootstrap, topic, tmp_path / "checkpoint").batches
     now = read_confluent(broker.bootstrap, topic, partitions=(0, 1, 2))
     assert sorted(r for batch in second for r in batch) == [r for r in now
                                                              if r not in everything]
@@ -222,22 +228,44 @@ def test_streaming_read_resumes_from_its_checkpoint(broker: BrokerProcess, spark
         memory.stop()
 
 
-def stream_batches(spark: SparkSession, bootstrap: str, topic: str,
-                   checkpoint: Path) -> list[list[Rec]]:
-    """The micro-batches of one availableNow run from `checkpoint`, as records."""
-    batches: list[list[Rec]] = []
+def stream_batches(spark: SparkSession, bootstrap: str, topic: str, checkpoint: Path,
+                   source: str = "kafka") -> StreamRun:
+    """One availableNow run of `source` from `checkpoint`, at most 20 offsets a batch."""
+    return run_available_now(read_stream(spark, bootstrap, source, subscribe=topic,
+                                         startingOffsets="earliest", includeHeaders="true",
+                                         maxOffsetsPerTrigger=20), checkpoint)
 
-    def collect(frame: DataFrame, batch_id: int) -> None:
-        batches.append(next(iter(recs(frame).values()), []))
 
-    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", topic).option("startingOffsets", "earliest")
-             .option("includeHeaders", "true").option("maxOffsetsPerTrigger", "20").load()
-             .writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    assert query.awaitTermination(TIMEOUT)
-    assert query.exception() is None
-    return [batch for batch in batches if batch]
+def test_odradek_kafka_streams_and_writes_as_the_connector(
+        broker: BrokerProcess, spark: SparkSession, tmp_path: Path) -> None:
+    """`odradek-kafka` against `kafka`: the same micro-batches of the same rows, the same end
+    offsets, again after a restart from each one's checkpoint; and the same frame written by
+    each sink reads the same (keyed rows without a partition placed by murmur2 alike)."""
+    topic = create_topic(broker.bootstrap, unique("parity"), partitions=3)
+    for tag in ("v", "w"):
+        produce_confluent(broker.bootstrap, topic, outs(45, 3, now_ms(), tag=tag))
+        runs = {source: stream_batches(spark, broker.bootstrap, topic,
+                                       tmp_path / source, source)
+                for source in ("kafka", "odradek-kafka")}
+        assert runs["odradek-kafka"].batches == runs["kafka"].batches
+        assert runs["odradek-kafka"].end_offset == runs["kafka"].end_offset
+        assert len(runs["kafka"].batches) == 3  # 45 new offsets, at most 20 a batch
+    assert sum(int(o) for o in runs["kafka"].end_offset[topic].values()) == 90
+    rows = [(f"k{i}".encode(), f"v{i}" if i % 5 else None,
+             [("h", str(i).encode()), ("n", None)] if i % 2 else None,
+             None if i % 3 else i % 3 + i % 2) for i in range(60)]
+    frame = spark.createDataFrame(rows, "key binary, value string, headers "
+                                        "array<struct<key: string, value: binary>>, "
+                                        "partition int").coalesce(1)
+    copies = {}
+    for source in ("kafka", "odradek-kafka"):
+        copies[source] = create_topic(broker.bootstrap, unique("written"), partitions=3)
+        frame.write.format(source).option("kafka.bootstrap.servers", broker.bootstrap) \
+            .option("topic", copies[source]).mode("append").save()
+    read = {source: [r[:4] + r[5:] for r in read_confluent(broker.bootstrap, topic,
+                                                            partitions=(0, 1, 2))]
+            for source, topic in copies.items()}
+    assert read["odradek-kafka"] == read["kafka"] and len(read["kafka"]) == 60
 
 
 def test_batch_write(broker: BrokerProcess, spark: SparkSession) -> None:
