@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from odradek.controller.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
+from odradek.controller.audit_series import (
+    BUCKETS,
+    EXTRA_RECORDS,
+    FAILED,
+    LAST_RUN,
+    MISSING_RECORDS,
+)
 
 DASHBOARDS_DIR = Path(__file__).parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -507,7 +513,7 @@ def mirror() -> Dashboard:
 
 
 def audit() -> Dashboard:
-    failed = sel(BUCKETS, 'status!="complete",in_grace="false"')
+    failed = sel(BUCKETS, f'status=~"{"|".join(FAILED)}",in_grace="false"')
     return Dashboard("odradek-audit", "Odradek / Audit results",
                      "The latest results of the mirroring audit (odradek audit) per source "
                      "topic, as the active controller of the audited (target) cluster reads "
@@ -515,7 +521,8 @@ def audit() -> Dashboard:
                      "buckets of its newest run.", [
         ("Latest run", [
             stat("Buckets failed", f"sum({failed})",
-                 description="Buckets outside the grace period that are not complete."),
+                 description="Buckets outside the grace period that are missing, extra or "
+                 "mismatched (complete and compacted buckets pass)."),
             stat("Records missing", f"sum({sel(MISSING_RECORDS)})"),
             stat("Records extra", f"sum({sel(EXTRA_RECORDS)})"),
             stat("Last run", f"max({sel(LAST_RUN)}) * 1000", unit="dateTimeFromNow"),

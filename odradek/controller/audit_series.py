@@ -18,8 +18,11 @@ EXTRA_RECORDS = "odradek_audit_extra_records"
 LAST_RUN = "odradek_audit_last_run_timestamp_seconds"
 SERIES = (BUCKETS, MISSING_RECORDS, EXTRA_RECORDS, LAST_RUN)
 """Every series name this module exports: the rules, dashboards and tests use these."""
-STATUSES = ("complete", "missing", "extra", "mismatch")
+STATUSES = ("complete", "compacted", "missing", "extra", "mismatch")
 """The audit's bucket statuses (`odradek.spark.audit_rules.classify`)."""
+FAILED = ("missing", "extra", "mismatch")
+"""The statuses that fail a bucket outside the grace period: a compacted bucket (records
+differ as one side's cleaner removed older values; every key's latest value agrees) passes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,18 +72,19 @@ class AuditResults:
 
 def audit_families(results: list[BucketResult]) -> Iterator[GaugeMetricFamily]:
     """Bucket counts by topic, status and grace; the records missing and extra on the target
-    in buckets outside the grace period; the newest run's time. Nothing before a first run."""
+    in failed buckets outside the grace period; the newest run's time. Nothing before a
+    first run."""
     if not results:
         return
     buckets = GaugeMetricFamily(BUCKETS, "Buckets of the latest mirror audit by topic, "
                                 "status and whether they were still in the grace period.",
                                 labels=["topic", "status", "in_grace"])
     missing = GaugeMetricFamily(MISSING_RECORDS, "Records on the source missing on the "
-                                "target in the latest audit's buckets outside the grace "
-                                "period.", labels=["topic"])
+                                "target in the latest audit's failed buckets outside the "
+                                "grace period.", labels=["topic"])
     extra = GaugeMetricFamily(EXTRA_RECORDS, "Records on the target beyond the source's "
-                              "(duplicates included) in the latest audit's buckets outside "
-                              "the grace period.", labels=["topic"])
+                              "(duplicates included) in the latest audit's failed buckets "
+                              "outside the grace period.", labels=["topic"])
     counts: dict[tuple[str, str, bool], int] = {}
     shortfall: dict[str, int] = {}
     surplus: dict[str, int] = {}
@@ -91,7 +95,7 @@ def audit_families(results: list[BucketResult]) -> Iterator[GaugeMetricFamily]:
         counts[(r.topic, r.status, r.in_grace)] = counts.get((r.topic, r.status,
                                                               r.in_grace), 0) + 1
         difference = r.target_count - r.source_count
-        counted = 0 if r.in_grace else difference
+        counted = difference if r.status in FAILED and not r.in_grace else 0
         shortfall[r.topic] = shortfall.get(r.topic, 0) + max(0, -counted)
         surplus[r.topic] = surplus.get(r.topic, 0) + max(0, counted)
     for (topic, status, grace), count in sorted(counts.items()):

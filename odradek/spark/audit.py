@@ -2,8 +2,9 @@
 the regex selects and each event-time bucket of [--from, --to), it counts the records, their
 bytes and an order-independent checksum on the source and on the target (the topic's name
 there following MM2's replication policy), classifies each bucket, and writes a Parquet table,
-DIR/summary.json, and one record per bucket to a compacted audit topic on the target. Exit
-0 when every bucket outside the grace period is complete, else 1."""
+DIR/summary.json, and one record per bucket to a compacted audit topic on the target. A
+topic whose cleanup.policy compacts it is also compared by the latest record of each key.
+Exit 0 when every bucket outside the grace period is complete or compacted, else 1."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odradek.spark.audit_rules import (
+    STATUSES,
     Audit,
-    Counts,
     audit,
     parse_duration,
     parse_time,
@@ -37,7 +38,8 @@ AUDIT_TOPIC = "odradek-audit"
 BUCKET_COLUMNS = ("topic STRING, target_topic STRING, bucket_start_ms LONG, bucket_end_ms LONG, "
                   "source_count LONG, target_count LONG, source_bytes LONG, target_bytes LONG, "
                   "source_checksum DECIMAL(20,0), target_checksum DECIMAL(20,0), "
-                  "status STRING, in_grace BOOLEAN")
+                  "status STRING, in_grace BOOLEAN, source_keys LONG, target_keys LONG, "
+                  "differing_keys LONG")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,62 +100,36 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     except (ValueError, re.error) as error:
         print(f"audit: {error}", file=sys.stderr)
         return 2
-    from odradek.spark.cut import matching_topics, take_cut
+    from odradek.spark.audit_reads import Side, bucket_counts, key_counts
+    from odradek.spark.cut import compacted_topics, matching_topics, take_cut
     from odradek.spark.session import spark_session
 
     topics = matching_topics(args.source_bootstrap, args.topics, source_client)
     names = {t: target_topic(t, args.source_alias, args.replication_policy, args.separator)
              for t in topics}
+    compacted = compacted_topics(args.source_bootstrap, topics, source_client)
     source_cut = take_cut(args.source_bootstrap, topics, source_client)
     target_cut = take_cut(args.target_bootstrap, list(names.values()), target_client)
     spark = spark or spark_session("odradek-mirror-audit", args.master, dict(args.conf))
-    back = {target: source for source, target in names.items()}
+    source = Side(args.source_bootstrap, source_cut, source_client, {t: t for t in topics})
+    target = Side(args.target_bootstrap, target_cut, target_client,
+                  {name: topic for topic, name in names.items()})
     window = (from_ms, to_ms, bucket_ms)
     result = audit(
-        _counts(spark, args.source_bootstrap, source_cut, window, {t: t for t in topics},
-                source_client),
-        _counts(spark, args.target_bootstrap, target_cut, window, back, target_client),
-        names, bucket_ms=bucket_ms, grace_start_ms=now_ms - grace_ms, from_ms=from_ms)
+        bucket_counts(spark, source, window), bucket_counts(spark, target, window), names,
+        bucket_ms=bucket_ms, grace_start_ms=now_ms - grace_ms, from_ms=from_ms,
+        compacted=compacted, keys=key_counts(spark, source, target, compacted, window))
     result.settings = {
         "source_bootstrap": args.source_bootstrap, "target_bootstrap": args.target_bootstrap,
         "source_alias": args.source_alias, "replication_policy": args.replication_policy,
         "from_ms": from_ms, "to_ms": to_ms, "bucket_ms": bucket_ms, "grace_ms": grace_ms,
-        "audited_at_ms": now_ms, "cut": {"source": source_cut, "target": target_cut}}
+        "audited_at_ms": now_ms, "compacted_topics": compacted,
+        "cut": {"source": source_cut, "target": target_cut}}
     _write(spark, result, Path(args.output))
     if args.audit_topic:
         _publish(args.target_bootstrap, args.audit_topic, result, target_client)
     _print_summary(result, Path(args.output))
     return 0 if result.complete else 1
-
-
-def _counts(spark: SparkSession, bootstrap: str, cut: dict[str, dict[str, int]],
-            window: tuple[int, int, int], source_name: dict[str, str],
-            client: Mapping[str, str]) -> list[Counts]:
-    """Per topic partition and bucket: count, bytes, checksum and newest timestamp."""
-    if not cut:
-        return []
-    from pyspark.sql import functions as F
-
-    from odradek.spark.cut import read_to_cut
-
-    from_ms, to_ms, bucket_ms = window
-    millis = F.unix_millis("timestamp")
-    headers = F.transform("headers", lambda h: F.struct(
-        h["key"], h["value"].isNull(), F.coalesce(h["value"], F.lit(b""))))
-    record_hash = F.xxhash64(F.col("key").isNull(), F.coalesce("key", F.lit(b"")),
-                             F.col("value").isNull(), F.coalesce("value", F.lit(b"")),
-                             millis, headers)
-    size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
-    rows = (read_to_cut(spark, bootstrap, cut, client)
-            .where((millis >= from_ms) & (millis < to_ms))
-            .groupBy("topic", "partition", (millis - F.pmod(millis, F.lit(bucket_ms)))
-                     .alias("bucket"))
-            .agg(F.count(F.lit(1)).alias("count"), F.sum(size).alias("bytes"),
-                 F.sum(record_hash.cast("decimal(38,0)")).alias("checksum"),
-                 F.max(millis).alias("newest"))
-            .collect())
-    return [Counts(source_name[r["topic"]], r["partition"], r["bucket"], r["count"],
-                   r["bytes"], int(r["checksum"]), r["newest"]) for r in rows]
 
 
 def _write(spark: SparkSession, result: Audit, output: Path) -> None:
@@ -201,14 +177,13 @@ def _print_summary(result: Audit, output: Path) -> None:
     from rich.table import Table
 
     table = Table(title="mirror audit")
-    for column in ("topic", "buckets", "complete", "missing", "extra", "mismatch",
-                   "in grace", "source records", "target records"):
+    for column in ("topic", "buckets", *STATUSES, "in grace", "source records",
+                   "target records"):
         table.add_column(column, justify="left" if column == "topic" else "right")
     for topic in sorted({b.topic for b in result.buckets}):
         mine = [b for b in result.buckets if b.topic == topic]
         table.add_row(topic, str(len(mine)),
-                      *(str(sum(b.status == s for b in mine))
-                        for s in ("complete", "missing", "extra", "mismatch")),
+                      *(str(sum(b.status == s for b in mine)) for s in STATUSES),
                       str(sum(b.in_grace for b in mine)),
                       str(sum(b.source_count for b in mine)),
                       str(sum(b.target_count for b in mine)))
@@ -221,6 +196,11 @@ def _print_summary(result: Audit, output: Path) -> None:
     if lag is not None:
         console.print(f"worst lag: {lag.topic}-{lag.partition} {lag.records} records, "
                       f"{lag.ms} ms")
+    compacted = result.totals.get("compacted", 0)
+    if compacted:
+        console.print(f"compacted: {compacted} buckets hold different records on the two "
+                      "clusters, as one side's cleaner removed values the other still holds; "
+                      "the latest value of every key agrees")
     verdict = "complete" if result.complete else f"INCOMPLETE ({len(result.failed)} buckets)"
     console.print(f"{verdict}; summary in {output / 'summary.json'}")
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from odradek.spark.audit_rules import compacts
 from odradek.spark.kafka_client import ClusterLookup
 from odradek.spark.source_options import Subscribe
 from odradek.tools.common import ToolError, librdkafka_config, read_properties
@@ -49,6 +50,14 @@ def matching_topics(bootstrap: str, pattern: str, client: Mapping[str, str] | No
     lookup = ClusterLookup({"bootstrap.servers": bootstrap, **(client or {})})
     names = lookup.admin.list_topics(timeout=30).topics
     return sorted(t for t in names if re.fullmatch(pattern, t) and not INTERNAL.fullmatch(t))
+
+
+def compacted_topics(bootstrap: str, topics: list[str],
+                     client: Mapping[str, str] | None = None) -> list[str]:
+    """Those of `topics` whose `cleanup.policy` has the cleaner compact them."""
+    lookup = ClusterLookup({"bootstrap.servers": bootstrap, **(client or {})})
+    policies = lookup.topic_config(topics, "cleanup.policy")
+    return sorted(topic for topic, policy in policies.items() if compacts(policy))
 
 
 def take_cut(bootstrap: str, topics: list[str], client: Mapping[str, str] | None = None

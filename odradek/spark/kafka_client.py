@@ -19,7 +19,7 @@ from confluent_kafka import (
     Producer,
 )
 from confluent_kafka import TopicPartition as CTopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from odradek.spark.offset_ranges import DataLossError, OffsetRange
 from odradek.spark.source_options import (
@@ -69,6 +69,24 @@ class ClusterLookup:
             if topics[name].error is not None:
                 raise KafkaException(topics[name].error)
         return sorted((name, p) for name in names for p in topics[name].partitions)
+
+    def topic_config(self, topics: Sequence[str], name: str) -> dict[str, str]:
+        """Each topic's value of the config `name` (DescribeConfigs), whatever its source;
+        topics deleted meanwhile are left out."""
+        if not topics:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+        found = {}
+        for resource, future in self.admin.describe_configs(
+                resources, request_timeout=TIMEOUT_S).items():
+            try:
+                entries = future.result()
+            except KafkaException as error:
+                if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise
+            found[resource.name] = entries[name].value
+        return found
 
     def earliest(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list({tp: OffsetSpec.earliest() for tp in partitions})

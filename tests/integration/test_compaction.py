@@ -70,10 +70,10 @@ def compacted_exactly(bootstrap: str, topic: str, acked: list[Rec]) -> bool:
                                                              key=lambda r: r.offset)
 
 
-def set_cleanup_policy(bootstrap: str, topic: str, policy: str) -> None:
+def set_topic_config(bootstrap: str, topic: str, name: str, value: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", policy, incremental_operation=AlterConfigOpType.SET)])
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([resource])[resource].result(TIMEOUT)
 
 
@@ -160,7 +160,7 @@ def test_switching_to_compact_takes_effect_without_a_restart(
     acked.append(roll_active_segment(bootstrap, topic, 1000))
     time.sleep(1)  # ten cleaner backoffs: the window in which a wrong cleaning would show
     assert len(read_confluent(bootstrap, topic)) == len(acked), "delete policy: nothing cleaned"
-    set_cleanup_policy(bootstrap, topic, "compact")
+    set_topic_config(bootstrap, topic, "cleanup.policy", "compact")
     wait_until(lambda: compacted_exactly(bootstrap, topic, acked), 60,
                "compaction after the policy change", interval=0.5)
     samples = scrape(fresh_broker)
@@ -191,7 +191,7 @@ def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
         **COMPACTED, "cleanup.policy": "delete", "segment.ms": "1000"})
     acked = produce_confluent(bootstrap, topic, history("c")[:UPDATES], SMALL_BATCHES)
     acked.append(roll_active_segment(bootstrap, topic, 1000))
-    set_cleanup_policy(bootstrap, topic, "compact")
+    set_topic_config(bootstrap, topic, "cleanup.policy", "compact")
     marker = fresh_broker.data_dir / f"{topic}-0" / f"cleaner-paused-{point}"
     wait_until(marker.exists, 60, f"the cleaner to pause at {point}", interval=0.5)
     fresh_broker.kill()

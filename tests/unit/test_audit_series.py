@@ -7,7 +7,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
+from odradek.controller import audit_series
 from odradek.controller.audit_series import SERIES, AuditResults, audit_families
+from odradek.spark import audit_rules
 from odradek.spark.audit import audit_records
 from odradek.spark.audit_rules import Audit
 from tests.audit_runs import audit_run
@@ -74,3 +76,18 @@ def test_tombstones_remove_and_foreign_records_are_skipped() -> None:
     results.apply(key, None)
     assert results.latest() == []
     assert samples(results) == {}
+
+
+def test_the_statuses_are_the_audit_jobs_and_compacted_buckets_pass() -> None:
+    """The controller restates the job's statuses (services do not import each other)."""
+    assert audit_series.STATUSES == audit_rules.STATUSES
+    assert set(audit_series.FAILED) == set(audit_rules.STATUSES) - set(audit_rules.PASSED)
+    results = AuditResults()
+    run = audit_run(1000, ("customers", 0, 4, 10), ("customers", 600_000, 10, 9))
+    run.buckets[0].status = "compacted"  # as the job finds a cleaned source's bucket
+    apply(results, run)
+    got = samples(results)
+    assert got[("odradek_audit_buckets", (("in_grace", "false"), ("status", "compacted"),
+                                          ("topic", "customers")))] == 1
+    assert got[("odradek_audit_extra_records", (("topic", "customers"),))] == 0
+    assert got[("odradek_audit_missing_records", (("topic", "customers"),))] == 1

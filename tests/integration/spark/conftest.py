@@ -11,8 +11,7 @@ from pyspark.sql import SparkSession
 from odradek.spark.session import spark_session
 from tests import jvm_toolchain
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.spark.mirroring import Mirror, ServiceMirror
-from tests.integration.test_compaction import FAST_CLEANER
+from tests.integration.spark.mirroring import Mirror, ServiceMirror, dev_cluster
 
 TEST_CONF = {
     "spark.ui.enabled": "false",
@@ -39,21 +38,12 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="module")
 def east(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _cluster(tmp_path_factory, "east")
+    yield from dev_cluster(tmp_path_factory, "east")
 
 
 @pytest.fixture(scope="module")
 def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _cluster(tmp_path_factory, "west")
-
-
-def _cluster(factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
-    """An `odradek dev` cluster whose cleaner runs every 100 ms."""
-    root = factory.mktemp(name)
-    process = BrokerProcess(root / "data", root / "broker.log", overrides=FAST_CLEANER)
-    process.start()
-    yield process
-    process.stop()
+    yield from dev_cluster(tmp_path_factory, "west")
 
 
 @pytest.fixture(scope="module")

@@ -4,20 +4,34 @@ with MM2's DefaultReplicationPolicy (`orders` on east is `east.orders` on west).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
+import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from odradek.spark.audit_rules import target_topic
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import Rec, read_confluent
 from tests.integration.mirror_process import MirrorProcess, properties
+from tests.integration.test_compaction import FAST_CLEANER
 from tests.waiting import wait_until
 
 ALIAS = "east"
 TARGET_ALIAS = "west"
 MIRRORED_WITHIN_S = 120
+
+
+def dev_cluster(factory: pytest.TempPathFactory, name: str,
+                overrides: Mapping[str, str] = FAST_CLEANER) -> Iterator[BrokerProcess]:
+    """An `odradek dev` cluster, by default with its cleaner running every 100 ms."""
+    root = factory.mktemp(name)
+    process = BrokerProcess(root / "data", root / "broker.log", overrides=dict(overrides))
+    process.start()
+    yield process
+    process.stop()
 
 
 class Mirror(Protocol):

@@ -1,6 +1,8 @@
 """The mirroring audit against two real clusters: a clean mirror audits complete (exit 0);
 deliberate damage on the target (records deleted, extra records, a changed value) is reported
-in exactly the damaged buckets with the right status (exit 1)."""
+in exactly the damaged buckets with the right status (exit 1); a compacted topic whose
+source's cleaner ran after the mirror copied it audits compacted (exit 0), and a changed
+latest value there is a mismatch (exit 1)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
@@ -30,28 +33,44 @@ from tests.integration.clients import (
     receive,
     unique,
 )
-from tests.integration.spark.mirroring import ALIAS, Mirror
+from tests.integration.spark.mirroring import ALIAS, Mirror, dev_cluster
+from tests.integration.test_compaction import FAST_CLEANER, set_topic_config
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 BUCKET_MS = 600_000
 RECORDS, PARTITIONS = 600, 3
 
 
+@pytest.fixture(scope="module")
+def west(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """West's cleaner is off: a target whose cleaner has not run yet, so that a compacted
+    topic differs by what east's cleaner removed after the mirror copied it."""
+    yield from dev_cluster(tmp_path_factory, "west",
+                           {**FAST_CLEANER, "log.cleaner.enable": "false"})
+
+
 class Orders:
     """`orders-<id>` on east, three partitions, an hour of records two hours ago (six
     10-minute buckets, timestamps rising with the offset), and its mirror on west."""
 
+    NAME = "orders"
+    CONFIG: dict[str, str] = {}
+
     def __init__(self, east: BrokerProcess, west: BrokerProcess, mirror: Mirror) -> None:
         self.east, self.west = east.bootstrap, west.bootstrap
         self.start = (now_ms() - 7_200_000) // BUCKET_MS * BUCKET_MS
-        self.topic = create_topic(self.east, unique("orders"), PARTITIONS)
+        self.topic = create_topic(self.east, unique(self.NAME), PARTITIONS, self.CONFIG)
         self.fill()
         self.target = mirror.replicate(self.topic)
 
+    def stamp(self, i: int) -> int:
+        """The timestamp of the i-th record `fill` writes."""
+        return self.start + i * (6 * BUCKET_MS // RECORDS)
+
     def fill(self) -> None:
-        step = 6 * BUCKET_MS // RECORDS
         produce_confluent(self.east, self.topic, [
-            Out(f"order-{i}".encode(), f"amount={i}".encode(), self.start + i * step,
+            Out(f"order-{i}".encode(), f"amount={i}".encode(), self.stamp(i),
                 (("region", b"eu"),), i % PARTITIONS) for i in range(RECORDS)])
 
     def records(self, bucket: int, tag: str) -> list[Out]:
@@ -88,6 +107,49 @@ class TransactionalOrders(Orders):
         produce_transactions(self.east, self.topic,
                              [self.records(b, tag) for b in range(6) for tag in ("paid", "void")],
                              [tag == "void" for _ in range(6) for tag in ("paid", "void")])
+
+
+class Customers(Orders):
+    """`customers-<id>`, compacted: 150 keys each written four times, 150 records apart, so
+    that the latest value of every key lies in the last two buckets; five keys end in a
+    tombstone, in the fifth bucket. Partition i % 3 keeps each key in one partition."""
+
+    NAME = "customers"
+    CONFIG = {"cleanup.policy": "compact", "delete.retention.ms": "100"}
+    KEYS = 150
+    TOMBSTONES = range(0, 50, 10)
+
+    def fill(self) -> None:
+        produce_confluent(self.east, self.topic, [
+            Out(self.key(i), None if self.tombstone(i) else f"tier={i}".encode(), self.stamp(i),
+                (("region", b"eu"),), i % PARTITIONS) for i in range(RECORDS)])
+
+    def key(self, i: int) -> bytes:
+        return f"customer-{i % self.KEYS}".encode()
+
+    def tombstone(self, i: int) -> bool:
+        return i >= RECORDS - self.KEYS and i % self.KEYS in self.TOMBSTONES
+
+    def compact_east(self) -> None:
+        """Until east's cleaner has left the latest value of each live key and nothing
+        else (older values and tombstones gone): segment.ms lowered, a record stamped now
+        in each partition rolls the active segment (its first record is two hours older),
+        and the cleaner runs every 100 ms."""
+        # forwarded to the controller, which a loaded machine may not answer in time; a SET
+        # can be sent again
+        wait_until(lambda: set_topic_config(self.east, self.topic, "segment.ms", "1000") is None,
+                   120, "segment.ms lowered on east", ignoring=KafkaException)
+        latest = {(i % PARTITIONS, self.key(i), f"tier={i}".encode(), self.stamp(i))
+                  for i in range(RECORDS - self.KEYS, RECORDS) if not self.tombstone(i)}
+
+        def compacted() -> bool:
+            produce_confluent(self.east, self.topic, [  # until the new segment.ms applies
+                Out(b"sentinel", b"roll", now_ms(), (), p) for p in range(PARTITIONS)])
+            held = read_confluent(self.east, self.topic, range(PARTITIONS))
+            return {(r.partition, r.key, r.value, r.timestamp) for r in held
+                    if r.key != b"sentinel"} == latest
+
+        wait_until(compacted, 180, "east's cleaner compacting the topic", interval=0.5)
 
 
 def _parser() -> Any:
@@ -193,6 +255,42 @@ def test_a_changed_value_is_a_mismatch(spark: SparkSession, east: BrokerProcess,
     assert code == 1
     assert {b: s for b, s in statuses(summary).items() if s != "complete"} == \
         {orders.bucket(original): "mismatch"}
+
+
+def test_a_source_compacted_after_mirroring_audits_compacted_not_extra(
+        spark: SparkSession, east: BrokerProcess, west: BrokerProcess, mirror: Mirror,
+        tmp_path: Path) -> None:
+    """West still holds the older values and the tombstones that east's cleaner removed:
+    the buckets differ in records, yet every key's latest value agrees, so they are
+    compacted and the audit passes. Then a new latest value of one key on west is a
+    mismatch in the bucket of that key's latest record on east."""
+    customers = Customers(east, west, mirror)
+    customers.compact_east()
+    code, summary = customers.audit(spark, tmp_path / "compacted")
+    buckets = {b["bucket_start_ms"]: b for b in summary["buckets"]}
+    starts = [customers.start + n * BUCKET_MS for n in range(6)]
+    assert statuses(summary) == {**dict.fromkeys(starts[:5], "compacted"),
+                                 starts[5]: "complete"}
+    assert [(buckets[s]["source_count"], buckets[s]["target_count"]) for s in starts] == \
+        [(0, 100)] * 4 + [(45, 100), (100, 100)]
+    assert [(buckets[s]["source_keys"], buckets[s]["target_keys"],
+             buckets[s]["differing_keys"]) for s in starts] == \
+        [(0, 0, 0)] * 4 + [(45, 45, 0), (100, 100, 0)]
+    assert summary["totals"]["compacted"] == 5 and summary["totals"]["extra"] == 0
+    assert summary["compacted_topics"] == [customers.topic]
+    assert code == 0 and summary["complete"] is True
+
+    changed = RECORDS - 73  # customer-77's latest value, in the last bucket
+    produce_confluent(west.bootstrap, customers.target, [
+        Out(customers.key(changed), b"tier=changed", customers.stamp(changed),
+            (("region", b"eu"),), changed % PARTITIONS)])
+    code, summary = customers.audit(spark, tmp_path / "changed")
+    last = {b["bucket_start_ms"]: b for b in summary["buckets"]}[starts[5]]
+    assert {b: s for b, s in statuses(summary).items() if s != "compacted"} == \
+        {starts[5]: "mismatch"}
+    assert (last["source_count"], last["target_count"]) == (100, 101)  # by records: extra
+    assert (last["source_keys"], last["target_keys"], last["differing_keys"]) == (100, 100, 1)
+    assert code == 1 and summary["complete"] is False
 
 
 def test_damage_inside_the_grace_period_does_not_fail(spark: SparkSession, east: BrokerProcess,
