@@ -97,7 +97,7 @@ def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
     extra = ["--target", brokers[1].bootstrap, "--mirror", system.mirror or "",
              "--mirror-log", str(log.with_suffix(".mirror.log"))] if scenario.mirror else []
     try:
-        result, other = _workload(scenario, broker, messages, extra)
+        result, other = _workload(scenario, broker, messages, extra, brokers[1:])
     finally:
         stop_s, usage = broker.stop()
         for other_broker in brokers[1:]:
@@ -122,12 +122,15 @@ def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
 
 
 def _workload(scenario: Scenario, broker: RunningBroker, messages: int | None,
-              extra: list[str]) -> tuple[dict[str, Any], float | None]:
+              extra: list[str], others: list[RunningBroker]) -> tuple[dict[str, Any],
+                                                                       float | None]:
     """The workload's result (with the broker's CPU seconds during it), and the cores that
-    other processes used meanwhile."""
+    processes other than the client and the brokers (`broker` and `others`) used
+    meanwhile."""
     command = [sys.executable, "-m", "bench.sidebyside.workload", scenario.name,
                broker.bootstrap, *(["--messages", str(messages)] if messages else []), *extra]
     broker_cpu, busy, client_cpu = broker.sampler.cpu_now(), machine_busy_s(), _children_cpu()
+    others_cpu = sum(o.sampler.cpu_now() for o in others)
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
@@ -137,7 +140,9 @@ def _workload(scenario: Scenario, broker: RunningBroker, messages: int | None,
         return {"ok": False, "error": f"workload timed out after {WORKLOAD_TIMEOUT_S:.0f} s"}, None
     wall = time.monotonic() - started
     broker_cpu = broker.sampler.cpu_now() - broker_cpu
-    other = (machine_busy_s() - busy - broker_cpu - (_children_cpu() - client_cpu)) / wall
+    others_cpu = sum(o.sampler.cpu_now() for o in others) - others_cpu
+    other = (machine_busy_s() - busy - broker_cpu - others_cpu
+             - (_children_cpu() - client_cpu)) / wall
     lines = done.stdout.strip().splitlines()
     try:
         result: dict[str, Any] = json.loads(lines[-1])
