@@ -82,8 +82,11 @@ def ready_made_mirror(name: str) -> str | None:
     if name == "odradek":
         return f"{shlex.quote(sys.executable)} -m odradek.cli mirror --config {{config}}"
     if name == "kafka":
-        classpath = ROOT / "tests" / "jvm" / "kafka" / "target" / "classpath.txt"
-        return (f'exec java {MM2_JVM} -cp "$(cat {shlex.quote(str(classpath))})" '
+        target = ROOT / "tests" / "jvm" / "kafka" / "target"
+        jar, classpath = (shlex.quote(str(target / name))
+                          for name in ("odradek-jvm-kafka.jar", "classpath.txt"))
+        # the toolchain's jar first, for its log4j2 config (INFO, as connect-log4j2's)
+        return (f'exec java {MM2_JVM} -Dodradek.log.level=INFO -cp "{jar}:$(cat {classpath})" '
                 "org.apache.kafka.connect.mirror.MirrorMaker {config}")
     return None
 
