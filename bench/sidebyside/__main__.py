@@ -12,6 +12,7 @@ import platform
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import confluent_kafka
@@ -51,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = resolve(args.scenario)
     a, b = System.of(args.a, args.a_name), System.of(args.b, args.b_name)
     if a.name == b.name:
-        a, b = System(f"{a.name}-A", a.single, a.cluster), System(f"{b.name}-B", b.single,
-                                                                  b.cluster)
+        a, b = replace(a, name=f"{a.name}-A"), replace(b, name=f"{b.name}-B")
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="sidebyside-logs-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     print(f"A = {a.name}: {a.single.start}\nB = {b.name}: {b.single.start}\n"

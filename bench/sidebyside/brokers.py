@@ -68,6 +68,29 @@ def ready_made(name: str, cluster: bool = False) -> Template:
     raise SystemExit(f"no ready-made {'cluster ' if cluster else ''}template for {name!r}")
 
 
+MM2_JVM = ("-Xms256M -Xmx2G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
+           "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent "
+           "-Djava.awt.headless=true")
+"""The JVM options of Kafka's bin/connect-mirror-maker.sh (its heap, kafka-run-class.sh's
+G1 settings)."""
+
+
+def ready_made_mirror(name: str) -> str | None:
+    """The mirror of a ready-made system, a /bin/sh command line with `{config}` (an MM2
+    properties file): `odradek mirror`, or MirrorMaker 2 in dedicated mode (the jars of the
+    JVM toolchain, `bash scripts/bootstrap.sh --dev`)."""
+    if name == "odradek":
+        return f"{shlex.quote(sys.executable)} -m odradek.cli mirror --config {{config}}"
+    if name == "kafka":
+        target = ROOT / "tests" / "jvm" / "kafka" / "target"
+        jar, classpath = (shlex.quote(str(target / name))
+                          for name in ("odradek-jvm-kafka.jar", "classpath.txt"))
+        # the toolchain's jar first, for its log4j2 config (INFO, as connect-log4j2's)
+        return (f'exec java {MM2_JVM} -Dodradek.log.level=INFO -cp "{jar}:$(cat {classpath})" '
+                "org.apache.kafka.connect.mirror.MirrorMaker {config}")
+    return None
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

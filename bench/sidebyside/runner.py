@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.sidebyside.brokers import ROOT, BrokerError, RunningBroker, Template, ready_made
+from bench.sidebyside.brokers import (
+    ROOT,
+    BrokerError,
+    RunningBroker,
+    Template,
+    ready_made,
+    ready_made_mirror,
+)
 from bench.sidebyside.machine import loadavg, machine_busy_s
 from bench.sidebyside.scenarios import Scenario
 
@@ -29,6 +36,8 @@ class System:
     name: str
     single: Template
     cluster: Template | None = None
+    mirror: str | None = None
+    """The mirror's command line, with `{config}` (an MM2 properties file)."""
 
     def template(self, scenario: Scenario) -> Template:
         if not scenario.cluster:
@@ -45,7 +54,7 @@ class System:
         cluster = None
         with contextlib.suppress(SystemExit):
             cluster = ready_made(spec, cluster=True)
-        return cls(name or spec, ready_made(spec), cluster)
+        return cls(name or spec, ready_made(spec), cluster, ready_made_mirror(spec))
 
 
 @dataclass
@@ -72,23 +81,38 @@ def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
     run = Run(scenario.name, system.name, pair)
     log = log_dir / f"{system.name}-{scenario.name}-{pair}.log"
     run.log = str(log)
+    if scenario.mirror and system.mirror is None:
+        run.error = f"{system.name} has no mirror"
+        return run
+    brokers: list[RunningBroker] = []
     try:
-        broker = RunningBroker(system.template(scenario), log, start_timeout)
+        for _ in range(2 if scenario.mirror else 1):
+            brokers.append(RunningBroker(system.template(scenario), log, start_timeout))
     except BrokerError as error:
+        for started in brokers:
+            started.stop()
         run.error = f"start: {error}"
         return run
+    broker = brokers[0]
+    extra = ["--target", brokers[1].bootstrap, "--mirror", system.mirror or "",
+             "--mirror-log", str(log.with_suffix(".mirror.log"))] if scenario.mirror else []
     try:
-        result, other = _workload(scenario, broker, messages)
+        result, other = _workload(scenario, broker, messages, extra, brokers[1:])
     finally:
         stop_s, usage = broker.stop()
+        for other_broker in brokers[1:]:
+            other_broker.stop()
     run.loadavg = loadavg()
     run.other_cores = other
     if not result.get("ok"):
         run.error = result.get("error", "no result")
         return run
     run.figures = dict(result["figures"])
-    run.figures.update(startup_s=broker.startup_s, peak_rss_mb=usage.peak_rss / 2**20,
-                       cpu_us_per_msg=result["broker_cpu_s"] / result["messages"] * 1e6)
+    cpu_s, peak_rss = result["broker_cpu_s"], usage.peak_rss
+    if scenario.mirror:  # the mirror's, measured by the workload that ran it
+        cpu_s, peak_rss = result["mirror_cpu_s"], result["mirror_peak_rss"]
+    run.figures.update(startup_s=broker.startup_s, peak_rss_mb=peak_rss / 2**20,
+                       cpu_us_per_msg=cpu_s / result["messages"] * 1e6)
     if stop_s is None:
         run.error = "did not stop within its time-out: killed"
         return run
@@ -97,13 +121,16 @@ def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
     return run
 
 
-def _workload(scenario: Scenario, broker: RunningBroker,
-              messages: int | None) -> tuple[dict[str, Any], float | None]:
+def _workload(scenario: Scenario, broker: RunningBroker, messages: int | None,
+              extra: list[str], others: list[RunningBroker]) -> tuple[dict[str, Any],
+                                                                       float | None]:
     """The workload's result (with the broker's CPU seconds during it), and the cores that
-    other processes used meanwhile."""
+    processes other than the client and the brokers (`broker` and `others`) used
+    meanwhile."""
     command = [sys.executable, "-m", "bench.sidebyside.workload", scenario.name,
-               broker.bootstrap, *(["--messages", str(messages)] if messages else [])]
+               broker.bootstrap, *(["--messages", str(messages)] if messages else []), *extra]
     broker_cpu, busy, client_cpu = broker.sampler.cpu_now(), machine_busy_s(), _children_cpu()
+    others_cpu = sum(o.sampler.cpu_now() for o in others)
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
@@ -113,7 +140,9 @@ def _workload(scenario: Scenario, broker: RunningBroker,
         return {"ok": False, "error": f"workload timed out after {WORKLOAD_TIMEOUT_S:.0f} s"}, None
     wall = time.monotonic() - started
     broker_cpu = broker.sampler.cpu_now() - broker_cpu
-    other = (machine_busy_s() - busy - broker_cpu - (_children_cpu() - client_cpu)) / wall
+    others_cpu = sum(o.sampler.cpu_now() for o in others) - others_cpu
+    other = (machine_busy_s() - busy - broker_cpu - others_cpu
+             - (_children_cpu() - client_cpu)) / wall
     lines = done.stdout.strip().splitlines()
     try:
         result: dict[str, Any] = json.loads(lines[-1])

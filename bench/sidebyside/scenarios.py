@@ -26,6 +26,9 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)
     cluster: bool = False
     """Run on each system's three-broker cluster template instead of one broker."""
+    mirror: bool = False
+    """Two brokers of the system's template (source and target) and its mirror between
+    them; the CPU and RSS figures are the mirror's."""
 
     def param(self, name: str, default: Any = None) -> Any:
         return self.params.get(name, default)
@@ -47,6 +50,25 @@ def _produce(size: int, acks: str, partitions: int, messages: int) -> Scenario:
 
 PRODUCE = [_produce(size, acks, partitions, 2_000_000 if size == 100 else 500_000)
            for size in (100, 1000) for acks in ("1", "all") for partitions in (1, 6)]
+
+def _mirror(size: int, exactly_once: bool) -> Scenario:
+    mode = "exactly-once" if exactly_once else "at-least-once"
+    records = 200_000 if size == 100 else 50_000
+    return Scenario(
+        f"mirror-{size}-{'eos' if exactly_once else 'alo'}",
+        f"mirror {records:,} x {size} B on 4 partitions to a second cluster ({mode}; "
+        "odradek: `odradek mirror`, kafka: MirrorMaker 2 in dedicated mode, its defaults), "
+        "then replication latency (source produce to a target consumer, by CreateTime) at "
+        "1,000 records/s for 10 s after a 1 s warm-up", "mirror", records,
+        (Figure("mirror_msgs", "mirror msg/s", HIGHER),
+         Figure("mirror_MBps", "mirror MB/s", HIGHER),
+         Figure("repl_p50", "replication p50 ms", LOWER),
+         Figure("repl_p99", "replication p99 ms", LOWER)),
+        {"size": size, "exactly_once": exactly_once, "partitions": 4, "rate": 1000,
+         "latency_records": 10_000, "warmup_records": 1000}, mirror=True)
+
+
+MIRROR = [_mirror(size, exactly_once) for size in (100, 1000) for exactly_once in (True, False)]
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     *PRODUCE,
@@ -77,14 +99,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "acks=all to 6 partitions, then consume them all", "produce_consume", 200_000,
              THROUGHPUT, {"size": 1000, "acks": "all", "partitions": 6, "replication": 3},
              cluster=True),
+    *MIRROR,
 ]}
 
-GROUPS = {"produce": [s.name for s in PRODUCE],
-          "all": [name for name, s in SCENARIOS.items() if not s.cluster]}
+GROUPS = {"produce": [s.name for s in PRODUCE], "mirror": [s.name for s in MIRROR],
+          "all": [name for name, s in SCENARIOS.items() if not s.cluster and not s.mirror]}
 
 PLANNED = {
-    "mirror": "mirroring 100 B and 1,000 B records between two clusters, `odradek mirror` "
-              "against MirrorMaker 2 (needs a two-cluster template and the mirror's command)",
     "spark": "reading a topic in Spark with odradek-kafka and with Spark's Kafka connector",
 }
 """Scenarios the harness has room for but does not run yet."""

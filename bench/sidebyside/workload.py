@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -363,12 +364,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenario", choices=sorted(SCENARIOS))
     parser.add_argument("bootstrap")
     parser.add_argument("--messages", type=int, default=None)
+    parser.add_argument("--target", help="the mirror scenario's target cluster")
+    parser.add_argument("--mirror", help="the mirror's command line, with {config}")
+    parser.add_argument("--mirror-log", type=Path, help="the mirror's output")
     args = parser.parse_args(argv)
     scenario = SCENARIOS[args.scenario]
+    count = args.messages or scenario.messages
     try:
-        messages, figures = WORKLOADS[scenario.workload](
-            args.bootstrap, scenario, args.messages or scenario.messages)
-        result: dict[str, Any] = {"ok": True, "messages": messages, "figures": figures}
+        usage: dict[str, Any] = {}
+        if scenario.mirror:
+            from bench.sidebyside.mirroring import mirror  # it imports this module
+            messages, figures, usage = mirror(args.bootstrap, scenario, count, args.target,
+                                              args.mirror, args.mirror_log)
+        else:
+            messages, figures = WORKLOADS[scenario.workload](args.bootstrap, scenario, count)
+        result: dict[str, Any] = {"ok": True, "messages": messages, "figures": figures,
+                                  **usage}
     except Exception as error:  # any failure fails the run, with its reason
         result = {"ok": False, "error": f"{type(error).__name__}: {error}"}
     print(json.dumps(result), flush=True)

@@ -52,3 +52,12 @@ def test_a_broker_that_does_not_start_fails_the_run(tmp_path: Path) -> None:
     assert all(r["error"].startswith("start: exited with 0") for r in report["runs"])
     assert "FAILED: lifecycle pair 1 gone: start: exited with 0" in done.stdout
     assert all(row["pairs"] == 0 and row["median"] is None for row in report["ratios"])
+
+
+def test_a_system_without_a_mirror_fails_the_mirror_scenario(tmp_path: Path) -> None:
+    done, report = harness(tmp_path, "--a", "true {port}", "--a-name", "plain", "--b",
+                           "true {port}", "--b-name", "other", "--scenario", "mirror-100-alo",
+                           "--pairs", "1")
+    assert done.returncode == 1
+    assert [(r["system"], r["ok"], r["error"]) for r in report["runs"]] == [
+        ("plain", False, "plain has no mirror"), ("other", False, "other has no mirror")]
