@@ -6,7 +6,8 @@ timing thresholds, and the machines are shared and noisy.
 Groups for running the suite in several processes (`pytest -n N --dist loadgroup`, as
 scripts/test.sh does): a module's tests stay in one worker, so its module-scoped clusters
 start once; the container tests share one worker, since they build the same images on one
-Docker engine; and the Spark tests share one, since each worker would start its own JVM.
+Docker engine; and the tests of tests/integration/spark share one, since they share one
+SparkSession (a JVM).
 The longest groups come first (xdist hands groups out in collection order), so that none
 starts last and holds the run up alone."""
 
@@ -19,8 +20,8 @@ settings.register_profile(
     "odradek", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("odradek")
 
-SHARED_WORKERS = ("containers", "spark")
-LONGEST_FIRST = ("containers", "spark", "tests.integration.jvm", "tests.integration")
+LONGEST_FIRST = ("containers", "spark", "tests.integration.test_pipeline_faults",
+                 "tests.integration.jvm", "tests.integration")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -32,9 +33,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _group(item: pytest.Item) -> str:
-    for name in SHARED_WORKERS:
-        if item.get_closest_marker(name) or f"integration/{name}/" in str(item.path):
-            return name
+    if item.get_closest_marker("containers"):
+        return "containers"
+    if "integration/spark/" in str(item.path):  # one session-scoped SparkSession
+        return "spark"
     return item.module.__name__ if item.module else str(item.path)
 
 
