@@ -244,8 +244,7 @@ class GroupCoordinatorShard:
         only for a request that a new classic group would accept."""
         group = self.groups.get(request.group_id)
         if isinstance(group, ShareGroup):
-            raise GroupError(ErrorCode.inconsistent_group_protocol,
-                             f"Group {request.group_id} is a share group")
+            raise GroupError(ErrorCode.inconsistent_group_protocol)
         if isinstance(group, ConsumerGroup):
             if not group.is_empty():
                 raise GroupError(ErrorCode.inconsistent_group_protocol,

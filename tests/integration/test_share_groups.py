@@ -3,7 +3,8 @@ with ShareGroupHeartbeat and get the partitions the SimpleAssignor gives them at
 member that stops heartbeating is fenced at its session timeout and its partitions go to the
 others, ShareGroupDescribe and ListGroups (type filter) show the group, DeleteGroups refuses
 it while it has members and deletes it once empty, and after a broker restart the group and
-its assignment are read back from `__consumer_offsets`."""
+its assignment are read back from `__consumer_offsets`. `odradek groups list|describe --type
+share` show the group as kafka-share-groups.sh does."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.integration import share_wire
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, unique
 from tests.integration.raw_client import RawClient
+from tests.integration.test_groups_cli import groups
 from tests.waiting import wait_until
 
 SESSION_TIMEOUT_MS = 8000
@@ -108,6 +110,15 @@ def test_members_share_the_partitions_and_a_silent_member_is_fenced(
     assert list_share_groups(client, ["share"])[group] == ("share", "Stable", "share")
     assert group not in list_share_groups(client, ["consumer", "classic"])
     assert delete_group(client, group) == NON_EMPTY_GROUP
+    listed = groups(broker, "list", "--type", "share")
+    assert [group, "Share", "Stable"] in [line.split() for line in listed.stdout.splitlines()]
+    shown = groups(broker, "describe", "--type", "share", "--group", group, "--members")
+    assert shown.returncode == 0, shown.stderr
+    assert [line.split() for line in shown.stdout.splitlines() if line][2:] == [
+        ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"],
+        *([group, name, "/127.0.0.1", "raw", str(len(members.partitions(name))),
+           f"{topic}:{','.join(map(str, sorted(members.partitions(name))))}"]
+          for name in ("m1", "m2", "m3"))]
 
     # m3 falls silent: m1 and m2 heartbeat on until it is fenced, then take its partitions.
     def m3_fenced() -> bool:

@@ -1,7 +1,8 @@
 """Kafka's kafka-share-groups.sh (ShareGroupCommand) against Odradek's share group
 membership: --list (with --state), --describe --members and --describe --state (with
 --verbose) print the members, their assignment and the group's epochs as the raw
-heartbeats left them, and --delete removes the group once its members left.
+heartbeats left them, and --delete removes the group once its members left. `odradek groups
+describe --type share` prints what Kafka's tool prints, line for line.
 
 `--describe` without --members or --state also asks DescribeShareGroupOffsets, which
 Odradek does not serve yet (the share-partition state), so it is not run here."""
@@ -18,6 +19,7 @@ from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, unique
 from tests.integration.jvm.kafka_tools import SHARE_GROUPS, Step, run_tools
 from tests.integration.raw_client import RawClient
+from tests.integration.test_groups_cli import groups
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,13 @@ def test_kafka_share_groups_lists_describes_and_deletes(broker: BrokerProcess) -
              "#MEMBERS"],
             [group, broker.bootstrap, "(1)", "Stable", "2", "2", "2"],
         ]
+        ours = groups(broker, "describe", "--type", "share", "--group", group, "--members",
+                      "--verbose")
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout.splitlines() == [
+            *out["state"].lines, *out["members"].lines]
+        listed = groups(broker, "list", "--type", "share")
+        assert [group, "Share", "Stable"] in columns(listed.stdout.splitlines())
         refused = run_tools([tool("delete-busy", "--delete", "--group", group)])["delete-busy"]
         assert (f"GroupNotEmptyException: Share group '{group}' is not EMPTY."
                 in refused.stdout)
