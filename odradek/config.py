@@ -433,6 +433,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Most members of a consumer-protocol group.", at_least(1), read_only=True),
     ConfigDef("group.consumer.assignors", LS, ["uniform", "range"], "Server-side assignors "
               "of consumer-protocol groups; the first is the default.", read_only=True),
+    ConfigDef("group.share.session.timeout.ms", INT, 45000, "The timeout to detect client "
+              "failures when using the share group protocol.", at_least(1), read_only=True),
+    ConfigDef("group.share.heartbeat.interval.ms", INT, 5000, "The heartbeat interval given "
+              "to the members of a share group.", at_least(1), read_only=True),
+    ConfigDef("group.share.max.size", INT, 200, "The maximum number of members that a single "
+              "share group can accommodate.", at_least(1), read_only=True),
+    ConfigDef("group.share.assignors", LS, ["simple"], "The server-side assignors as a list "
+              "of names; the list must contain only a single entry which is used by all "
+              "groups. The supported built-in assignors are: simple.", one_of("simple"),
+              read_only=True),
     ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
               "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
     ConfigDef("controller.quorum.voters", LS, [], "The controller quorum as id@host:port "

@@ -60,6 +60,8 @@ from odradek.broker.handlers.groups import (
     handle_join_group,
     handle_leave_group,
     handle_list_groups,
+    handle_share_group_describe,
+    handle_share_group_heartbeat,
     handle_sync_group,
 )
 from odradek.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
@@ -219,6 +221,10 @@ API_TABLE: list[Api] = [
         access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
     Api(75, 0, 0, handle_describe_topic_partitions,
         access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
+    # Kafka 4.1+ serves only v1 of the share group APIs (v0 was 4.0's early access).
+    Api(76, 1, 1, handle_share_group_heartbeat,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.DESCRIBE)))),
+    Api(77, 1, 1, handle_share_group_describe, access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
 ]
 
 

@@ -33,7 +33,7 @@ from odradek.group.consumer_group import (
     to_topic_partitions,
 )
 from odradek.group.consumer_reconciliation import reconcile
-from odradek.group.model import GroupContext, GroupError, TimerKey, TopicsView
+from odradek.group.model import Changes, GroupContext, GroupError, TimerKey, TopicsView
 from odradek.group.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -48,8 +48,6 @@ from odradek.group.records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     Record,
-    RecordKey,
-    RecordValue,
     TopicMetadata,
     TopicPartitions,
 )
@@ -89,16 +87,7 @@ class HeartbeatResponse:
     assignment: tuple[TopicPartitions, ...] | None
 
 
-class _Changes:
-    """The records a handler emits, replayed as they come into a draft of the group."""
-
-    def __init__(self, group: ConsumerGroup) -> None:
-        self.draft = group.copy()
-        self.records: list[Record] = []
-
-    def add(self, key: RecordKey, value: RecordValue | None) -> None:
-        self.records.append((key, value))
-        self.draft.replay(key, value)
+_Changes = Changes[ConsumerGroup]
 
 
 def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,

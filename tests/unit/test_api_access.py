@@ -71,6 +71,8 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "ConsumerGroupHeartbeat": {(G, Op.READ)},
     "ConsumerGroupDescribe": {(G, Op.DESCRIBE)},
     "DescribeTopicPartitions": {(T, Op.DESCRIBE)},
+    "ShareGroupHeartbeat": {(G, Op.READ), (T, Op.DESCRIBE)},
+    "ShareGroupDescribe": {(G, Op.DESCRIBE)},
 }
 
 

@@ -1,7 +1,7 @@
 """FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat and
-ConsumerGroupDescribe. Each turns the decoded request into the coordinator core's terms
-and its answer back into the response schema."""
+LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
+ConsumerGroupDescribe, ShareGroupHeartbeat and ShareGroupDescribe. Each turns the decoded
+request into the coordinator core's terms and its answer back into the response schema."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TXN, Op
+from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TOPIC, TXN, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
@@ -19,6 +19,7 @@ from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
+from odradek.group.share_handlers import ShareHeartbeatRequest
 
 BATCHED_KEYS_VERSION = 4
 GROUP_KEY = 0
@@ -235,15 +236,61 @@ async def handle_consumer_group_heartbeat(context: RequestContext, request: Any)
                                     lambda shard, now: shard.consumer_heartbeat(heartbeat, now))
     except CoordinatorUnavailable as error:
         return {"error_code": error.error_code, "member_epoch": -1}
-    assignment = None if response.assignment is None else {"topic_partitions": [
-        {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
-        for tp in response.assignment
-    ]}
     return {
         "error_code": response.error_code, "error_message": response.error_message,
         "member_id": response.member_id, "member_epoch": response.member_epoch,
-        "heartbeat_interval": response.heartbeat_interval_ms, "assignment": assignment,
+        "heartbeat_interval": response.heartbeat_interval_ms,
+        "assignment": _assignment(response.assignment),
     }
+
+
+def _assignment(assignment: tuple[TopicPartitions, ...] | None) -> dict[str, Any] | None:
+    return None if assignment is None else {"topic_partitions": [
+        {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
+        for tp in assignment
+    ]}
+
+
+async def handle_share_group_heartbeat(context: RequestContext, request: Any) -> Result:
+    names = request.subscribed_topic_names
+    if names is not None and not all(context.allowed(Op.DESCRIBE, TOPIC, n) for n in names):
+        return {"error_code": ErrorCode.topic_authorization_failed, "member_epoch": 0,
+                "heartbeat_interval": 0}
+    heartbeat = ShareHeartbeatRequest(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id,
+        None if names is None else tuple(names), context.header.client_id or "",
+        _client_host(context),
+    )
+    groups = context.services.groups
+    await groups.ensure_loaded()
+    try:
+        response = await groups.run(request.group_id,
+                                    lambda shard, now: shard.share_heartbeat(heartbeat, now))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "member_epoch": 0, "heartbeat_interval": 0}
+    return {
+        "error_code": response.error_code, "error_message": response.error_message,
+        "member_id": response.member_id, "member_epoch": response.member_epoch,
+        "heartbeat_interval": response.heartbeat_interval_ms,
+        "assignment": _assignment(response.assignment),
+    }
+
+
+async def handle_share_group_describe(context: RequestContext, request: Any) -> Result:
+    groups = context.services.groups
+    await groups.ensure_loaded()
+    described = []
+    for group_id in request.group_ids:
+        shard, code = _describable(context, group_id)
+        if shard is None:
+            described.append({"group_id": group_id, "error_code": code,
+                              "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                              "assignor_name": "", "members": [],
+                              "authorized_operations": -(2**31)})
+            continue
+        described.append(_with_operations(context, request,
+                                          shard.share_group_describe(group_id)))
+    return {"groups": described}
 
 
 async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
