@@ -84,6 +84,7 @@ from odradek.broker.handlers.scram_credentials import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
+from odradek.broker.handlers.share import handle_share_acknowledge, handle_share_fetch
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -225,6 +226,10 @@ API_TABLE: list[Api] = [
     Api(76, 1, 1, handle_share_group_heartbeat,
         access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.DESCRIBE)))),
     Api(77, 1, 1, handle_share_group_describe, access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(78, 1, 2, handle_share_fetch,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
+    Api(79, 1, 2, handle_share_acknowledge,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
 ]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.access import GROUP, TOPIC, Op
+from odradek.broker.access import TOPIC, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.share_fetch import FetchedShare, SharePartitionManager
@@ -28,8 +28,9 @@ MAX_MEMBER_ID_LENGTH = 36
 RENEW_VERSION = 2
 
 
-def _request_error(request: Any, version: int) -> tuple[ErrorCode, str] | None:
-    """Kafka's checks before any session or partition is looked at."""
+def _request_error(request: Any, version: int) -> tuple[ErrorCode, str | None] | None:
+    """Kafka's checks before any session or partition is looked at (READ on the group is
+    the API's gate, apis.py)."""
     if request.group_id is None:
         return ErrorCode.invalid_request, "Invalid group id in the request."
     member_id = request.member_id
@@ -81,8 +82,6 @@ async def handle_share_fetch(context: RequestContext, request: Any) -> Result:
     shares = context.services.share_partitions
     version = context.version
     refused = _request_error(request, version)
-    if refused is None and not context.allowed(Op.READ, GROUP, request.group_id):
-        refused = ErrorCode.group_authorization_failed, None
     renew = version >= RENEW_VERSION and request.is_renew_ack
     if refused is None and renew and (request.max_bytes or request.min_bytes
                                       or request.max_records or _ms(request.max_wait)):
@@ -201,8 +200,6 @@ async def handle_share_acknowledge(context: RequestContext, request: Any) -> Res
     shares = context.services.share_partitions
     version = context.version
     refused = _request_error(request, version)
-    if refused is None and not context.allowed(Op.READ, GROUP, request.group_id):
-        refused = ErrorCode.group_authorization_failed, None
     if refused is not None:
         return _refused(*refused)
     group_id, member_id = request.group_id, request.member_id
