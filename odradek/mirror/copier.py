@@ -131,6 +131,7 @@ class PartitionCopier:
         self.fenced = False
         self._stopping = False
         self._fetching: asyncio.Task[Fetched] | None = None
+        self._confirming: asyncio.Task[bool] | None = None
         self._shift: int | None = None
         self._flushed_at = 0
         self._flushed_position: int | None = None
@@ -145,8 +146,14 @@ class PartitionCopier:
         """Copy until `stop` (or until fenced, or no longer the owner)."""
         backoff = SESSION_BACKOFF_S[0]
         while not self._stopping:
-            if not await self._still_owner():
-                return
+            self._confirming = asyncio.ensure_future(self._still_owner())
+            try:
+                if not await self._confirming:
+                    return
+            except asyncio.CancelledError:
+                if self._stopping:
+                    return
+                raise
             try:
                 await self._session()
             except ProducerFencedError as error:
@@ -166,12 +173,12 @@ class PartitionCopier:
                 backoff = min(backoff * 2, SESSION_BACKOFF_S[1])
                 continue
             finally:
-                self._cancel_fetch()
+                self._cancel_waits()
             return
 
     async def _still_owner(self) -> bool:
-        """Wait for the coordinator's answer: True if this process owns the partition, False
-        if it does not (its revocation is on its way) or the copy is stopping."""
+        """Wait for the coordinator's answer (`stop` cancels the wait): True if this process
+        owns the partition, False if it does not (its revocation is on its way)."""
         backoff = SESSION_BACKOFF_S[0]
         while not self._stopping:
             ownership = await self._owner_check()
@@ -188,12 +195,13 @@ class PartitionCopier:
     async def stop(self) -> None:
         """Finish the transaction in flight, write at-least-once progress, stop fetching."""
         self._stopping = True
-        self._cancel_fetch()
+        self._cancel_waits()
 
-    def _cancel_fetch(self) -> None:
-        if self._fetching is not None:
-            self._fetching.cancel()
-            self._fetching = None
+    def _cancel_waits(self) -> None:
+        for task in (self._fetching, self._confirming):
+            if task is not None:
+                task.cancel()
+        self._fetching = self._confirming = None
 
     # --- a session -------------------------------------------------------------------------
 
