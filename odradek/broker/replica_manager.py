@@ -324,11 +324,14 @@ class ReplicaManager:
             self._isr_sender = asyncio.ensure_future(self._send_isr_changes())
 
     async def _send_isr_changes(self) -> None:
+        """Send the queued changes, still wanted, in one request until none is left; a
+        refused or unanswered change is dropped (the leader proposes again when due)."""
         while self._isr_queue:
             batch, self._isr_queue = self._isr_queue, {}
             metadata = self.broker.metadata.topics
             sent = [(key, state, change) for key, (state, change) in batch.items()
-                    if key[0] in metadata and state.pending is change]
+                    if key[0] in metadata and self.leaders.get(key) is state
+                    and state.pending is change]
             if not sent:
                 continue
             try:
