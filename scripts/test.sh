@@ -11,6 +11,6 @@ pytest=(.venv/bin/pytest -q -p no:cacheprovider --durations=25)
 if (( $# )); then exec "${pytest[@]}" "$@"; fi
 # Four workers on two cores: the suite mostly waits on clients, clusters and timeouts.
 # tests/conftest.py groups the tests (a module, the container tests, the Spark tests) and
-# orders the longest groups first. The fault campaign (`-m campaign`) runs on its own:
-# it stalls after its faults heal (docs/reliability.md).
+# orders the longest groups first. The fault campaign (`-m campaign`) runs on its own: it
+# still finds anomalies in its consume-transform-produce stage (docs/reliability.md).
 exec "${pytest[@]}" -n 4 --dist loadgroup --no-loadscope-reorder -m "not campaign"
