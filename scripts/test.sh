@@ -9,8 +9,17 @@ bash scripts/docker_engine.sh
 .venv/bin/mypy
 pytest=(.venv/bin/pytest -q -p no:cacheprovider --durations=25)
 if (( $# )); then exec "${pytest[@]}" "$@"; fi
-# Four workers on two cores: the suite mostly waits on clients, clusters and timeouts.
-# tests/conftest.py groups the tests (a module, the container tests, the Spark tests) and
-# orders the longest groups first. The fault campaign (`-m campaign`) runs on its own: it
-# still finds anomalies in its consume-transform-produce stage (docs/reliability.md).
-exec "${pytest[@]}" -n 4 --dist loadgroup --no-loadscope-reorder -m "not campaign"
+# The JVM layer (Kafka's own software) runs beside the rest: its cost is the JVMs' CPU, the
+# rest's mostly waiting on clients, clusters and timeouts. Its report follows the rest's.
+# The fault campaign (`-m campaign`) runs on its own: it still finds anomalies
+# (docs/reliability.md).
+work=$(mktemp -d)
+"${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
+jvm=$!
+status=0
+"${pytest[@]}" -m "not jvm and not campaign" --basetemp="$work/rest" || status=$?
+wait "$jvm" || status=$?
+echo "=== the jvm layer (pytest -m jvm) ==="
+cat "$work/jvm.log"
+rm -rf "$work"
+exit "$status"

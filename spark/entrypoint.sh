@@ -1,13 +1,7 @@
 #!/bin/bash
 # The Spark-on-Kubernetes container contract: Spark starts the driver pod with `driver ARGS`
 # and executor pods with `executor` and SPARK_* variables; anything else runs as given.
-# Without SPARK_LOCAL_IP, Spark binds to and advertises the container's own address (what
-# `hostname -i` resolves), where the other containers of a standalone cluster reach it.
 set -euo pipefail
-
-if [[ -z ${SPARK_LOCAL_IP:-} ]] && address=$(hostname -i 2>/dev/null); then
-  export SPARK_LOCAL_IP=${address%% *}
-fi
 
 classpath="${SPARK_HOME}/conf:${SPARK_HOME}/jars/*${SPARK_EXTRA_CLASSPATH:+:$SPARK_EXTRA_CLASSPATH}"
 mapfile -t java_opts < <(env | grep '^SPARK_JAVA_OPT_' | sort -t_ -k4 -n | cut -d= -f2-)

@@ -3,8 +3,8 @@
 Hypothesis runs without its per-example deadline and its too-slow health check: both are
 timing thresholds, and the machines are shared and noisy.
 
-Groups for running the suite in several processes (`pytest -n N --dist loadgroup`, as
-scripts/test.sh does): a module's tests stay in one worker, so its module-scoped clusters
+Groups for running the suite in several processes (`pytest -n N --dist loadgroup
+--no-loadscope-reorder`): a module's tests stay in one worker, so its module-scoped clusters
 start once; the container tests share one worker, since they build the same images on one
 Docker engine; and the tests of tests/integration/spark share one, since they share one
 SparkSession (a JVM).
@@ -12,6 +12,8 @@ The longest groups come first (xdist hands groups out in collection order), so t
 starts last and holds the run up alone."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,6 +28,8 @@ LONGEST_FIRST = ("containers", "spark", "tests.integration.test_pipeline_faults"
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     groups = {item: _group(item) for item in items}
     for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))

@@ -28,7 +28,6 @@ from odradek.spark.audit_rules import (
     target_topic,
 )
 from odradek.spark.cut import client_config
-from odradek.spark.session_flags import add_session_arguments
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit-topic", default=AUDIT_TOPIC,
                         help=f"compacted topic on the target for the results (default "
                         f"{AUDIT_TOPIC}; empty: none)")
-    add_session_arguments(parser)
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
 
 
 def add_naming_arguments(parser: argparse.ArgumentParser, alias_required: bool) -> None:
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     compacted = compacted_topics(args.source_bootstrap, topics, source_client)
     source_cut = take_cut(args.source_bootstrap, topics, source_client)
     target_cut = take_cut(args.target_bootstrap, list(names.values()), target_client)
-    spark = spark or spark_session("odradek-mirror-audit", args.master, dict(args.conf))
+    spark = spark or spark_session("odradek-mirror-audit", args.master)
     source = Side(args.source_bootstrap, source_cut, source_client, {t: t for t in topics})
     target = Side(args.target_bootstrap, target_cut, target_client,
                   {name: topic for topic, name in names.items()})

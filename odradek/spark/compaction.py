@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from odradek.spark.audit import add_naming_arguments
 from odradek.spark.audit_rules import target_topic
 from odradek.spark.cut import Cut, client_config
-from odradek.spark.session_flags import add_session_arguments
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mirror-command-config", type=Path, metavar="FILE",
                         help="client properties (TLS, SASL) for --mirror-bootstrap's cluster")
     add_naming_arguments(parser, alias_required=False)
-    add_session_arguments(parser)
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     output = Path(args.output)
     topics = matching_topics(args.bootstrap, args.topics, client)
     cut = take_cut(args.bootstrap, topics, client)
-    spark = spark or spark_session("odradek-compact-snapshot", args.master, dict(args.conf))
+    spark = spark or spark_session("odradek-compact-snapshot", args.master)
     stats = snapshot(spark, args.bootstrap, cut, output, client)
     _print_stats(stats, output)
     if not args.verify:

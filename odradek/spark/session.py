@@ -1,6 +1,6 @@
-"""The SparkSession the jobs run in: spark-submit's master and name when launched by it,
-else `--master` (default `local[*]`) and the job's name; Spark's console progress bar on; the
-`odradek-kafka` source registered."""
+"""The SparkSession the jobs run in: spark-submit's master when launched by it, else
+`--master` (default `local[*]`); Spark's console progress bar on; the `odradek-kafka` source
+registered."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ def spark_session(app_name: str, master: str | None = None,
     if active is not None:
         active.dataSource.register(KafkaDataSource)
         return active
-    builder = SparkSession.builder.config("spark.ui.showConsoleProgress", "true")
-    # launched by spark-submit, its --name and --master stand (unless --master here)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress",
+                                                            "true")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         master = master or LOCAL
-        builder = builder.appName(app_name).master(master)
+        builder = builder.master(master)
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             builder = builder.config("spark.sql.shuffle.partitions", "8")

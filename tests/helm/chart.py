@@ -68,13 +68,10 @@ MATRIX: dict[str, dict[str, Any]] = {
             "enabled": True, "issuerRef": {"name": "odradek-ca", "kind": "ClusterIssuer"}}},
         "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "dev-users"}}},
 }
-MATRIX["spark-submit-tls-scram"] = {**MATRIX["tls-scram-acls"], **MATRIX["spark-submit"]}
-MATRIX["spark-operator-tls-scram"] = {**MATRIX["tls-scram-acls"], **MATRIX["spark-operator"]}
 """The issue's matrix: default; a single dev node; external access on (both kinds); the
 mirror on; the Spark jobs (spark-submit and the Spark operator); monitoring on; and the
 security variants: TLS from a Secret with SCRAM and ACLs, cert-manager with mTLS and ACLs,
-a dev node with cert-manager and SCRAM; and the Spark jobs (either runner) in a release with
-TLS and SCRAM."""
+a dev node with cert-manager and SCRAM."""
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ tests start the named services below and leave Grafana out."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -14,7 +13,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from testcontainers.compose import DockerCompose
@@ -23,9 +21,7 @@ from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_DIR = ROOT / "deploy" / "compose"
-PROJECT = os.environ.get("ODRADEK_COMPOSE_PROJECT", "odradek-test")
-"""The compose project (its containers, network and volumes are named after it): a run
-beside another on one engine sets its own, and waits for the published ports."""
+PROJECT = "odradek-test"
 NETWORK = f"{PROJECT}_default"
 TOOLS_IMAGE = "odradek-broker:local"
 CONTROLLERS = ["controller-1", "controller-2", "controller-3"]
@@ -121,8 +117,7 @@ class ComposeStack:
         self.up_s = time.monotonic() - started
 
     def down(self) -> None:
-        """Every service's containers (those a test started in a profile too) and volumes."""
-        self.run_compose("--profile", "*", "down", "--volumes", "--remove-orphans", timeout=300)
+        self.run_compose("down", "--volumes", "--remove-orphans", timeout=300)
 
     def logs(self) -> str:
         result = subprocess.run(self.command("logs", "--no-color", "--tail", "40"),
@@ -167,14 +162,6 @@ class ComposeStack:
         the compose network, which reaches the brokers by service name."""
         return docker("run", "--rm", "--network", NETWORK, "--entrypoint", "odradek",
                       TOOLS_IMAGE, *args, timeout=timeout, check=False)
-
-
-def spark_master_state(container: str, host: str) -> Any:
-    """The JSON API of the Spark standalone master running in `container` (its web UI, port
-    8080 of `host`, bound to the container's address): its workers and applications."""
-    fetch = ("import sys, urllib.request as u; "
-             f"sys.stdout.write(u.urlopen('http://{host}:8080/json/').read().decode())")
-    return json.loads(docker("exec", container, "python", "-c", fetch).stdout)
 
 
 @contextmanager

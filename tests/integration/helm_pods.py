@@ -3,8 +3,7 @@ would run them as far as one engine can: the pod spec's image, command, args and
 the downward API's fields, Secret keys from the rendered Secrets), its init containers
 first, its volumes (a claim from a volumeClaimTemplate or an emptyDir is a Docker volume
 given the pod's fsGroup; a ConfigMap is a read-only directory of its keys, a Secret one of
-its decoded keys with the volume's mode and the fsGroup as group, a persistentVolumeClaim
-one Docker volume per claim, shared by the pods that mount it), its security
+its decoded keys with the volume's mode and the fsGroup as group), its security
 context (user, read-only root, dropped capabilities, no privilege escalation), and the
 service account's token and CA when the pod mounts them (for the stand-in API server).
 
@@ -31,20 +30,15 @@ from tests.integration.compose_stack import docker
 BASE_IMAGE = "odradek-test-base:bookworm"
 TAG = "helm-test"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-PREFIX = os.environ.get("ODRADEK_HELM_PODS_PREFIX", "helm-")
-"""Of the containers and volumes the pods become: a run beside another on one engine sets
-its own (the NodePorts it publishes stay fixed)."""
+PREFIX = "helm-"
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_images(targets: list[str]) -> None:
-    """odradek-<target>:helm-test on the local base image: from services/Dockerfile, or
-    spark/Dockerfile for `spark`."""
+    """odradek-<target>:helm-test from services/Dockerfile on the local base image."""
     for target in targets:
-        dockerfile = ["spark/Dockerfile"] if target == "spark" else [
-            "services/Dockerfile", "--target", target]
         result = subprocess.run(
-            ["docker", "build", "-q", "-f", *dockerfile,
+            ["docker", "build", "-q", "-f", "services/Dockerfile", "--target", target,
              "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", "-t", f"odradek-{target}:{TAG}", "."],
             cwd=ROOT, env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
             capture_output=True, text=True, timeout=900, check=False)
@@ -164,10 +158,6 @@ class PodRunner:
             elif "configMap" in volume:
                 source = str(self.config_map_dir(volume["configMap"]["name"]))
                 volume_flags[volume["name"]] = ["--mount", f"type=bind,src={source},dst={{}}"]
-            elif "persistentVolumeClaim" in volume:  # a ReadWriteMany claim: one volume
-                claim = volume["persistentVolumeClaim"]["claimName"]
-                source = self.volume(f"{PREFIX}{claim}", fs_group, main_image)
-                volume_flags[volume["name"]] = ["--mount", f"type=volume,src={source},dst={{}}"]
             elif "secret" in volume:
                 source = str(self.secret_dir(volume["secret"], fs_group))
                 volume_flags[volume["name"]] = ["--mount",

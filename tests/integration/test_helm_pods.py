@@ -9,19 +9,16 @@ after one broker is killed; and the mirror Deployment of release `west` copies e
 
 from __future__ import annotations
 
-import json
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tests.helm.chart import one, render
+from tests.helm.chart import render
 from tests.helm.fake_api import FakeApiServer, self_signed
 from tests.integration.clients import (
     Out,
@@ -33,14 +30,14 @@ from tests.integration.clients import (
     unique,
 )
 from tests.integration.cluster import TIMEOUT, admin, partitions
-from tests.integration.compose_stack import ROOT, docker, engine_or_skip, spark_master_state
-from tests.integration.helm_pods import PREFIX, TAG, Api, PodRunner, build_images
+from tests.integration.compose_stack import ROOT, docker, engine_or_skip
+from tests.integration.helm_pods import TAG, Api, PodRunner, build_images
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
 
 NAMESPACE = "data"
-NETWORK = f"odradek-{PREFIX}test"
+NETWORK = "odradek-helm-test"
 ZONES = ["zone-a", "zone-b", "zone-c"]
 EAST_EXTERNAL = "127.0.0.1:31090,127.0.0.1:31091,127.0.0.1:31092"
 WEST_EXTERNAL = "127.0.0.1:31190"
@@ -213,112 +210,3 @@ def test_pods_run_as_the_chart_says(east: Release) -> None:
                    "id -u; touch /etc/x 2>/dev/null && echo writable || echo read-only; "
                    "ls /var/lib/odradek/data | head -1", check=False).stdout.split()
     assert probe[:2] == ["10001", "read-only"] and probe[2:], probe
-
-
-SPARK_MASTER = f"{PREFIX}spark-master"
-SPARK_DRIVER_PORT = 7078
-BOOTSTRAP_SERVICE = "east-odradek-bootstrap.data.svc.cluster.local:9092"
-
-
-def claimed_volumes(submit: list[str], role: str) -> tuple[list[dict[str, Any]],
-                                                           list[dict[str, Any]]]:
-    """The claims spark-submit mounts in the role's pods (its
-    spark.kubernetes.<role>.volumes.persistentVolumeClaim.* configs): volumes and mounts."""
-    prefix = f"--conf=spark.kubernetes.{role}.volumes.persistentVolumeClaim."
-    confs = dict(a.removeprefix(prefix).split("=", 1) for a in submit if a.startswith(prefix))
-    names = sorted({key.split(".")[0] for key in confs})
-    return ([{"name": n, "persistentVolumeClaim": {"claimName": confs[f"{n}.options.claimName"]}}
-             for n in names],
-            [{"name": n, "mountPath": confs[f"{n}.mount.path"]} for n in names])
-
-
-def spark_pod(template: str, submit: list[str], role: str, args: list[str],
-              env: dict[str, str]) -> dict[str, Any]:
-    """A driver or executor pod as Spark on Kubernetes builds it from the chart's pod
-    template: the image, the entrypoint's arguments and variables, the claims mounted."""
-    spec = yaml.safe_load(template)["spec"]
-    volumes, mounts = claimed_volumes(submit, role)
-    image = next(a for a in submit if a.startswith("--conf=spark.kubernetes.container.image="))
-    (container,) = spec["containers"]
-    container.update(image=image.split("=", 2)[2], args=args,
-                     env=[{"name": k, "value": v} for k, v in env.items()],
-                     volumeMounts=[*container["volumeMounts"], *mounts])
-    spec["volumes"] = [*spec["volumes"], *volumes]
-    return {"spec": spec}
-
-
-def test_the_spark_images_driver_and_executor_entrypoints_run_the_audit(east: Release) -> None:
-    """The chart's audit CronJob, its spark-submit given a standalone master (started from the
-    chart's Spark image) instead of the API server: the image's `driver` entrypoint runs the
-    job in client mode in the driver pod from the chart's template, and its `executor`
-    entrypoint (Spark on Kubernetes' executor backend) in a container of its own, from the
-    executor template, runs every task (the master has no worker). Both pods share the output
-    claim. The audit of a topic and its copy `east.<topic>` on release east is complete."""
-    build_images(["spark"])
-    topic = unique("audited-")
-    client = admin(EAST_EXTERNAL)
-    for name in (topic, f"east.{topic}"):
-        client.create_topics([NewTopic(name, 3, 3)])[name].result(TIMEOUT)
-    start = now_ms() - 30 * 60_000
-    outs = [Out(f"k{i}".encode(), f"v{i}".encode(), start + i, (), i % 3) for i in range(60)]
-    for name in (topic, f"east.{topic}"):
-        produce_confluent(EAST_EXTERNAL, name, outs, {"acks": "all"})
-    claim = unique("spark-output")
-    objects = render({**RUN_VALUES, "spark": {"outputClaim": claim, "audit": {
-        "enabled": True, "sourceAlias": "east", "sourceBootstrap": BOOTSTRAP_SERVICE,
-        "topics": topic, "window": "1h"}}}, namespace=NAMESPACE)
-    args = one(objects, "CronJob", "east-odradek-audit")["spec"]["jobTemplate"]["spec"][
-        "template"]["spec"]["containers"][0]["args"]
-    assert args[:3] == ["spark-submit", "--master=k8s://https://kubernetes.default.svc",
-                        "--deploy-mode=cluster"]
-    submit = args[3:]
-    templates = one(objects, "ConfigMap", "east-odradek-spark-pod-templates")["data"]
-    runner = east.runner
-    image = f"odradek-spark:{TAG}"
-    runner.containers.append(SPARK_MASTER)
-    docker("run", "-d", "--name", SPARK_MASTER, "--network", NETWORK, "--user", "185",
-           "--env", "SPARK_DAEMON_MEMORY=256m", image, "spark-class",
-           "org.apache.spark.deploy.master.Master", "--host", SPARK_MASTER)
-    wait_until(lambda: spark_master_state(SPARK_MASTER, SPARK_MASTER)["status"] == "ALIVE",
-               READY_TIMEOUT_S, "the standalone master alive", ignoring=(AssertionError,))
-
-    driver_pod = "east-odradek-audit-driver"
-    driver = runner.run_pod(spark_pod(templates["driver.yaml"], submit, "driver", [
-        "driver", f"--master=spark://{SPARK_MASTER}:7077",
-        f"--conf=spark.driver.host={PREFIX}{driver_pod}",
-        f"--conf=spark.driver.port={SPARK_DRIVER_PORT}", *submit],
-        {"SPARK_DRIVER_BIND_ADDRESS": "0.0.0.0"}), driver_pod, NAMESPACE, "node-0",
-        hostname=driver_pod, aliases=[])
-
-    apps: list[str] = []
-
-    def registered() -> bool:
-        apps[:] = [a["id"] for a in spark_master_state(SPARK_MASTER, SPARK_MASTER)["activeapps"]
-                   if a["name"] == "east-odradek-audit"]
-        return bool(apps)
-
-    wait_until(registered, READY_TIMEOUT_S,
-               lambda: f"the driver registered; its log:\n{runner.logs(driver)}")
-    (app,) = apps
-    executor_pod = "east-odradek-audit-exec-1"
-    executor = runner.run_pod(spark_pod(templates["executor.yaml"], submit, "executor", [
-        "executor"], {
-        "SPARK_DRIVER_URL": f"spark://CoarseGrainedScheduler@{PREFIX}{driver_pod}:"
-                            f"{SPARK_DRIVER_PORT}",
-        "SPARK_EXECUTOR_ID": "1", "SPARK_EXECUTOR_CORES": "1", "SPARK_EXECUTOR_MEMORY": "512m",
-        "SPARK_APPLICATION_ID": app, "SPARK_RESOURCE_PROFILE_ID": "0",
-        "SPARK_EXECUTOR_POD_IP": PREFIX + executor_pod, "SPARK_EXECUTOR_POD_NAME": executor_pod,
-        "SPARK_JAVA_OPT_0": f"-Dspark.driver.port={SPARK_DRIVER_PORT}"}),
-        executor_pod, NAMESPACE, "node-1", hostname=executor_pod, aliases=[])
-
-    exit_code = docker("wait", driver, timeout=600).stdout.strip()
-    driver_log = docker("logs", driver).stdout
-    assert exit_code == "0", f"{driver_log[-3000:]}\n{runner.logs(driver)}"
-    assert "complete; summary in /data/audit/summary.json" in driver_log
-    executor_log = docker("logs", executor).stderr
-    assert re.search(r"Running task \S+ in stage", executor_log), executor_log[-3000:]
-    summary = json.loads(docker("run", "--rm", "--entrypoint", "cat", "--mount",
-                                f"type=volume,src={PREFIX}{claim},dst=/data", image,
-                                "/data/audit/summary.json").stdout)
-    assert summary["complete"] is True
-    assert summary["totals"]["source_records"] == summary["totals"]["target_records"] == 60

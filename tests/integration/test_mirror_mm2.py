@@ -88,10 +88,13 @@ def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
 
 
 def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Message]:
-    """Every committed record of the topic, to its end."""
+    """Every committed record of the topic, to its end; none while the topic does not exist."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("read"),
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed"})
+    if consumer.list_topics(topic, TIMEOUT).topics[topic].error is not None:
+        consumer.close()
+        return []
     consumer.assign([CTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
             for p in range(partitions)}

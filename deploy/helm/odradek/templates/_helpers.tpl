@@ -193,70 +193,11 @@ REPLICATION listener of their own. */}}
 {{- end -}}
 {{- end -}}
 
-{{/* "true" when a client holding no certificate can connect to the client listeners: any
-but TLS alone requiring client certificates. */}}
-{{- define "odradek.certificateFreeClients" -}}
-{{- $tls := .Values.tls -}}
-{{- if or .Values.sasl.scram.enabled (not $tls.enabled) (ne $tls.clientAuth "required") }}true{{ end -}}
-{{- end -}}
-
 {{/* "true" when the `helm test` Pod is rendered: tests.enabled, unless TLS alone requires
 client certificates (the Pod has none). */}}
 {{- define "odradek.testPod" -}}
-{{- if and .Values.tests.enabled (include "odradek.certificateFreeClients" .) }}true{{ end -}}
-{{- end -}}
-
-{{/* A client of the client listeners inside the release (the `helm test` Pod, the Spark
-jobs' drivers and executors): the environment, the shell lines writing its client
-properties in Kafka's names to "$config", the volume mounts and the volumes it needs.
-With TLS it trusts the brokers' ca.crt (/etc/odradek/tls); with SCRAM it logs in as
-.user, its password read from sasl.users.existingSecret (/etc/odradek/user/password), never
-put in a variable. .password false: only the CA (a Spark executor, which takes the login
-from its driver). */}}
-{{- define "odradek.client.env" -}}
-- {name: SECURITY_PROTOCOL, value: {{ include "odradek.clientProtocol" .root }}}
-{{- if .root.Values.sasl.scram.enabled }}
-- {name: SCRAM_USER, value: {{ .user | quote }}}
-{{- end }}
-{{- end -}}
-
-{{- define "odradek.client.writeProperties" -}}
-echo "security.protocol=$SECURITY_PROTOCOL" > "$config"
-if [ -f /etc/odradek/tls/ca.crt ]; then
-  printf 'ssl.truststore.type=PEM\nssl.truststore.location=/etc/odradek/tls/ca.crt\n' >> "$config"
-fi
-if [ -n "${SCRAM_USER:-}" ]; then
-  password=$(cat /etc/odradek/user/password)
-  printf 'sasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";\n' \
-    "$SCRAM_USER" "$password" >> "$config"
-fi
-{{- end -}}
-
-{{- define "odradek.client.volumeMounts" -}}
-{{- if .root.Values.tls.enabled }}
-- {name: tls, mountPath: /etc/odradek/tls, readOnly: true}
-{{- end }}
-{{- if and .root.Values.sasl.scram.enabled (ne .password false) }}
-- {name: user, mountPath: /etc/odradek/user, readOnly: true}
-{{- end }}
-{{- end -}}
-
-{{- define "odradek.client.volumes" -}}
-{{- $root := .root -}}
-{{- if $root.Values.tls.enabled }}
-- name: tls
-  secret:
-    secretName: {{ include "odradek.tlsSecret" (dict "root" $root "pool" (include "odradek.brokerPool" $root)) }}
-    defaultMode: 0440
-    items: [{key: ca.crt, path: ca.crt}]
-{{- end }}
-{{- if and $root.Values.sasl.scram.enabled (ne .password false) }}
-- name: user
-  secret:
-    secretName: {{ $root.Values.sasl.users.existingSecret }}
-    defaultMode: 0440
-    items: [{key: {{ .user | quote }}, path: password}]
-{{- end }}
+{{- $tls := .Values.tls -}}
+{{- if and .Values.tests.enabled (or .Values.sasl.scram.enabled (not $tls.enabled) (ne $tls.clientAuth "required")) }}true{{ end -}}
 {{- end -}}
 
 {{/* The brokers' principal on the REPLICATION listener: with TLS, the CN of their
