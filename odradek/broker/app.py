@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -30,7 +30,7 @@ from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.quota_manager import QuotaManager
-from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.services import BrokerServices
 from odradek.broker.throttling import throttle
@@ -43,7 +43,6 @@ from odradek.inter_broker import inter_broker_security
 from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from odradek.replication.leader import IsrChange
 from odradek.rpc import controller_pb2 as pb
 from odradek.security.scram import ScramCredential, ScramMechanism, stored_credential
 from odradek.service_runtime import every, run_service, start_metrics
@@ -340,17 +339,23 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
                           quotas, authorizer_for(broker))
 
 
-async def _alter_partition(client: ControllerClient, registration: Registration, topic_id: str,
-                           partition: int, change: IsrChange) -> tuple[ErrorCode, int]:
-    """AlterPartition to the active controller: (error code, partition epoch after it)."""
+async def _alter_partition(client: ControllerClient, registration: Registration,
+                           changes: Sequence[IsrChangeRequest]) -> list[tuple[ErrorCode, int]]:
+    """One AlterPartition to the active controller with every change: each one's (error
+    code, partition epoch after it)."""
     try:
         response = await client.call(lambda stub: stub.AlterPartition, pb.AlterPartitionRequest(
             broker_id=registration.node_id, broker_epoch=registration.broker_epoch,
-            topic_id=topic_id, partition=partition, leader_epoch=change.leader_epoch,
-            partition_epoch=change.partition_epoch, new_isr=list(change.isr)))
+            partitions=[pb.PartitionIsrChange(
+                topic_id=topic_id, partition=partition, leader_epoch=change.leader_epoch,
+                partition_epoch=change.partition_epoch, new_isr=list(change.isr))
+                for topic_id, partition, change in changes]))
     except ControllerUnavailable:
-        return ErrorCode.request_timed_out, -1
-    return ErrorCode(response.error.code), response.partition_epoch
+        return [(ErrorCode.request_timed_out, -1)] * len(changes)
+    if response.error.code != ErrorCode.none:
+        return [(ErrorCode(response.error.code), -1)] * len(changes)
+    return [(ErrorCode(result.error.code), result.partition_epoch)
+            for result in response.partitions]
 
 
 async def _allocate_producer_ids(client: ControllerClient, registration: Registration

@@ -28,9 +28,11 @@ from odradek.replication.throttle import ByteRate, throttled
 
 log = logging.getLogger("odradek.broker.replicas")
 
-AlterPartition = Callable[[str, int, IsrChange], Awaitable[tuple[ErrorCode, int]]]
-"""Sends an ISR change to the controller: (topic id, partition, change) -> (error code,
-the partition epoch after it)."""
+IsrChangeRequest = tuple[str, int, IsrChange]
+"""An ISR change to send: (topic id, partition, change)."""
+AlterPartition = Callable[[Sequence[IsrChangeRequest]], Awaitable[list[tuple[ErrorCode, int]]]]
+"""Sends ISR changes to the controller in one request: each one's (error code, the partition
+epoch after it)."""
 
 
 @dataclass(slots=True)
@@ -80,7 +82,9 @@ class ReplicaManager:
         """Partitions followed: (leader id, leader epoch)."""
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._purgatories: dict[TopicPartition, OffsetPurgatory[asyncio.Future[ErrorCode]]] = {}
-        self._isr_changes: set[asyncio.Task[None]] = set()
+        self._isr_queue: dict[TopicPartition, tuple[LeaderState, IsrChange]] = {}
+        """ISR changes waiting for the request in flight to be answered."""
+        self._isr_sender: asyncio.Task[None] | None = None
         self.leader_quota = ByteRate()
         """Bytes sent to throttled out-of-sync followers (leader.replication.throttled.*)."""
         self.follower_quota = ByteRate()
@@ -309,29 +313,42 @@ class ReplicaManager:
                 self._send(key, state, change)
 
     def _send(self, key: TopicPartition, state: LeaderState, change: IsrChange) -> None:
-        topic_id = self.broker.metadata.topics[key[0]].topic_id
+        """Queue an ISR change for the controller. As Kafka's AlterPartitionManager does, one
+        AlterPartition is in flight at a time, carrying every change queued meanwhile: the
+        controller commits them together instead of queueing one write per partition."""
         log.info("%s-%d: asking to change the ISR from %s to %s", *key, list(state.isr),
                  list(change.isr))
-        grown = len(change.isr) > len(state.isr)
-        self.broker.metrics.count_isr_change(grown)
+        self.broker.metrics.count_isr_change(len(change.isr) > len(state.isr))
+        self._isr_queue[key] = (state, change)
+        if self._isr_sender is None or self._isr_sender.done():
+            self._isr_sender = asyncio.ensure_future(self._send_isr_changes())
 
-        async def send() -> None:
+    async def _send_isr_changes(self) -> None:
+        """Send the queued changes, still wanted, in one request until none is left; a
+        refused or unanswered change is dropped (the leader proposes again when due)."""
+        while self._isr_queue:
+            batch, self._isr_queue = self._isr_queue, {}
+            metadata = self.broker.metadata.topics
+            sent = [(key, state, change) for key, (state, change) in batch.items()
+                    if key[0] in metadata and self.leaders.get(key) is state
+                    and state.pending is change]
+            if not sent:
+                continue
             try:
-                code, partition_epoch = await self.alter_partition(topic_id, key[1], change)
+                outcomes = await self.alter_partition(
+                    [(metadata[key[0]].topic_id, key[1], change) for key, _, change in sent])
             except Exception:
-                log.exception("%s-%d: AlterPartition failed", *key)
-                code, partition_epoch = ErrorCode.unknown_server_error, -1
-            if state.pending is not change:
-                return
-            if code != ErrorCode.none:
-                log.info("%s-%d: ISR change refused: %s", *key, ErrorCode(code).name)
-                state.change_failed()
-            elif partition_epoch <= state.partition_epoch:
-                state.change_failed()  # nothing to commit: the ISR already was `change.isr`
-
-        task = asyncio.ensure_future(send())
-        self._isr_changes.add(task)
-        task.add_done_callback(self._isr_changes.discard)
+                log.exception("AlterPartition failed")
+                outcomes = [(ErrorCode.unknown_server_error, -1)] * len(sent)
+            for (key, state, change), (code, partition_epoch) in zip(sent, outcomes,
+                                                                      strict=True):
+                if state.pending is not change:
+                    continue
+                if code != ErrorCode.none:
+                    log.info("%s-%d: ISR change refused: %s", *key, ErrorCode(code).name)
+                    state.change_failed()
+                elif partition_epoch <= state.partition_epoch:
+                    state.change_failed()  # nothing to commit: the ISR already was `change.isr`
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -363,8 +380,9 @@ class ReplicaManager:
     async def stop(self) -> None:
         for fetcher in self.fetchers.values():
             fetcher.stop()
+        senders = [self._isr_sender] if self._isr_sender is not None else []
         await asyncio.gather(*(f.stopped() for f in self.fetchers.values()),
-                             *self._isr_changes, return_exceptions=True)
+                             *senders, return_exceptions=True)
         self.fetchers.clear()
         for key in list(self.leaders):
             self._resign(key)

@@ -94,7 +94,10 @@ def plan(data_dir: Path, controllers: int, brokers: int, base_port: int,
     if base_port:
         ports = list(range(base_port, base_port + total))
     else:
-        ports = [free_port() for _ in range(total)]
+        ports = []
+        while len(ports) < total:  # free ports picked at random may repeat
+            if (port := free_port()) not in ports:
+                ports.append(port)
     names = [(f"broker-{i}", "broker", i) for i in range(1, brokers + 1)]
     names += [(f"controller-{i}", "controller", CONTROLLER_ID_BASE + i)
               for i in range(1, controllers + 1)]

@@ -276,20 +276,42 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def AlterPartition(  # noqa: N802
         self, request: pb.AlterPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.AlterPartitionResponse:
-        controller = self.machine.controller
+        """Every ISR change of the request checked on its own, and all the accepted ones
+        committed together: one metadata write however many partitions a broker asks for."""
+
+        def build() -> tuple[list[MetadataRecord], list[pb.Error]]:
+            controller = self.machine.controller
+            records: list[MetadataRecord] = []
+            outcomes = []
+            for change in request.partitions:
+                try:
+                    records += controller.alter_partition(
+                        request.broker_id, request.broker_epoch, change.topic_id,
+                        change.partition, change.leader_epoch, change.partition_epoch,
+                        tuple(change.new_isr))
+                except MetadataError as failure:
+                    outcomes.append(error(failure.error_code, failure.message))
+                else:
+                    outcomes.append(error())
+            return records, outcomes
+
         try:
-            await self.write(lambda: (controller.alter_partition(
-                request.broker_id, request.broker_epoch, request.topic_id, request.partition,
-                request.leader_epoch, request.partition_epoch, tuple(request.new_isr),
-            ), None))
-        except (NotController, MetadataError, TimeoutError) as failure:
+            outcomes = await self.write(build)
+        except (NotController, TimeoutError) as failure:
             code, hint = self._failure(failure)
             return pb.AlterPartitionResponse(error=code, controller=hint)
-        state = controller.metadata.partition(request.topic_id, request.partition)
-        return pb.AlterPartitionResponse(
-            error=error(), leader=state.leader, leader_epoch=state.leader_epoch,
-            partition_epoch=state.partition_epoch, isr=list(state.isr),
-        )
+        results = []
+        for change, outcome in zip(request.partitions, outcomes, strict=True):
+            result = pb.PartitionIsrResult(topic_id=change.topic_id, partition=change.partition,
+                                           error=outcome)
+            if outcome.code == ErrorCode.none:
+                state = self.machine.controller.metadata.partition(change.topic_id,
+                                                                   change.partition)
+                result.leader, result.leader_epoch = state.leader, state.leader_epoch
+                result.partition_epoch = state.partition_epoch
+                result.isr.extend(state.isr)
+            results.append(result)
+        return pb.AlterPartitionResponse(error=error(), partitions=results)
 
     async def AlterPartitionReassignments(  # noqa: N802
         self, request: pb.AlterPartitionReassignmentsRequest, context: grpc.aio.ServicerContext

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.metadata_applier import MetadataApplier
-from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.config import BrokerConfig
@@ -26,15 +26,13 @@ from odradek.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from odradek.replication.leader import IsrChange
 from tests.unit.controller_harness import plaintext_at
 
 TOPIC_ID = "0b6f5c1e-3c2a-4d7e-9f10-1a2b3c4d5e6f"
 
 
-async def no_isr_changes(topic_id: str, partition: int, change: IsrChange
-                         ) -> tuple[ErrorCode, int]:
-    raise AssertionError("the tests keep the ISR as the metadata sets it")
+async def no_isr_changes(changes: Sequence[IsrChangeRequest]) -> list[tuple[ErrorCode, int]]:
+    raise AssertionError("the tests keep the ISR as the metadata sets it, asking no change")
 
 
 def no_group_transactions(partition: int, producer_id: int, commit: bool) -> None:

@@ -29,8 +29,8 @@ from odradek.metadata.records import (
 )
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches
-from odradek.replication.leader import IsrChange
 from tests.unit.controller_harness import plaintext_at
+from tests.unit.coordinator_shell import no_isr_changes
 
 NODE = 1
 TOPIC = "orders"
@@ -57,11 +57,6 @@ async def leading_broker(log_dir: Path, configs: dict[str, str],
     await MetadataApplier(broker, replicas.on_metadata, []).apply(
         records, offset=len(records), snapshot=False)
     return broker, replicas
-
-
-async def no_isr_changes(topic_id: str, partition: int, change: IsrChange
-                         ) -> tuple[ErrorCode, int]:
-    raise AssertionError("a partition with an ISR of one asks for no ISR change")
 
 
 def no_group_transactions(partition: int, producer_id: int, commit: bool) -> None:
