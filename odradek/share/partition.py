@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
+from odradek.share.records import StateBatch
+
 EMPTY_MEMBER_ID = ""
 UNINITIALIZED_START_OFFSET = -1
 
@@ -91,17 +93,6 @@ class SharePartitionConfig:
     """group.share.partition.max.record.locks (share.partition.max.record.locks per group)"""
     record_lock_duration_ms: int = 30000
     """group.share.record.lock.duration.ms (share.record.lock.duration.ms per group)"""
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A persisted range of offsets in one state: PersisterStateBatch, and the StateBatch
-    of Read/WriteShareGroupState and of the `__share_group_state` records."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
 
 
 @dataclass(frozen=True, slots=True)
