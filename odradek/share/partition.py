@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from odradek.share.records import StateBatch
+from odradek.share.records import StateBatch, offsets_without
 
 EMPTY_MEMBER_ID = ""
 UNINITIALIZED_START_OFFSET = -1
@@ -444,7 +444,7 @@ class SharePartition:
         for records in acquired:
             pieces = [(records.first_offset, records.last_offset)]
             for lo, hi in aborted:
-                pieces = [p for first, last in pieces for p in _subtract(first, last, lo, hi)]
+                pieces = [p for first, last in pieces for p in offsets_without(first, last, lo, hi)]
             kept += [AcquiredRecords(first, last, records.delivery_count)
                      for first, last in pieces]
         self._advance_start_offset()
@@ -657,13 +657,6 @@ def _last_offset_of_batch_with(batches: Sequence[tuple[int, int]], offset: int) 
             break
         holder = (first, last)
     return holder[1] if holder is not None and offset <= holder[1] else offset
-
-
-def _subtract(first: int, last: int, lo: int, hi: int) -> list[tuple[int, int]]:
-    """[first, last] without [lo, hi]."""
-    if hi < first or lo > last:
-        return [(first, last)]
-    return [p for p in ((first, lo - 1), (hi + 1, last)) if p[0] <= p[1]]
 
 
 @dataclass(frozen=True, slots=True)

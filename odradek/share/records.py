@@ -24,6 +24,13 @@ class StateBatch:
     delivery_count: int
 
 
+def offsets_without(first: int, last: int, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The offset range [first, last] less [lo, hi]: none, one or two ranges."""
+    if hi < first or lo > last:
+        return [(first, last)]
+    return [r for r in ((first, lo - 1), (hi + 1, last)) if r[0] <= r[1]]
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionKey:
     """The share-partition a record is about: Kafka's SharePartitionKey."""

@@ -218,6 +218,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
         batches = [StateBatch(o, o, *self.persisted[o]) for o in sorted(self.persisted)]
         self.partition = SharePartition.from_persisted(self.config, 1, 0, self.persisted_start,
                                                        batches)
+        self.reload_model()
+
+    def reload_model(self) -> None:
+        """What the model holds after a reload: the persisted state, its gaps AVAILABLE."""
         last = max(self.persisted, default=self.persisted_start - 1)
         self.recs = {}
         for offset in range(self.persisted_start, last + 1):
