@@ -82,6 +82,14 @@ from odradek.broker.handlers.scram_credentials import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
+from odradek.broker.handlers.share_state import (
+    handle_delete_share_group_state,
+    handle_initialize_share_group_state,
+    handle_read_share_group_state,
+    handle_read_share_group_state_summary,
+    handle_write_share_group_state,
+    refuse_share_state,
+)
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -142,8 +150,8 @@ API_TABLE: list[Api] = [
         refusal=refuse_offset_commit)),
     Api(9, 1, 9, handle_offset_fetch,
         access=Access(checks=checks((GROUP, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
-    Api(10, 0, 6, handle_find_coordinator,
-        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE)))),
+    Api(10, 0, 6, handle_find_coordinator, access=Access(checks=checks(
+        (GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE), (CLUSTER, Op.CLUSTER_ACTION)))),
     Api(11, 0, 9, handle_join_group, access=Access(gates=(group(Op.READ),))),
     Api(12, 0, 4, handle_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(13, 0, 5, handle_leave_group, access=Access(gates=(group(Op.READ),))),
@@ -219,6 +227,17 @@ API_TABLE: list[Api] = [
         access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
     Api(75, 0, 0, handle_describe_topic_partitions,
         access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
+    # The share coordinator's state APIs, called by share-partition leaders (inter-broker).
+    Api(83, 0, 0, handle_initialize_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(84, 0, 0, handle_read_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(85, 0, 1, handle_write_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(86, 0, 0, handle_delete_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(87, 0, 1, handle_read_share_group_state_summary,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
 ]
 
 
