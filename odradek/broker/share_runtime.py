@@ -46,7 +46,9 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         config = self.broker.config
         return (config.integer("share.coordinator.state.topic.num.partitions"),
                 config.integer("share.coordinator.state.topic.replication.factor"),
-                {"cleanup.policy": "compact", "compression.type": "producer",
+                # Not compacted: a ShareUpdate and the ShareSnapshot before it have different
+                # keys, and compaction would keep the last update without the ones before.
+                {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
                  "min.insync.replicas": str(config.integer(
                      "share.coordinator.state.topic.min.isr")),
                  "segment.bytes": str(config.integer(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import ConfigResource
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kio.schema.errors import ErrorCode
 
@@ -173,6 +174,13 @@ def topic_id_of(client: RawClient, topic: str) -> str:
     return str(uuid.UUID(str(found.topic_id)))
 
 
+def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = admin(bootstrap)  # held: the futures fail once it is destroyed
+    entries = client.describe_configs([resource])[resource].result(30)
+    return {name: entry.value for name, entry in entries.items()}
+
+
 def find_share_coordinator(client: RawClient, key: str) -> FindCoordinatorResponse:
     request = FindCoordinatorRequest[6](key_type=2, coordinator_keys=[key])
     (coordinator,) = client.request(request, FindCoordinatorResponse, 6).coordinators
@@ -215,6 +223,8 @@ def test_state_survives_kill_and_is_fenced_summarized_and_deleted(broker: Broker
         assert find_share_coordinator(client, "not-a-key").error_code == ErrorCode.invalid_request
         (internal,) = client.metadata(["__share_group_state"]).topics
         assert internal.is_internal and len(internal.partitions) == 3
+        configs = topic_configs(broker.bootstrap, "__share_group_state")
+        assert (configs["cleanup.policy"], configs["retention.ms"]) == ("delete", "-1")
 
         assert write(client, topic_id, 0, 0, 0, 0, []).error == ErrorCode.invalid_request
         assert read(client, topic_id, 0, 0).error == ErrorCode.invalid_request
