@@ -378,8 +378,9 @@ class SharePartition:
                      now_ms: int) -> list[AcquiredRecords]:
         """Kafka's acquireNewBatchRecords: records never in flight, as new batches."""
         was_empty = not self._batches
-        if was_empty and self.end_offset > first:
-            first = self.end_offset
+        # Never below the start offset, nor into the in-flight records (a fetched batch that
+        # began below a moved log start offset; Kafka checks only the first case).
+        first = max(first, self.end_offset if was_empty else self.end_offset + 1)
         if first > last:
             return []
         if max_records < last - first + 1:
@@ -579,7 +580,6 @@ class SharePartition:
             self._archive(self.start_offset, log_start_offset - 1, RecordState.AVAILABLE,
                           _Changes())
         self.start_offset = log_start_offset
-        self.end_offset = max(self.end_offset, log_start_offset)
         self._advance_start_offset()
 
     # Shared helpers.

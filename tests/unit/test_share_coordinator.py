@@ -15,7 +15,7 @@ from odradek.share.coordinator import (
     combine_state_batches,
     coordinator_partition,
 )
-from odradek.share.partition import SharePartition, StateWrite
+from odradek.share.partition import StateWrite
 from odradek.share.record_codec import decode, encode
 from odradek.share.records import (
     SharePartitionKey,
@@ -167,9 +167,7 @@ class PersistedThroughTheCoordinator(SharePartitionMachine):
         offsets = {o: (b.delivery_state, b.delivery_count) for b in read.state_batches
                    for o in range(b.first_offset, b.last_offset + 1)}
         assert offsets == self.persisted
-        self.partition = SharePartition.from_persisted(self.config, 1, read.state_epoch,
-                                                       read.start_offset, read.state_batches)
-        self.reload_model()
+        self.load(read.state_epoch, read.start_offset, read.state_batches)
 
 
 PersistedThroughTheCoordinator.TestCase.settings = settings(
