@@ -391,6 +391,21 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "min.insync.replicas of __transaction_state.", at_least(1), read_only=True),
     ConfigDef("transaction.state.log.segment.bytes", INT, 104857600,
               "Segment size of __transaction_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.num.partitions", INT, 50,
+              "Partitions of __share_group_state (fixed once the topic exists).", at_least(1),
+              read_only=True),
+    ConfigDef("share.coordinator.state.topic.replication.factor", ConfigType.SHORT, 3,
+              "Replication factor of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.min.isr", ConfigType.SHORT, 2,
+              "min.insync.replicas of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.segment.bytes", INT, 104857600,
+              "Segment size of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", INT, 500,
+              "ShareUpdate records the share coordinator writes for a share-partition between "
+              "two ShareSnapshot records.", at_least(0), read_only=True),
+    ConfigDef("share.coordinator.write.timeout.ms", INT, 5000, "How long a share "
+              "coordinator's write waits for every replica of __share_group_state before it "
+              "fails.", at_least(1), read_only=True),
     ConfigDef("transaction.max.timeout.ms", INT, 900000, "Largest transaction.timeout.ms a "
               "producer may ask for.", at_least(1), read_only=True),
     ConfigDef("transactional.id.expiration.ms", INT, 604800000, "How long the coordinator "

@@ -85,6 +85,14 @@ from odradek.broker.handlers.scram_credentials import (
     handle_describe_user_scram_credentials,
 )
 from odradek.broker.handlers.share import handle_share_acknowledge, handle_share_fetch
+from odradek.broker.handlers.share_state import (
+    handle_delete_share_group_state,
+    handle_initialize_share_group_state,
+    handle_read_share_group_state,
+    handle_read_share_group_state_summary,
+    handle_write_share_group_state,
+    refuse_share_state,
+)
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -145,8 +153,8 @@ API_TABLE: list[Api] = [
         refusal=refuse_offset_commit)),
     Api(9, 1, 9, handle_offset_fetch,
         access=Access(checks=checks((GROUP, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
-    Api(10, 0, 6, handle_find_coordinator,
-        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE)))),
+    Api(10, 0, 6, handle_find_coordinator, access=Access(checks=checks(
+        (GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE), (CLUSTER, Op.CLUSTER_ACTION)))),
     Api(11, 0, 9, handle_join_group, access=Access(gates=(group(Op.READ),))),
     Api(12, 0, 4, handle_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(13, 0, 5, handle_leave_group, access=Access(gates=(group(Op.READ),))),
@@ -230,6 +238,17 @@ API_TABLE: list[Api] = [
         access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
     Api(79, 1, 2, handle_share_acknowledge,
         access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
+    # The share coordinator's state APIs, called by share-partition leaders (inter-broker).
+    Api(83, 0, 0, handle_initialize_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(84, 0, 0, handle_read_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(85, 0, 1, handle_write_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(86, 0, 0, handle_delete_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(87, 0, 1, handle_read_share_group_state_summary,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
 ]
 
 

@@ -52,7 +52,8 @@ METADATA_TOPIC = "__cluster_metadata"
 """KRaft's metadata log; its directory holds the metadata store."""
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 """Topics the coordinators create and write; clients may read them but not create or
 produce to them."""
 MAX_PARTITIONS_PER_REQUEST = 10_000

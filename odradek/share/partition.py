@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
+from odradek.share.records import StateBatch, offsets_without
+
 EMPTY_MEMBER_ID = ""
 UNINITIALIZED_START_OFFSET = -1
 
@@ -91,17 +93,6 @@ class SharePartitionConfig:
     """group.share.partition.max.record.locks (share.partition.max.record.locks per group)"""
     record_lock_duration_ms: int = 30000
     """group.share.record.lock.duration.ms (share.record.lock.duration.ms per group)"""
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A persisted range of offsets in one state: PersisterStateBatch, and the StateBatch
-    of Read/WriteShareGroupState and of the `__share_group_state` records."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,8 +378,9 @@ class SharePartition:
                      now_ms: int) -> list[AcquiredRecords]:
         """Kafka's acquireNewBatchRecords: records never in flight, as new batches."""
         was_empty = not self._batches
-        if was_empty and self.end_offset > first:
-            first = self.end_offset
+        # Never below the start offset, nor into the in-flight records (a fetched batch that
+        # began below a moved log start offset; Kafka checks only the first case).
+        first = max(first, self.end_offset if was_empty else self.end_offset + 1)
         if first > last:
             return []
         if max_records < last - first + 1:
@@ -453,7 +445,7 @@ class SharePartition:
         for records in acquired:
             pieces = [(records.first_offset, records.last_offset)]
             for lo, hi in aborted:
-                pieces = [p for first, last in pieces for p in _subtract(first, last, lo, hi)]
+                pieces = [p for first, last in pieces for p in offsets_without(first, last, lo, hi)]
             kept += [AcquiredRecords(first, last, records.delivery_count)
                      for first, last in pieces]
         self._advance_start_offset()
@@ -588,7 +580,6 @@ class SharePartition:
             self._archive(self.start_offset, log_start_offset - 1, RecordState.AVAILABLE,
                           _Changes())
         self.start_offset = log_start_offset
-        self.end_offset = max(self.end_offset, log_start_offset)
         self._advance_start_offset()
 
     # Shared helpers.
@@ -666,13 +657,6 @@ def _last_offset_of_batch_with(batches: Sequence[tuple[int, int]], offset: int) 
             break
         holder = (first, last)
     return holder[1] if holder is not None and offset <= holder[1] else offset
-
-
-def _subtract(first: int, last: int, lo: int, hi: int) -> list[tuple[int, int]]:
-    """[first, last] without [lo, hi]."""
-    if hi < first or lo > last:
-        return [(first, last)]
-    return [p for p in ((first, lo - 1), (hi + 1, last)) if p[0] <= p[1]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "Metadata": {(T, Op.DESCRIBE), (C, Op.CREATE), (T, Op.CREATE)},
     "OffsetCommit": {(G, Op.READ), (T, Op.READ)},
     "OffsetFetch": {(G, Op.DESCRIBE), (T, Op.DESCRIBE)},
-    "FindCoordinator": {(G, Op.DESCRIBE), (X, Op.DESCRIBE)},
+    "FindCoordinator": {(G, Op.DESCRIBE), (X, Op.DESCRIBE), (C, Op.CLUSTER_ACTION)},
     "JoinGroup": {(G, Op.READ)},
     "Heartbeat": {(G, Op.READ)},
     "LeaveGroup": {(G, Op.READ)},
@@ -73,6 +73,11 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "DescribeTopicPartitions": {(T, Op.DESCRIBE)},
     "ShareGroupHeartbeat": {(G, Op.READ), (T, Op.DESCRIBE)},
     "ShareGroupDescribe": {(G, Op.DESCRIBE)},
+    "InitializeShareGroupState": {(C, Op.CLUSTER_ACTION)},
+    "ReadShareGroupState": {(C, Op.CLUSTER_ACTION)},
+    "WriteShareGroupState": {(C, Op.CLUSTER_ACTION)},
+    "DeleteShareGroupState": {(C, Op.CLUSTER_ACTION)},
+    "ReadShareGroupStateSummary": {(C, Op.CLUSTER_ACTION)},
 }
 
 

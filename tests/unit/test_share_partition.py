@@ -11,6 +11,7 @@ acknowledged record must never come back and an acquired one never be lost.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pytest
@@ -68,6 +69,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.start_offset = 0
         self.persisted: dict[int, tuple[int, int]] = {}
         self.persisted_start = 0
+        self.log_start = 0
 
     # The model's rules.
 
@@ -194,7 +196,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         write = self.partition.expire_locks(self.now)
         expired = [o for o, r in self.recs.items()
                    if r.state == ACQ and r.deadline is not None and r.deadline <= self.now]
-        assert (write is None) == (not expired)
+        assert self.written(write) == set(expired)
         for offset in expired:
             rec = self.recs[offset]
             limit = rec.count >= self.config.delivery_count_limit
@@ -206,25 +208,55 @@ class SharePartitionMachine(RuleBasedStateMachine):
     def leave(self, member: str) -> None:
         write = self.partition.release_acquired_records(member)
         held = [o for o, r in self.recs.items() if r.state == ACQ and r.member == member]
-        assert (write is None) == (not held)
+        assert self.written(write) == set(held)
         for offset in held:
             self.recs[offset] = Rec(AV, self.recs[offset].count - 1)
         self.settle()
         self.persist(write)
 
+    def written(self, write: StateWrite | None) -> set[int]:
+        """The offsets at or past the start offset a write changes (records below it, held
+        when the log start offset passed them, are archived but never read again)."""
+        if write is None:
+            return set()
+        return {o for b in write.state_batches for o in range(b.first_offset, b.last_offset + 1)
+                if o >= self.start_offset}
+
+    @rule(data=st.data())
+    def retention(self, data: st.DataObject) -> None:
+        """The log's start offset moves (retention, DeleteRecords), maybe within a batch."""
+        end = self.log[-1][1] + 1 if self.log else 0
+        if end <= self.start_offset:
+            return
+        log_start = data.draw(st.integers(self.start_offset + 1, end))
+        self.partition.update_log_start_offset(log_start)
+        self.model_log_start(log_start)
+
+    def model_log_start(self, log_start: int) -> None:
+        """Records below the log start offset are gone: the start offset moves there."""
+        self.log_start = max(self.log_start, log_start)
+        self.start_offset = max(self.start_offset, log_start)
+        self.settle()
+
     @rule()
     def reload(self) -> None:
         """A new leader: the partition as the persister holds it."""
         batches = [StateBatch(o, o, *self.persisted[o]) for o in sorted(self.persisted)]
-        self.partition = SharePartition.from_persisted(self.config, 1, 0, self.persisted_start,
+        self.load(0, self.persisted_start, batches)
+
+    def load(self, state_epoch: int, start_offset: int, batches: Sequence[StateBatch]) -> None:
+        """A new leader loads the partition from what ReadShareGroupState returned and moves
+        it to its log's start offset; the model holds the persisted state, gaps AVAILABLE."""
+        self.partition = SharePartition.from_persisted(self.config, 1, state_epoch, start_offset,
                                                        batches)
+        self.partition.update_log_start_offset(self.log_start)
         last = max(self.persisted, default=self.persisted_start - 1)
         self.recs = {}
         for offset in range(self.persisted_start, last + 1):
             state, count = self.persisted.get(offset, (AV, 0))
             self.recs[offset] = Rec(RecordState(state), count)
         self.start_offset = self.persisted_start
-        self.settle()
+        self.model_log_start(self.log_start)
 
     # Invariants.
 
@@ -237,7 +269,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
         available = [o for o, r in self.recs.items() if r.state == AV]
         assert self.partition.next_fetch_offset() == min(
             available, default=self.start_offset if end is None else end + 1)
-        deadlines = [r.deadline for r in self.recs.values() if r.deadline is not None]
+        deadlines = [r.lock_deadline_ms for r in self.partition.in_flight()
+                     if r.lock_deadline_ms is not None]
         assert self.partition.next_lock_deadline() == min(deadlines, default=None)
 
     @invariant()
@@ -250,7 +283,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         """Every record acknowledged or archived is so in the persisted state too (or below
         its start offset): a new leader never delivers it again."""
         assert self.persisted_start <= self.start_offset
-        for offset in range(self.persisted_start, self.start_offset):
+        for offset in range(max(self.persisted_start, self.log_start), self.start_offset):
             assert offset not in self.persisted or RecordState(self.persisted[offset][0]).terminal
         for offset, rec in self.recs.items():
             if rec.state.terminal:

@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TOPIC, TXN, Op
+from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
@@ -24,6 +25,8 @@ from odradek.group.share_handlers import ShareHeartbeatRequest
 BATCHED_KEYS_VERSION = 4
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
+"""FindCoordinator v6+: the share coordinator of a "groupId:topicId:partition" key."""
 BATCHED_LEAVE_VERSION = 3
 
 
@@ -37,12 +40,20 @@ def _client_host(context: RequestContext) -> str:
 
 async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     broker = context.broker
-    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+    if key_type == SHARE_KEY:
+        if not context.allowed(Op.CLUSTER_ACTION, CLUSTER):
+            return _no_coordinator(key, AUTHORIZATION_ERRORS[CLUSTER], None)
+        if not _share_key(key):
+            return _no_coordinator(key, ErrorCode.invalid_request,
+                                   f"Invalid share coordinator key {key!r}")
+        runtime: CoordinatorRuntime[Any, Any] = context.services.shares
+    elif key_type in (GROUP_KEY, TRANSACTION_KEY):
+        resource_type = GROUP if key_type == GROUP_KEY else TXN
+        if not context.allowed(Op.DESCRIBE, resource_type, key):
+            return _no_coordinator(key, AUTHORIZATION_ERRORS[resource_type], None)
+        runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
+    else:
         return _no_coordinator(key, ErrorCode.invalid_request, f"Unknown key type {key_type}")
-    resource_type = GROUP if key_type == GROUP_KEY else TXN
-    if not context.allowed(Op.DESCRIBE, resource_type, key):
-        return _no_coordinator(key, AUTHORIZATION_ERRORS[resource_type], None)
-    runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
     await runtime.ensure_loaded()
     try:
         partition = runtime.coordinator_partition(key)
@@ -56,6 +67,18 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
                 "port": endpoint["port"], "error_code": ErrorCode.none, "error_message": None}
     return _no_coordinator(key, ErrorCode.coordinator_not_available,
                            f"{runtime.topic}-{partition} has no live leader")
+
+
+def _share_key(key: str) -> bool:
+    """"groupId:topicId:partition", as Kafka's SharePartitionKey parses it."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
+        return False
+    try:
+        uuid.UUID(parts[1])
+    except ValueError:
+        return False
+    return True
 
 
 def _no_coordinator(key: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
