@@ -39,7 +39,7 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMetadataKey,
 )
 from odradek.group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
-from odradek.group.share_handlers import ShareHeartbeatRequest, ShareHeartbeatResponse
+from odradek.group.share_handlers import ShareHeartbeatRequest
 
 if TYPE_CHECKING:
     import random
@@ -345,7 +345,7 @@ class GroupCoordinatorShard:
     # KIP-932 share groups.
 
     def share_heartbeat(self, request: ShareHeartbeatRequest,
-                        now_ms: int) -> tuple[ShareHeartbeatResponse, Output]:
+                        now_ms: int) -> tuple[HeartbeatResponse, Output]:
         out = Output()
         group = self.groups.get(request.group_id)
         if group is not None and not isinstance(group, ShareGroup):
