@@ -130,7 +130,8 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
         subscribed_topic_names=(member.subscribed_topic_names
                                 if request.subscribed_topic_names is None
                                 else frozenset(request.subscribed_topic_names)))
-    if updated.metadata_value() != member.metadata_value() or joining:
+    if updated.metadata_value() != member.metadata_value() or member.member_id not in (
+            group.members):
         changes.add(ShareGroupMemberMetadataKey(gid, member.member_id), updated.metadata_value())
     _update_metadata(changes, ctx, updated.subscribed_topic_names != member.subscribed_topic_names)
 
