@@ -39,7 +39,7 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMetadataKey,
 )
 from odradek.group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
-from odradek.group.share_handlers import ShareHeartbeatRequest, ShareHeartbeatResponse
+from odradek.group.share_handlers import ShareHeartbeatRequest
 
 if TYPE_CHECKING:
     import random
@@ -299,8 +299,9 @@ class GroupCoordinatorShard:
         group = self.groups.get(request.group_id)
         converted = None
         if isinstance(group, ShareGroup):
-            return _heartbeat_error(request, ErrorCode.group_id_not_found,
-                                    f"Group {request.group_id} is not a consumer group."), out
+            return HeartbeatResponse(ErrorCode.group_id_not_found,
+                                     f"Group {request.group_id} is not a consumer group.",
+                                     None, 0, 0, None), out
         if isinstance(group, ClassicGroup):
             if not group.is_empty():
                 return _heartbeat_error(request, ErrorCode.group_id_not_found,
@@ -334,8 +335,8 @@ class GroupCoordinatorShard:
     def consumer_group_describe(self, group_id: str) -> dict[str, Any]:
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
-            message = (f"Group {group_id} is not a consumer group" if group is not None
-                       else f"Group {group_id} not found")
+            message = (f"Group {group_id} is not a consumer group." if group is not None
+                       else f"Group {group_id} not found.")
             return {"error_code": ErrorCode.group_id_not_found, "error_message": message,
                     "group_id": group_id, "group_state": "", "group_epoch": 0,
                     "assignment_epoch": 0, "assignor_name": "", "members": [],
@@ -345,7 +346,7 @@ class GroupCoordinatorShard:
     # KIP-932 share groups.
 
     def share_heartbeat(self, request: ShareHeartbeatRequest,
-                        now_ms: int) -> tuple[ShareHeartbeatResponse, Output]:
+                        now_ms: int) -> tuple[HeartbeatResponse, Output]:
         out = Output()
         group = self.groups.get(request.group_id)
         if group is not None and not isinstance(group, ShareGroup):
@@ -555,8 +556,8 @@ class GroupCoordinatorShard:
         missing = group is None
         return {
             "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
-            "error_message": f"Group {group_id} not found" if missing
-            else f"Group {group_id} is not a classic group",
+            "error_message": f"Group {group_id} not found." if missing
+            else f"Group {group_id} is not a classic group.",
             "group_id": group_id, "group_state": ClassicState.DEAD, "protocol_type": "",
             "protocol_data": "", "members": [], "authorized_operations": -2147483648,
         }

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.group import share_assignor
 from odradek.group.consumer_group import STABLE, to_topic_partitions
+from odradek.group.consumer_handlers import HeartbeatResponse
 from odradek.group.model import Changes, GroupContext, GroupError, TimerKey, TopicInfo, TopicsView
 from odradek.group.records import (
     Record,
@@ -39,7 +40,6 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    TopicPartitions,
     TopicPartitionsInfo,
 )
 from odradek.group.share_group import LEAVE_GROUP_EPOCH, ShareGroup, ShareMember
@@ -62,35 +62,25 @@ class ShareHeartbeatRequest:
     client_host: str
 
 
-@dataclass(frozen=True, slots=True)
-class ShareHeartbeatResponse:
-    error_code: ErrorCode
-    error_message: str | None
-    member_id: str | None
-    member_epoch: int
-    heartbeat_interval_ms: int
-    assignment: tuple[TopicPartitions, ...] | None
-
-
 _Changes = Changes[ShareGroup]
 
 
 def heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
-              ctx: GroupContext) -> tuple[list[Record], ShareHeartbeatResponse]:
+              ctx: GroupContext) -> tuple[list[Record], HeartbeatResponse]:
     """Handle a ShareGroupHeartbeat; `group` is None when no group has that id yet."""
     try:
         validate(request)
         if request.member_epoch == LEAVE_GROUP_EPOCH:
             records = _leave(group, request.group_id, request.member_id, ctx)
-            return records, ShareHeartbeatResponse(
+            return records, HeartbeatResponse(
                 ErrorCode.none, None, request.member_id, LEAVE_GROUP_EPOCH, 0, None)
         return _heartbeat(group, request, ctx)
     except GroupError as error:
         return [], error_response(error.error_code, error.message)
 
 
-def error_response(code: ErrorCode, message: str | None) -> ShareHeartbeatResponse:
-    return ShareHeartbeatResponse(code, message, None, 0, 0, None)
+def error_response(code: ErrorCode, message: str | None) -> HeartbeatResponse:
+    return HeartbeatResponse(code, message, None, 0, 0, None)
 
 
 def _blank(value: str | None) -> bool:
@@ -117,7 +107,7 @@ def validate(request: ShareHeartbeatRequest) -> None:
 
 
 def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
-               ctx: GroupContext) -> tuple[list[Record], ShareHeartbeatResponse]:
+               ctx: GroupContext) -> tuple[list[Record], HeartbeatResponse]:
     joining = request.member_epoch == 0
     if group is None:
         if not joining:
@@ -140,7 +130,8 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
         subscribed_topic_names=(member.subscribed_topic_names
                                 if request.subscribed_topic_names is None
                                 else frozenset(request.subscribed_topic_names)))
-    if updated.metadata_value() != member.metadata_value() or joining:
+    if updated.metadata_value() != member.metadata_value() or member.member_id not in (
+            group.members):
         changes.add(ShareGroupMemberMetadataKey(gid, member.member_id), updated.metadata_value())
     _update_metadata(changes, ctx, updated.subscribed_topic_names != member.subscribed_topic_names)
 
@@ -162,7 +153,7 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
 
     final = draft.members[member.member_id]
     send_assignment = joining or final.assigned != member.assigned
-    return changes.records, ShareHeartbeatResponse(
+    return changes.records, HeartbeatResponse(
         ErrorCode.none, None, member.member_id, final.member_epoch,
         ctx.config.share_heartbeat_interval_ms,
         to_topic_partitions(final.assigned) if send_assignment else None,

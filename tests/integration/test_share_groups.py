@@ -20,6 +20,7 @@ from kafka.protocol.admin.groups import (
 )
 
 from tests.integration import share_wire
+from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, unique
 from tests.integration.raw_client import RawClient
@@ -109,6 +110,13 @@ def test_members_share_the_partitions_and_a_silent_member_is_fenced(
         name: (3, "raw", [topic], sorted(members.partitions(name))) for name in ("m1", "m2", "m3")}
     assert list_share_groups(client, ["share"])[group] == ("share", "Stable", "share")
     assert group not in list_share_groups(client, ["consumer", "classic"])
+    stable = sum(1 for _, state, _ in list_share_groups(client, ["share"]).values()
+                 if state == "Stable")
+    metrics = scrape(broker)
+    assert sample(metrics, "kafka_server_group_coordinator_metrics_share_group_count",
+                  state="stable") == stable
+    assert sample(metrics, "kafka_server_group_coordinator_metrics_group_count",
+                  protocol="share") == len(list_share_groups(client, ["share"]))
     assert delete_group(client, group) == NON_EMPTY_GROUP
     listed = groups(broker, "list", "--type", "share")
     assert [group, "Share", "Stable"] in [line.split() for line in listed.stdout.splitlines()]

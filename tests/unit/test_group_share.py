@@ -369,3 +369,12 @@ def test_topic_partitions_in_responses_are_sorted() -> None:
     run = Run(orders=3)
     response = run.beat("m1", 0)
     assert response.assignment == (TopicPartitions(ORDERS, (0, 1, 2)),)
+
+
+def test_a_rejoin_keeps_the_member_and_writes_only_what_changed() -> None:
+    run = Run(orders=2)
+    run.beat("m1", 0)
+    run.records.clear()
+    again = run.beat("m1", 0)
+    assert (again.member_epoch, assigned(again)) == (1, {0, 1})  # sent again on a join
+    assert run.records == []

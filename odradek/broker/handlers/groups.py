@@ -6,6 +6,7 @@ request into the coordinator core's terms and its answer back into the response 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -299,7 +300,10 @@ async def handle_share_group_heartbeat(context: RequestContext, request: Any) ->
     }
 
 
-async def handle_share_group_describe(context: RequestContext, request: Any) -> Result:
+async def _describe_modern(context: RequestContext, request: Any,
+                           describe: Callable[[GroupCoordinatorShard, str], dict[str, Any]]
+                           ) -> Result:
+    """ConsumerGroupDescribe and ShareGroupDescribe: each group its shard describes."""
     groups = context.services.groups
     await groups.ensure_loaded()
     described = []
@@ -311,24 +315,15 @@ async def handle_share_group_describe(context: RequestContext, request: Any) -> 
                               "assignor_name": "", "members": [],
                               "authorized_operations": -(2**31)})
             continue
-        described.append(_with_operations(context, request,
-                                          shard.share_group_describe(group_id)))
+        described.append(_with_operations(context, request, describe(shard, group_id)))
     return {"groups": described}
+
+
+async def handle_share_group_describe(context: RequestContext, request: Any) -> Result:
+    return await _describe_modern(context, request, GroupCoordinatorShard.share_group_describe)
 
 
 async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
-    groups = context.services.groups
-    await groups.ensure_loaded()
-    described = []
-    for group_id in request.group_ids:
-        shard, code = _describable(context, group_id)
-        if shard is None:
-            described.append({"group_id": group_id, "error_code": code,
-                              "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
-                              "assignor_name": "", "members": [],
-                              "authorized_operations": -(2**31)})
-            continue
-        described.append(_with_operations(context, request,
-                                          shard.consumer_group_describe(group_id)))
-    return {"groups": described}
+    return await _describe_modern(context, request,
+                                  GroupCoordinatorShard.consumer_group_describe)
 
