@@ -182,9 +182,10 @@ API_TABLE: list[Api] = [
     Api(31, 1, 3, handle_delete_acls,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_delete_acls)),
     Api(32, 1, 4, handle_describe_configs, access=Access(checks=checks(
-        (TOPIC, Op.DESCRIBE_CONFIGS), (CLUSTER, Op.DESCRIBE_CONFIGS)))),
+        (TOPIC, Op.DESCRIBE_CONFIGS), (GROUP, Op.DESCRIBE_CONFIGS),
+        (CLUSTER, Op.DESCRIBE_CONFIGS)))),
     Api(33, 0, 2, handle_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(35, 1, 4, handle_describe_log_dirs,
         access=Access(gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_log_dirs)),
     Api(36, 0, 2, handle_sasl_authenticate, access=PUBLIC),
@@ -193,7 +194,7 @@ API_TABLE: list[Api] = [
     Api(43, 0, 2, handle_elect_leaders,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_elect_leaders)),
     Api(44, 0, 1, handle_incremental_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(45, 0, 1, handle_alter_partition_reassignments,
         access=Access(gates=(cluster(Op.ALTER),))),
     Api(46, 0, 0, handle_list_partition_reassignments,
