@@ -55,7 +55,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         broker.metrics.register_groups(self._group_states, self._offset_count)
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(self.config, self.topics, self.rng)
+        return GroupCoordinatorShard(self.config, self.topics, self.rng,
+                                     self.broker.group_config)
 
     def replay(self, shard: GroupCoordinatorShard, key: bytes, value: bytes | None,
                producer_id: int) -> None:

@@ -2,12 +2,16 @@
 confluent-kafka's AdminClient: set with IncrementalAlterConfigs on a group that has no members,
 described with their sources, a bad value refused with Kafka's message, validate_only changing
 nothing, APPEND refused, deleted back to the broker's default, and kept across a restart (the
-ConfigRecords are in the metadata log)."""
+ConfigRecords are in the metadata log); the consumer group coordinator gives a group's members
+its own consumer.heartbeat.interval.ms."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -20,7 +24,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from odradek.kafka_client import KafkaCluster
+from odradek.protocol.codec import build_request
 from tests.integration.broker_process import BrokerProcess
+from tests.waiting import wait_until
 
 TIMEOUT = 30
 GROUP = "share-configs"
@@ -132,3 +139,30 @@ def test_group_configs_survive_a_restart(broker: BrokerProcess) -> None:
     broker.restart(hard=True)
     after = {n: (e.value, e.source) for n, e in described(broker, "kept").items()}
     assert after == before
+
+
+def consumer_heartbeat(broker: BrokerProcess, group: str) -> Any:
+    """A new member's first ConsumerGroupHeartbeat (KIP-848) to the one broker."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    body = {"group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": timedelta(seconds=30),
+            "subscribed_topic_names": ["t"], "server_assignor": None, "topic_partitions": []}
+
+    async def send() -> Any:
+        async with KafkaCluster([(host, int(port))], "group-configs-test", TIMEOUT) as cluster:
+            return await cluster.send(build_request(68, 0, body))
+
+    return asyncio.run(send())
+
+
+def test_the_coordinator_gives_members_the_groups_heartbeat_interval(
+    broker: BrokerProcess
+) -> None:
+    alter(broker, ("consumer.heartbeat.interval.ms", "7000", SET), group="paced")
+    answers: list[Any] = []
+    wait_until(lambda: answers.append(consumer_heartbeat(broker, "paced"))
+               or answers[-1].error_code == 0, TIMEOUT,
+               lambda: f"a heartbeat answered without error: {answers[-1:]}")
+    assert answers[-1].heartbeat_interval == timedelta(milliseconds=7000)
+    assert consumer_heartbeat(broker, "unpaced").heartbeat_interval == timedelta(
+        milliseconds=5000)

@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek import kafka_catalogue as kafka
 from odradek.config import BrokerConfig, ConfigType, InvalidConfigError
+from odradek.group.consumer_handlers import SESSION_TIMER
 from odradek.group_config import (
     GROUP_CONFIGS,
     AutoOffsetReset,
@@ -21,6 +22,7 @@ from odradek.group_config import (
 )
 from odradek.metadata.image import ClusterMetadata, MetadataError
 from odradek.metadata.records import ConfigRecord
+from tests.unit.test_group_consumer import GROUP, Harness
 
 BROKER = BrokerConfig({})
 
@@ -193,3 +195,21 @@ def test_the_image_keeps_group_configs_as_the_controller_writes_them() -> None:
                                                   "share.delivery.count.limit": None}, BROKER):
         image.replay(record)
     assert image.group_configs == {}
+
+
+def test_the_consumer_group_coordinator_reads_the_groups_own_timeouts() -> None:
+    """KIP-848 heartbeats: the interval given to members and the session deadline come from
+    the group's consumer.heartbeat.interval.ms and consumer.session.timeout.ms when it has
+    them (GroupMetadataManager.consumerGroupSessionTimeoutMs), else from the broker's."""
+    own = {GROUP: group_config({"consumer.session.timeout.ms": "50000",
+                                "consumer.heartbeat.interval.ms": "6000"}, BROKER)}
+    h = Harness()
+    h.ctx.group_configs = lambda group_id: own.get(group_id) or group_config({}, BROKER)
+    response = h.join("a", assignor="range")
+    assert response.heartbeat_interval_ms == 6000
+    assert h.ctx.timers.deadline((SESSION_TIMER, GROUP, "a")) == h.ctx.now_ms + 50000
+    own.clear()
+    h.ctx.now_ms += 1000
+    response = h.send("a", 1)
+    assert response.heartbeat_interval_ms == 5000
+    assert h.ctx.timers.deadline((SESSION_TIMER, GROUP, "a")) == h.ctx.now_ms + 45000
