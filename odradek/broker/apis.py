@@ -42,6 +42,7 @@ from odradek.broker.handlers.cluster import (
     handle_describe_topic_partitions,
     refuse_describe_log_dirs,
 )
+from odradek.broker.handlers.config_resources import handle_list_config_resources
 from odradek.broker.handlers.configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -218,6 +219,8 @@ API_TABLE: list[Api] = [
     Api(68, 0, 1, handle_consumer_group_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(69, 0, 1, handle_consumer_group_describe,
         access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(74, 0, 1, handle_list_config_resources,
+        access=Access(gates=(cluster(Op.DESCRIBE_CONFIGS),))),
     Api(75, 0, 0, handle_describe_topic_partitions,
         access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
 ]

@@ -263,6 +263,7 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    refused_with(CLUSTER_DENIED)),
     "OffsetDelete": (0, {"group_id": GROUP, "topics": [{"name": SECRET, "partitions": [
         {"partition_index": 0}]}]}, refused_with(GROUP_DENIED)),
+    "ListConfigResources": (1, {"resource_types": []}, refused_with(CLUSTER_DENIED)),
     "DescribeClientQuotas": (1, {"components": [], "strict": False},
                              refused_with(CLUSTER_DENIED)),
     "AlterClientQuotas": (1, {"entries": [{

@@ -141,18 +141,22 @@ def test_group_configs_survive_a_restart(broker: BrokerProcess) -> None:
     assert after == before
 
 
-def consumer_heartbeat(broker: BrokerProcess, group: str) -> Any:
-    """A new member's first ConsumerGroupHeartbeat (KIP-848) to the one broker."""
+def request(broker: BrokerProcess, key: int, version: int, body: dict[str, Any]) -> Any:
     host, port = broker.bootstrap.rsplit(":", 1)
-    body = {"group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None,
-            "rack_id": None, "rebalance_timeout": timedelta(seconds=30),
-            "subscribed_topic_names": ["t"], "server_assignor": None, "topic_partitions": []}
 
     async def send() -> Any:
         async with KafkaCluster([(host, int(port))], "group-configs-test", TIMEOUT) as cluster:
-            return await cluster.send(build_request(68, 0, body))
+            return await cluster.send(build_request(key, version, body))
 
     return asyncio.run(send())
+
+
+def consumer_heartbeat(broker: BrokerProcess, group: str) -> Any:
+    """A new member's first ConsumerGroupHeartbeat (KIP-848) to the one broker."""
+    return request(broker, 68, 0, {
+        "group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": timedelta(seconds=30),
+        "subscribed_topic_names": ["t"], "server_assignor": None, "topic_partitions": []})
 
 
 def test_the_coordinator_gives_members_the_groups_heartbeat_interval(
@@ -166,3 +170,22 @@ def test_the_coordinator_gives_members_the_groups_heartbeat_interval(
     assert answers[-1].heartbeat_interval == timedelta(milliseconds=7000)
     assert consumer_heartbeat(broker, "unpaced").heartbeat_interval == timedelta(
         milliseconds=5000)
+
+
+def test_list_config_resources_names_the_groups_with_configs(broker: BrokerProcess) -> None:
+    """ListConfigResources (KIP-1142): v1 lists the groups that have configs (no group here
+    has a member); v0, ListClientMetricsResources, lists client metrics subscriptions only
+    (none); a type the version does not serve is UNSUPPORTED_VERSION."""
+    alter(broker, ("share.delivery.count.limit", "4", SET), group="listed")
+    alter(broker, ("share.delivery.count.limit", "3", SET), group="listed-too")
+    listed = request(broker, 74, 1, {"resource_types": [32]})
+    assert listed.error_code == 0
+    names = {(r.resource_name, r.resource_type) for r in listed.config_resources}
+    assert {("listed", 32), ("listed-too", 32)} <= names
+    assert {kind for _, kind in names} == {32}
+    everything = request(broker, 74, 1, {"resource_types": []})
+    assert {(str(1), 4), ("listed", 32)} <= {
+        (r.resource_name, r.resource_type) for r in everything.config_resources}
+    assert request(broker, 74, 0, {}).config_resources == ()
+    assert request(broker, 74, 0, {}).error_code == 0
+    assert request(broker, 74, 1, {"resource_types": [99]}).error_code == 35

@@ -167,6 +167,9 @@ def test_group_configs_set_described_and_deleted(cluster: Cluster, bootstrap: st
         "group.consumer.session.timeout.ms=45000}",
         "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
         "share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}"]
+    # every group: those with configs but no members too (ListConfigResources)
+    assert f"Dynamic configs for group {group} are:" in ok(
+        bootstrap, "describe", "--entity-type", "groups").splitlines()
     line = one_line_failure(configs(bootstrap, "alter", "--group", group, "--add-config",
                                     "consumer.session.timeout.ms=1000"), "configs")
     assert line == (f"odradek configs: group {group}: INVALID_CONFIG: consumer.session."

@@ -58,6 +58,7 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "ElectLeaders": {(C, Op.ALTER)},
     "IncrementalAlterConfigs": {(T, Op.ALTER_CONFIGS), (G, Op.ALTER_CONFIGS),
                                 (C, Op.ALTER_CONFIGS)},
+    "ListConfigResources": {(C, Op.DESCRIBE_CONFIGS)},
     "AlterPartitionReassignments": {(C, Op.ALTER)},
     "ListPartitionReassignments": {(C, Op.DESCRIBE)},
     "OffsetDelete": {(G, Op.DELETE), (T, Op.READ)},

@@ -44,6 +44,9 @@ def runs(broker: BrokerProcess) -> dict[str, Outcome]:
     broker.restart(hard=True)
     after = run_tools([
         configs("describe-after-restart", broker, "--describe"),
+        # every group, those with configs and no members too (ListConfigResources, KIP-1142)
+        Step("describe-every-group", CONFIGS, ["--bootstrap-server", broker.bootstrap,
+                                               "--describe", "--entity-type", "groups"]),
         configs("delete", broker, "--alter", "--delete-config", "share.record.lock.duration.ms"),
         configs("describe-all", broker, "--describe", "--all"),
     ])
@@ -79,6 +82,7 @@ def test_bad_values_are_refused_with_kafkas_message(runs: dict[str, Outcome]) ->
 
 def test_configs_survive_a_restart_and_are_deleted(runs: dict[str, Outcome]) -> None:
     assert runs["describe-after-restart"].ok().lines == SET_LINES
+    assert runs["describe-every-group"].ok().lines == SET_LINES
     runs["delete"].ok()
     every = {line.split("=", 1)[0].strip(): line for line in runs["describe-all"].ok().lines[1:]}
     assert runs["describe-all"].lines[0] == f"All configs for group {GROUP} are:"
