@@ -189,3 +189,16 @@ def test_list_config_resources_names_the_groups_with_configs(broker: BrokerProce
     assert request(broker, 74, 0, {}).config_resources == ()
     assert request(broker, 74, 0, {}).error_code == 0
     assert request(broker, 74, 1, {"resource_types": [99]}).error_code == 35
+
+
+def test_legacy_alter_configs_replaces_a_groups_whole_set(broker: BrokerProcess) -> None:
+    """AlterConfigs (v0-2): the request's configs become the group's only ones."""
+    alter(broker, ("share.delivery.count.limit", "4", SET), group="legacy")
+    resource = ConfigResource(ResourceType.GROUP, "legacy",
+                              set_config={"share.isolation.level": "read_committed"})
+    client = admin(broker)
+    client.alter_configs([resource], request_timeout=TIMEOUT)[resource].result(TIMEOUT)
+    found = {name: (entry.value, ConfigSource(entry.source).name)
+             for name, entry in described(broker, "legacy").items()}
+    assert found["share.isolation.level"] == ("read_committed", "GROUP_CONFIG")
+    assert found["share.delivery.count.limit"] == ("5", "DEFAULT_CONFIG")

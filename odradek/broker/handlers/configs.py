@@ -345,8 +345,8 @@ def _alter_records(broker: Broker, resource: Any, incremental: bool) -> list[Met
             raise MetadataError(ErrorCode.invalid_request, str(error)) from None
         return broker.metadata.alter_broker_configs(name, changes) if changes else []
     if resource.resource_type == GROUP:
-        split = next((c for c in resource.configs if c.config_operation in (APPEND, SUBTRACT)
-                      and incremental), None)
+        split = next((c for c in resource.configs if incremental
+                      and c.config_operation in (APPEND, SUBTRACT)), None)
         if split is not None:  # no group config is a LIST (KafkaConfigSchema.isSplittable)
             raise MetadataError(ErrorCode.invalid_config,
                                 f"Can't {OPERATIONS[split.config_operation]} to key "
