@@ -42,6 +42,7 @@ from odradek.broker.handlers.cluster import (
     handle_describe_topic_partitions,
     refuse_describe_log_dirs,
 )
+from odradek.broker.handlers.config_resources import handle_list_config_resources
 from odradek.broker.handlers.configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -193,9 +194,10 @@ API_TABLE: list[Api] = [
     Api(31, 1, 3, handle_delete_acls,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_delete_acls)),
     Api(32, 1, 4, handle_describe_configs, access=Access(checks=checks(
-        (TOPIC, Op.DESCRIBE_CONFIGS), (CLUSTER, Op.DESCRIBE_CONFIGS)))),
+        (TOPIC, Op.DESCRIBE_CONFIGS), (GROUP, Op.DESCRIBE_CONFIGS),
+        (CLUSTER, Op.DESCRIBE_CONFIGS)))),
     Api(33, 0, 2, handle_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(35, 1, 4, handle_describe_log_dirs,
         access=Access(gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_log_dirs)),
     Api(36, 0, 2, handle_sasl_authenticate, access=PUBLIC),
@@ -204,7 +206,7 @@ API_TABLE: list[Api] = [
     Api(43, 0, 2, handle_elect_leaders,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_elect_leaders)),
     Api(44, 0, 1, handle_incremental_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(45, 0, 1, handle_alter_partition_reassignments,
         access=Access(gates=(cluster(Op.ALTER),))),
     Api(46, 0, 0, handle_list_partition_reassignments,
@@ -228,6 +230,8 @@ API_TABLE: list[Api] = [
     Api(68, 0, 1, handle_consumer_group_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(69, 0, 1, handle_consumer_group_describe,
         access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(74, 0, 1, handle_list_config_resources,
+        access=Access(gates=(cluster(Op.DESCRIBE_CONFIGS),))),
     Api(75, 0, 0, handle_describe_topic_partitions,
         access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
     # Kafka 4.1+ serves only v1 of the share group APIs (v0 was 4.0's early access).

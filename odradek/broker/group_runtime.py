@@ -96,7 +96,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         return shard.share_membership(group_id, member_id, member_epoch)
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(self.config, self.topics, self.rng)
+        return GroupCoordinatorShard(self.config, self.topics, self.rng,
+                                     self.broker.group_config)
 
     def replay(self, shard: GroupCoordinatorShard, key: bytes, value: bytes | None,
                producer_id: int) -> None:

@@ -203,7 +203,7 @@ def _heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
         else:
             ctx.timers.cancel(rebalance_timer)
     ctx.timers.schedule((SESSION_TIMER, group.group_id, member_id),
-                        ctx.now_ms + ctx.config.consumer_session_timeout_ms)
+                        ctx.now_ms + ctx.consumer_session_timeout_ms(group.group_id))
 
     final = draft.members[member_id]
     owned = None if request.topic_partitions is None else from_topic_partitions(
@@ -215,7 +215,7 @@ def _heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
                        or (owned is not None and owned != final.assigned))
     return changes.records, HeartbeatResponse(
         ErrorCode.none, None, member_id, final.member_epoch,
-        ctx.config.consumer_heartbeat_interval_ms,
+        ctx.consumer_heartbeat_interval_ms(group.group_id),
         to_topic_partitions(final.assigned) if send_assignment else None,
     )
 
@@ -456,7 +456,7 @@ def schedule_loaded_timers(group: ConsumerGroup, ctx: GroupContext) -> None:
     revoking partitions must finish within its rebalance timeout."""
     for member in group.members.values():
         ctx.timers.schedule((SESSION_TIMER, group.group_id, member.member_id),
-                            ctx.now_ms + ctx.config.consumer_session_timeout_ms)
+                            ctx.now_ms + ctx.consumer_session_timeout_ms(group.group_id))
         if member.state == UNREVOKED_PARTITIONS:
             ctx.timers.schedule((REBALANCE_TIMER, group.group_id, member.member_id),
                                 ctx.now_ms + member.rebalance_timeout_ms)

@@ -21,7 +21,14 @@ from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest
 from odradek.group.classic_state import ClassicState
 from odradek.group.consumer_group import ConsumerGroup
 from odradek.group.consumer_handlers import HeartbeatRequest, HeartbeatResponse
-from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
+from odradek.group.model import (
+    GroupConfig,
+    GroupConfigs,
+    GroupContext,
+    GroupError,
+    Timers,
+    TopicsView,
+)
 from odradek.group.records import (
     ConsumerGroupMetadataKey,
     GroupMetadataKey,
@@ -130,10 +137,13 @@ def group_state(group: Group) -> str:
 
 
 class GroupCoordinatorShard:
-    def __init__(self, config: GroupConfig, topics: TopicsView, rng: random.Random) -> None:
+    def __init__(self, config: GroupConfig, topics: TopicsView, rng: random.Random,
+                 group_configs: GroupConfigs | None = None) -> None:
         self.config = config
         self.topics = topics
         self.rng = rng
+        self.group_configs = group_configs
+        """Each group's own configs (consumer.session.timeout.ms, ...); None: the broker's."""
         self.timers = Timers()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
@@ -145,7 +155,8 @@ class GroupCoordinatorShard:
         """KIP-848 groups whose epoch moved and that are not yet Stable (for metrics)."""
 
     def context(self, now_ms: int) -> GroupContext:
-        return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng)
+        return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng,
+                            self.group_configs)
 
     # Replay: the one path that changes offsets and KIP-848 groups.
 

@@ -17,6 +17,8 @@ from odradek.group.records import Record, RecordKey, RecordValue
 if TYPE_CHECKING:
     import random
 
+    from odradek.group_config import EffectiveGroupConfig
+
 
 class GroupError(Exception):
     """A request a group refuses, with the Kafka error code to answer."""
@@ -155,6 +157,12 @@ class Timers:
         return key in self._deadlines
 
 
+class GroupConfigs(Protocol):
+    """Each group's own configs by group id (the broker's `Broker.group_config`)."""
+
+    def __call__(self, group_id: str) -> EffectiveGroupConfig: ...
+
+
 @dataclass(slots=True)
 class GroupContext:
     """What a handler may read besides group state: the time, the topics, the settings, the
@@ -165,6 +173,22 @@ class GroupContext:
     config: GroupConfig
     timers: Timers
     rng: random.Random
+    group_configs: GroupConfigs | None = None
+    """Each group's own configs (odradek/group_config.py); None: the broker's for all."""
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else group.consumer.session.timeout.ms
+        (GroupMetadataManager.consumerGroupSessionTimeoutMs)."""
+        if self.group_configs is None:
+            return self.config.consumer_session_timeout_ms
+        return self.group_configs(group_id).consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's
+        group.consumer.heartbeat.interval.ms."""
+        if self.group_configs is None:
+            return self.config.consumer_heartbeat_interval_ms
+        return self.group_configs(group_id).consumer_heartbeat_interval_ms
 
     def new_member_id(self, prefix: str = "") -> str:
         """Kafka's form: the client id, a dash and a random UUID."""

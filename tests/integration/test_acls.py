@@ -263,6 +263,7 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    refused_with(CLUSTER_DENIED)),
     "OffsetDelete": (0, {"group_id": GROUP, "topics": [{"name": SECRET, "partitions": [
         {"partition_index": 0}]}]}, refused_with(GROUP_DENIED)),
+    "ListConfigResources": (1, {"resource_types": []}, refused_with(CLUSTER_DENIED)),
     "DescribeClientQuotas": (1, {"components": [], "strict": False},
                              refused_with(CLUSTER_DENIED)),
     "AlterClientQuotas": (1, {"entries": [{
@@ -342,6 +343,23 @@ def test_every_api_without_its_acl_is_refused(setup: Setup, api: Any) -> None:
         assert first_state_error(setup.broker.bootstrap, body) == TXN_DENIED
         return
     check(call(setup.broker.bootstrap, api.key, version, body))
+
+
+@pytest.mark.parametrize(("key", "version", "body"), [
+    (32, 4, {"resources": [{"resource_type": 32, "resource_name": GROUP,
+                            "configuration_keys": None}]}),
+    (44, 1, {"resources": [{"resource_type": 32, "resource_name": GROUP, "configs": [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]}),
+    (33, 2, {"resources": [{"resource_type": 32, "resource_name": GROUP, "configs": [
+        {"name": "share.auto.offset.reset", "value": "earliest"}]}]}),
+], ids=["DescribeConfigs", "IncrementalAlterConfigs", "AlterConfigs"])
+def test_group_configs_take_the_operation_on_the_group(
+    setup: Setup, key: int, version: int, body: dict[str, Any]
+) -> None:
+    """Kafka's ConfigHelper and ControllerApis: DESCRIBE_CONFIGS / ALTER_CONFIGS on the GROUP
+    resource (the principal has ALTER on the cluster nowhere either, so only the group's
+    ACL can be the reason)."""
+    refused_with(GROUP_DENIED)(call(setup.broker.bootstrap, key, version, body))
 
 
 # --- real clients ----------------------------------------------------------------------------

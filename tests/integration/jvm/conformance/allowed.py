@@ -162,7 +162,6 @@ ALLOWED: list[Allowed] = [
     *_not_served("57", "UpdateFeatures (features are fixed)"),
     *_not_served("64", "UnregisterBroker"),
     *_not_served("34", "AlterReplicaLogDirs (one log directory per broker)"),
-    *_not_served("74", "ListConfigResources (KIP-1142)"),
     _older_max(0, 13, "topic ids instead of names (KIP-516)"),
     _older_max(1, 18, "the follower's high watermark (KIP-1166)"),
     _older_max(2, 11, "EARLIEST_PENDING_UPLOAD (-6) for tiered storage (KIP-1023)"),
