@@ -520,6 +520,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "of names; the list must contain only a single entry which is used by all "
               "groups. The supported built-in assignors are: simple.", one_of("simple"),
               read_only=True),
+    ConfigDef("group.share.max.share.sessions", INT, 2000, "The maximum number of share "
+              "sessions per broker.", at_least(1), read_only=True),
     ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
               "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
     ConfigDef("controller.quorum.voters", LS, [], "The controller quorum as id@host:port "

@@ -33,6 +33,8 @@ from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.services import BrokerServices
+from odradek.broker.share_fetch import SharePartitionManager
+from odradek.broker.share_persister import StatePersister
 from odradek.broker.share_runtime import ShareCoordinatorRuntime
 from odradek.broker.throttling import throttle
 from odradek.broker.txn_markers import MarkerWriter
@@ -237,6 +239,7 @@ class BrokerApp:
             services.groups.close()
             services.txns.close()
             services.shares.close()
+            services.share_partitions.close()
             in_flight = [request for sockets in listener_connections.values() for c in list(sockets)
                          if (request := c.close()) is not None]
             for task in tasks:
@@ -257,7 +260,8 @@ class BrokerApp:
         """One listener's server: its connections' requests go to its dispatcher."""
         return await asyncio.get_running_loop().create_server(
             lambda: KafkaConnection(dispatcher, max_request, connections,
-                                    security.open_session, gate, pre_auth_cap),
+                                    security.open_session, gate, pre_auth_cap,
+                                    dispatcher.services.share_partitions.disconnected),
             sock=sock, backlog=1024, ssl=security.ssl_context)
 
     async def reload_stores(self) -> None:
@@ -340,8 +344,9 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     quotas = QuotaManager(broker.config, lambda: broker.metadata.client_quotas, now_ms)
     quotas.register(broker.registry)
     shares = ShareCoordinatorRuntime(broker, replicas, writer)
+    share_partitions = SharePartitionManager(broker, replicas, StatePersister(broker, shares))
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
-                          quotas, shares, authorizer_for(broker))
+                          quotas, shares, share_partitions, authorizer_for(broker))
 
 
 async def _alter_partition(client: ControllerClient, registration: Registration,

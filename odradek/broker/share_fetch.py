@@ -49,16 +49,6 @@ ShareKey = tuple[str, str, int]
 """(group id, topic id, partition)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupSettings:
-    """What the share-partitions of one group follow: the broker's `group.share.*` configs,
-    overridden by the group's own `share.*` configs."""
-
-    partition: SharePartitionConfig
-    auto_offset_reset: str = "latest"
-    read_committed: bool = False
-
-
 @dataclass(slots=True)
 class FetchedShare:
     """One partition of a ShareFetch response."""
@@ -79,13 +69,12 @@ class _Entry:
 
 
 class SharePartitionManager:
-    def __init__(self, broker: Broker, replicas: ReplicaManager, persister: StatePersister,
-                 settings: Callable[[str], ShareGroupSettings], max_sessions: int) -> None:
+    def __init__(self, broker: Broker, replicas: ReplicaManager,
+                 persister: StatePersister) -> None:
         self.broker = broker
         self.replicas = replicas
         self.persister = persister
-        self.settings = settings
-        self.sessions = ShareSessionCache(max_sessions)
+        self.sessions = ShareSessionCache(broker.config.integer("group.share.max.share.sessions"))
         self._entries: dict[ShareKey, _Entry] = {}
         self._locks: dict[ShareKey, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -125,12 +114,12 @@ class SharePartitionManager:
                 entry = await self._entry(key, topic, log_)
             except PersisterError as error:
                 return FetchedShare(error.code, str(error))
-            settings = self.settings(group_id)
-            return self._acquire(entry, member_id, log_, settings, max_records, batch_size,
-                                 max_bytes, first)
+            read_committed = self.broker.group_config(group_id).share_read_committed
+            return self._acquire(entry, member_id, log_, read_committed, max_records,
+                                 batch_size, max_bytes, first)
 
     def _acquire(self, entry: _Entry, member_id: str, log_: PartitionLog,
-                 settings: ShareGroupSettings, max_records: int, batch_size: int,
+                 read_committed: bool, max_records: int, batch_size: int,
                  max_bytes: int, first: bool) -> FetchedShare:
         share = entry.partition
         if log_.log_start_offset > share.start_offset:
@@ -139,7 +128,7 @@ class SharePartitionManager:
             return FetchedShare()
         offset = share.next_fetch_offset()
         stable = log_.last_stable_offset
-        visible_end = stable if settings.read_committed else log_.high_watermark
+        visible_end = stable if read_committed else log_.high_watermark
         try:
             read = log_.read(offset, max_bytes, max_offset=visible_end, min_one_batch=first)
         except OffsetOutOfRangeError as error:
@@ -148,10 +137,11 @@ class SharePartitionManager:
         if not batches:
             return FetchedShare()
         aborted: list[tuple[int, int]] = []
-        if settings.read_committed:
+        if read_committed:
             aborted = aborted_batch_ranges(
                 [_fetched_batch(read.records, b) for b in batches],
-                [(a.producer_id, a.first_offset) for a in log_.aborted_transactions(offset, stable)])
+                [(a.producer_id, a.first_offset)
+                 for a in log_.aborted_transactions(offset, stable)])
         now = now_ms()
         acquired = share.acquire(member_id, offset, [(b.base_offset, b.last_offset)
                                                      for b in batches],
@@ -231,13 +221,17 @@ class SharePartitionManager:
         self._drop(key)
         group_id, topic_id, partition = key
         state = await self.persister.read(group_id, topic_id, partition, leader_epoch)
-        settings = self.settings(group_id)
+        config = self.broker.group_config(group_id)
         start_offset = state.start_offset
         if start_offset == UNINITIALIZED_START_OFFSET:
+            reset = config.share_reset
             start_offset = initial_start_offset(
-                settings.auto_offset_reset, log_.log_start_offset, log_.high_watermark,
+                reset.strategy, reset.duration_ms, log_.log_start_offset, log_.high_watermark,
                 now_ms(), self._offset_for_timestamp(log_))
-        share = SharePartition.from_persisted(settings.partition, leader_epoch,
+        limits = SharePartitionConfig(config.share_delivery_count_limit,
+                                      config.share_partition_max_record_locks,
+                                      config.share_record_lock_duration_ms)
+        share = SharePartition.from_persisted(limits, leader_epoch,
                                               state.state_epoch, start_offset,
                                               state.state_batches)
         entry = self._entries[key] = _Entry(share, topic, leader_epoch)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import bisect
 import enum
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -691,40 +690,18 @@ def aborted_batch_ranges(batches: Sequence[FetchedBatch],
     return ranges
 
 
-_DURATION = re.compile(
-    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d{1,9})?)S)?)?",
-    re.IGNORECASE)
-
-
-def parse_auto_offset_reset(value: str) -> tuple[str, int]:
-    """`share.auto.offset.reset` as (strategy, duration in ms): "latest", "earliest" or
-    "by_duration:<ISO-8601 duration, PnDTnHnMn.nS>". Raises ValueError otherwise."""
-    strategy = value.strip().lower()
-    if strategy in ("latest", "earliest"):
-        return strategy, 0
-    prefix = "by_duration:"
-    if strategy.startswith(prefix):
-        text = value.strip()[len(prefix):]
-        match = _DURATION.fullmatch(text)
-        if match and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
-            days, hours, minutes = (int(match[g] or 0) for g in "dhm")
-            seconds = float(match["s"] or 0)
-            return "by_duration", round(((days * 24 + hours) * 60 + minutes) * 60000
-                                        + seconds * 1000)
-    raise ValueError(f"invalid share.auto.offset.reset {value!r}")
-
-
-def initial_start_offset(auto_offset_reset: str, log_start_offset: int, log_end_offset: int,
-                         now_ms: int,
+def initial_start_offset(strategy: str, duration_ms: int | None, log_start_offset: int,
+                         log_end_offset: int, now_ms: int,
                          offset_for_timestamp: Callable[[int], int | None] | None = None) -> int:
     """The start offset of a share-partition never initialized (Kafka's
-    startOffsetDuringInitialization): the log's end for "latest", its start for "earliest",
-    and for "by_duration" the first offset at or after `now_ms` less the duration
-    (`offset_for_timestamp`, as ListOffsets finds it; the log's end when none is)."""
-    strategy, duration_ms = parse_auto_offset_reset(auto_offset_reset)
+    startOffsetDuringInitialization), by `share.auto.offset.reset`'s strategy
+    (odradek/group_config.py parses it): the log's end for "latest", its start for
+    "earliest", and for "by_duration" the first offset at or after `now_ms` less the
+    duration (`offset_for_timestamp`, as ListOffsets finds it; the log's end when none is)."""
     if strategy == "latest":
         return log_end_offset
     if strategy == "earliest":
         return log_start_offset
-    found = offset_for_timestamp(now_ms - duration_ms) if offset_for_timestamp else None
+    found = (offset_for_timestamp(now_ms - (duration_ms or 0)) if offset_for_timestamp
+             else None)
     return log_end_offset if found is None else found

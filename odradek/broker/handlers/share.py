@@ -10,6 +10,7 @@ releases what the member still holds here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -143,10 +144,8 @@ async def _fetch(context: RequestContext, shares: SharePartitionManager, request
         if (size and size >= min_bytes) or failed or loop.time() >= deadline:
             waiter.cancel()
             return result | got
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))
-        except TimeoutError:
-            pass
 
 
 def _ms(value: Any) -> int:
@@ -160,7 +159,7 @@ def _refused(code: ErrorCode, message: str | None) -> Result:
 
 
 def _lock_timeout(shares: SharePartitionManager, group_id: str) -> int:
-    return shares.settings(group_id).partition.record_lock_duration_ms
+    return shares.broker.group_config(group_id).share_record_lock_duration_ms
 
 
 def _fetch_response(context: RequestContext, shares: SharePartitionManager, group_id: str,
