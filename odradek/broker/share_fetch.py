@@ -45,6 +45,7 @@ from odradek.share.session import ShareSessionCache
 
 log = logging.getLogger("odradek.broker.share")
 
+INITIAL_STATE_EPOCH = 0
 ShareKey = tuple[str, str, int]
 """(group id, topic id, partition)."""
 
@@ -220,14 +221,23 @@ class SharePartitionManager:
             return entry
         self._drop(key)
         group_id, topic_id, partition = key
-        state = await self.persister.read(group_id, topic_id, partition, leader_epoch)
         config = self.broker.group_config(group_id)
-        start_offset = state.start_offset
-        if start_offset == UNINITIALIZED_START_OFFSET:
-            reset = config.share_reset
-            start_offset = initial_start_offset(
-                reset.strategy, reset.duration_ms, log_.log_start_offset, log_.high_watermark,
-                now_ms(), self._offset_for_timestamp(log_))
+        reset = config.share_reset
+        initial = initial_start_offset(reset.strategy, reset.duration_ms, log_.log_start_offset,
+                                       log_.high_watermark, now_ms(),
+                                       self._offset_for_timestamp(log_))
+        try:
+            state = await self.persister.read(group_id, topic_id, partition, leader_epoch)
+        except PersisterError as error:
+            if error.code != ErrorCode.invalid_request:
+                raise
+            # never initialized: Kafka's group coordinator initializes the state when it
+            # first assigns the partition; here its first leader does, on first use
+            await self.persister.initialize(group_id, topic_id, partition, INITIAL_STATE_EPOCH,
+                                            initial)
+            state = await self.persister.read(group_id, topic_id, partition, leader_epoch)
+        start_offset = initial if state.start_offset == UNINITIALIZED_START_OFFSET else (
+            state.start_offset)
         limits = SharePartitionConfig(config.share_delivery_count_limit,
                                       config.share_partition_max_record_locks,
                                       config.share_record_lock_duration_ms)

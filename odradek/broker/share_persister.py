@@ -16,6 +16,7 @@ from odradek.kafka_client import BrokerConnectionError, ConnectionPool
 from odradek.protocol.codec import build_request
 from odradek.share.partition import StateBatch, StateWrite
 
+INITIALIZE_STATE_KEY, INITIALIZE_STATE_VERSION = 83, 0
 READ_STATE_KEY, READ_STATE_VERSION = 84, 0
 WRITE_STATE_KEY, WRITE_STATE_VERSION = 85, 1
 RETRIABLE = frozenset({ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
@@ -74,6 +75,17 @@ class StatePersister:
         return PersistedState(result.state_epoch, result.start_offset, tuple(
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in result.state_batches))
+
+    async def initialize(self, group_id: str, topic_id: str, partition: int, state_epoch: int,
+                         start_offset: int) -> None:
+        """InitializeShareGroupState: the share-partition's state starts at `start_offset`."""
+        response = await self._send(group_id, topic_id, partition, build_request(
+            INITIALIZE_STATE_KEY, INITIALIZE_STATE_VERSION, {"group_id": group_id, "topics": [{
+                "topic_id": uuid.UUID(topic_id), "partitions": [{
+                    "partition": partition, "state_epoch": state_epoch,
+                    "start_offset": start_offset}]}]}))
+        result = response.results[0].partitions[0]
+        _raise_for(result.error_code, result.error_message)
 
     async def write(self, group_id: str, topic_id: str, partition: int,
                     write: StateWrite) -> None:

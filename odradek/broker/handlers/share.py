@@ -179,7 +179,7 @@ def _fetch_response(context: RequestContext, shares: SharePartitionManager, grou
             "error_message": share.message, "acknowledge_error_code": ack_code,
             "acknowledge_error_message": ack_message,
             "current_leader": {"leader_id": leader_id, "leader_epoch": leader_epoch},
-            "records": bytes(share.records) if share.acquired else None,
+            "records": bytes(share.records),
             "acquired_records": [
                 {"first_offset": a.first_offset, "last_offset": a.last_offset,
                  "delivery_count": a.delivery_count} for a in share.acquired]})
