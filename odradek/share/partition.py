@@ -359,6 +359,7 @@ class SharePartition:
                                             now_ms)
         if aborted and result:
             result = self._archive_aborted(result, aborted)
+        self._advance_start_offset()
         return result
 
     def _acquire_limits(self, fetch_offset: int, max_fetch_records: int,
@@ -448,7 +449,6 @@ class SharePartition:
                 pieces = [p for first, last in pieces for p in offsets_without(first, last, lo, hi)]
             kept += [AcquiredRecords(first, last, records.delivery_count)
                      for first, last in pieces]
-        self._advance_start_offset()
         return kept
 
     # Acknowledging.
