@@ -18,8 +18,10 @@ The API (all times are `now_ms` passed in; nothing here reads a clock or does IO
   records the leader read from `fetch_offset`, given as the (first, last) offsets of its
   record batches; returns the `AcquiredRecords` ranges for ShareFetch. Whole batches are
   acquired; per-offset state appears only where acknowledgements or re-acquisition split
-  a batch. With read_committed the leader passes `aborted`, the offset ranges of aborted
-  transactional batches (see `aborted_batch_ranges`): they are archived, never delivered.
+  a batch. An acquired range may span offsets no fetched batch holds (compacted away,
+  control records): the client acknowledges those as GAP. With read_committed the leader
+  passes `aborted`, the offset ranges of aborted transactional batches (see
+  `aborted_batch_ranges`): they are archived, never delivered.
 - `acknowledge(member_id, batches, now_ms)`: ShareAcknowledge (or the acknowledgements
   of a ShareFetch) for one partition; returns an `AckResult`: an error code for the whole
   request (nothing changes on error) or the `StateWrite` to persist.
@@ -28,7 +30,8 @@ The API (all times are `now_ms` passed in; nothing here reads a clock or does IO
   ARCHIVED once `group.share.delivery.count.limit` deliveries were made.
 - `release_acquired_records(member_id)`: a member left (or closed its share session).
 - `update_log_start_offset(offset)`: the log's start offset moved (retention, deletion).
-- `in_flight()`: the in-flight state, range by range, for describing and for tests.
+- `in_flight()`: the in-flight state, range by range, for describing and for tests;
+  `start_offset`, `end_offset`, `delivery_complete_count()` for describing and lag.
 
 Every operation that changes persisted state returns a `StateWrite` (the new start offset
 and the changed state batches), which the shell sends as WriteShareGroupState before it
@@ -42,7 +45,7 @@ from __future__ import annotations
 import bisect
 import enum
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
@@ -50,6 +53,7 @@ from odradek.share.records import StateBatch, offsets_without
 
 EMPTY_MEMBER_ID = ""
 UNINITIALIZED_START_OFFSET = -1
+"""The start offset ReadShareGroupState returns for a share-partition never initialized."""
 
 
 class RecordState(enum.IntEnum):
@@ -292,11 +296,21 @@ class SharePartition:
                    if s.state.terminal)
 
     def in_flight(self) -> list[InFlightRange]:
-        """The in-flight offsets, in order, as ranges of one state each."""
-        return [InFlightRange(first, last, s.state, s.delivery_count, s.member_id,
-                              s.deadline_ms)
-                for b in self._batches for first, last, s in b.states(
-                    b.first_offset, b.last_offset)]
+        """The in-flight offsets, in order, as ranges of one state each (adjacent offsets
+        of one state, count, owner and lock make one range)."""
+        ranges: list[InFlightRange] = []
+        for batch in self._batches:
+            for first, last, s in batch.states(batch.first_offset, batch.last_offset):
+                previous = ranges[-1] if ranges else None
+                if previous is not None and previous.last_offset + 1 == first and (
+                        previous.state, previous.delivery_count, previous.member_id,
+                        previous.lock_deadline_ms) == (s.state, s.delivery_count, s.member_id,
+                                                       s.deadline_ms):
+                    ranges[-1] = replace(previous, last_offset=last)
+                else:
+                    ranges.append(InFlightRange(first, last, s.state, s.delivery_count,
+                                                s.member_id, s.deadline_ms))
+        return ranges
 
     # Acquiring.
 
@@ -358,6 +372,7 @@ class SharePartition:
                                             now_ms)
         if aborted and result:
             result = self._archive_aborted(result, aborted)
+        self._advance_start_offset()
         return result
 
     def _acquire_limits(self, fetch_offset: int, max_fetch_records: int,
@@ -447,7 +462,6 @@ class SharePartition:
                 pieces = [p for first, last in pieces for p in offsets_without(first, last, lo, hi)]
             kept += [AcquiredRecords(first, last, records.delivery_count)
                      for first, last in pieces]
-        self._advance_start_offset()
         return kept
 
     # Acknowledging.

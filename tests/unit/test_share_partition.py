@@ -64,6 +64,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
                                            record_lock_duration_ms=LOCK_MS)
         self.partition = SharePartition(self.config, 0, 0, 0)
         self.log: list[tuple[int, int]] = []
+        self.aborted: set[tuple[int, int]] = set()
+        """Batches written by aborted transactions."""
+        self.compacted: set[tuple[int, int]] = set()
+        """Batches the cleaner removed."""
         self.now = 0
         self.recs: dict[int, Rec] = {}
         self.start_offset = 0
@@ -100,32 +104,62 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
     @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 12),
           max_batches=st.integers(1, 4), batch_size=st.integers(1, 8),
-          produced=st.lists(st.integers(1, 4), max_size=3))
+          produced=st.lists(st.tuples(st.integers(1, 4), st.sampled_from([False] * 4 + [True])),
+                            max_size=3))
     def acquire(self, member: str, max_records: int, max_batches: int, batch_size: int,
-                produced: list[int]) -> None:
-        """The log grows by batches of `produced` sizes, then `member` fetches."""
-        for size in produced:
+                produced: list[tuple[int, bool]]) -> None:
+        """The log grows by `produced` batches (size, written by an aborted transaction),
+        then `member` fetches, read_committed."""
+        for size, aborted in produced:
             first = self.log[-1][1] + 1 if self.log else 0
             self.log.append((first, first + size - 1))
+            if aborted:
+                self.aborted.add(self.log[-1])
         fetch_offset = self.partition.next_fetch_offset()
-        fetched = [b for b in self.log if b[1] >= fetch_offset][:max_batches]
-        before_states = {o: r.state for o, r in self.recs.items()}
+        fetched = [b for b in self.log if b[1] >= fetch_offset and b not in self.compacted]
+        fetched = fetched[:max_batches]
+        aborted_ranges = [b for b in fetched if b in self.aborted]
+        before = dict(self.recs)
         acquired = self.partition.acquire(member, fetch_offset, fetched, self.now, max_records,
-                                          batch_size)
+                                          batch_size, aborted=aborted_ranges)
         offsets = [o for a in acquired for o in range(a.first_offset, a.last_offset + 1)]
         assert len(offsets) == len(set(offsets)), acquired
+        in_aborted = {o for lo, hi in aborted_ranges for o in range(lo, hi + 1)}
         for a in acquired:
             for offset in range(a.first_offset, a.last_offset + 1):
                 assert offset >= self.start_offset and fetched[0][0] <= offset <= fetched[-1][1]
-                before = self.recs.get(offset, Rec(AV, 0))
-                assert before.state == AV, (offset, before)
-                assert a.delivery_count == before.count + 1
-                self.recs[offset] = Rec(ACQ, before.count + 1, member, self.now + LOCK_MS)
-        if fetched and self.config.max_record_locks == 1000 and max_records >= sum(
-                hi - lo + 1 for lo, hi in fetched):
-            wanted = {o for lo, hi in fetched for o in range(max(lo, fetch_offset), hi + 1)
-                      if before_states.get(o, AV) == AV}
-            assert set(offsets) == wanted, (fetch_offset, fetched, acquired)
+                assert offset not in in_aborted, (offset, acquired, aborted_ranges)
+                was = before.get(offset, Rec(AV, 0))
+                assert was.state == AV, (offset, was)
+                assert a.delivery_count == was.count + 1
+                self.recs[offset] = Rec(ACQ, was.count + 1, member, self.now + LOCK_MS)
+        # Stale: AVAILABLE records between the fetch offset and the first batch the log
+        # returned were compacted away. Aborted: acquired, then archived at once.
+        first_fetched = fetched[0][0] if fetched else fetch_offset
+        for offset, rec in before.items():
+            if fetch_offset <= offset < first_fetched and rec.state == AV:
+                self.recs[offset] = Rec(ARC, rec.count)
+        now = per_offset(self.partition)
+        archived = {o for o in in_aborted if o >= self.start_offset
+                    and before.get(o, Rec(AV, 0)).state == AV
+                    and (o < self.partition.start_offset or o in now and now[o].state == ARC)}
+        for offset in archived:
+            self.recs[offset] = Rec(ARC, before.get(offset, Rec(AV, 0)).count + 1)
+        span = range(max(first_fetched, fetch_offset), fetched[-1][1] + 1) if fetched else []
+        if self.config.max_record_locks == 1000 and max_records >= len(span):
+            # Unbounded, a fetch acquires every AVAILABLE record it returned and every new
+            # offset its batches span (a compacted batch between them too: the client reports
+            # such offsets as gaps), but no hole among the records fetched before.
+            end = max(before, default=self.start_offset - 1)
+            wanted = {o for o in span if (before[o].state == AV if o in before else o > end)}
+            assert set(offsets) | archived == wanted, (fetch_offset, fetched, acquired)
+        self.settle()
+
+    @rule(data=st.data())
+    def compaction(self, data: st.DataObject) -> None:
+        """The cleaner removes a whole batch from the log."""
+        if self.log:
+            self.compacted.add(data.draw(st.sampled_from(self.log)))
 
     @rule(member=st.sampled_from(MEMBERS), data=st.data())
     def acknowledge(self, member: str, data: st.DataObject) -> None:
@@ -170,10 +204,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
                 continue
             if end < self.start_offset:
                 return ErrorCode.invalid_record_state, self.recs
-            if batch.last_offset > end:
+            if batch.last_offset not in recs:  # past the in-flight records, or in a hole
                 return ErrorCode.invalid_request, self.recs
             for offset in range(max(batch.first_offset, self.start_offset),
                                 batch.last_offset + 1):
+                if offset not in recs:
+                    continue  # a hole: the log had no batch there when it was fetched
                 rec = recs[offset]
                 if rec.state != ACQ or rec.member != member:
                     return ErrorCode.invalid_record_state, self.recs
@@ -281,12 +317,16 @@ class SharePartitionMachine(RuleBasedStateMachine):
     @invariant()
     def nothing_done_is_lost(self) -> None:
         """Every record acknowledged or archived is so in the persisted state too (or below
-        its start offset): a new leader never delivers it again."""
+        its start offset): a new leader never delivers it again. Records of aborted
+        transactions and compacted batches are archived without a write, as in Kafka: a new
+        leader archives them again."""
         assert self.persisted_start <= self.start_offset
+        gone = {o for lo, hi in self.aborted | self.compacted for o in range(lo, hi + 1)}
         for offset in range(max(self.persisted_start, self.log_start), self.start_offset):
-            assert offset not in self.persisted or RecordState(self.persisted[offset][0]).terminal
+            assert (offset in gone or offset not in self.persisted
+                    or RecordState(self.persisted[offset][0]).terminal)
         for offset, rec in self.recs.items():
-            if rec.state.terminal:
+            if rec.state.terminal and offset not in gone:
                 assert offset < self.persisted_start or (
                     offset in self.persisted and RecordState(self.persisted[offset][0]).terminal)
 
@@ -460,8 +500,8 @@ def test_stale_available_batches_before_the_fetched_data_are_archived() -> None:
     partition.acknowledge("m1", [AcknowledgementBatch(0, 4, (R,))], 0)
     # Compaction removed 0-4: the log now starts its data at 5.
     assert partition.acquire("m2", 0, [(5, 9)], 0, 100) == []
-    assert partition.start_offset == 0
-    assert states(partition)[0] == (ARC, 1, "")
+    assert partition.start_offset == 5  # 0-4 archived, the start offset past them
+    assert partition.next_fetch_offset() == 10
 
 
 def test_log_start_offset_moving_archives_available_records() -> None:
