@@ -217,11 +217,13 @@ SCENARIOS = [
         share_heartbeat("", 0, ["t"]),
         share_heartbeat("share-member-a", 0, None),
         share_heartbeat("share-member-a", -2, None),
-        # (until: Kafka answers NOT_COORDINATOR while the group's shard is still loading)
+        # (until: Kafka answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS while the
+        # group's shard is still loading)
         Step(SHARE_GROUP_HEARTBEAT, {"group_id": Name("sg"), "member_id": "share-member-a",
                                      "member_epoch": 3, "rack_id": None,
                                      "subscribed_topic_names": None},
-             until=lambda tree: tree["error_code"] != "not_coordinator"),
+             until=lambda tree: tree["error_code"] not in ("not_coordinator",
+                                                           "coordinator_load_in_progress")),
         share_heartbeat("share-member-a", -1, None),
         share_heartbeat("share-member-a", 0, ["t"], name="a"),
         share_heartbeat("share-member-b", 0, ["t"], name="b"),
