@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from kio.schema.errors import ErrorCode
 
+from odradek.group_config import auto_offset_reset
 from odradek.share.partition import (
     AcknowledgementBatch,
     AcknowledgeType,
@@ -32,7 +33,6 @@ from odradek.share.partition import (
     StateWrite,
     aborted_batch_ranges,
     initial_start_offset,
-    parse_auto_offset_reset,
 )
 
 A, R, AV, ACQ, ACK, ARC = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE,
@@ -543,15 +543,12 @@ def test_initial_start_offset(reset: str, expected: int) -> None:
         asked.append(timestamp)
         return 42
 
-    assert initial_start_offset(reset, 5, 90, 10**8, offset_for) == expected
-    if reset.startswith("by_duration"):
-        assert asked == [10**8 - parse_auto_offset_reset(reset)[1]]
+    parsed = auto_offset_reset(reset)
+    assert initial_start_offset(parsed.strategy, parsed.duration_ms, 5, 90, 10**8,
+                                offset_for) == expected
+    if parsed.duration_ms is not None:
+        assert asked == [10**8 - parsed.duration_ms]
 
 
-def test_auto_offset_reset_values() -> None:
-    assert parse_auto_offset_reset("by_duration:PT1H") == ("by_duration", 3600000)
-    assert parse_auto_offset_reset("by_duration:P1DT2M3.5S") == ("by_duration", 86523500)
-    for bad in ("none", "by_duration:", "by_duration:P", "by_duration:-PT1H", "by_duration:1H"):
-        with pytest.raises(ValueError):
-            parse_auto_offset_reset(bad)
-    assert initial_start_offset("by_duration:PT1S", 0, 7, 5000, lambda ts: None) == 7
+def test_by_duration_without_an_offset_at_that_time_starts_at_the_end() -> None:
+    assert initial_start_offset("by_duration", 1000, 0, 7, 5000, lambda ts: None) == 7
