@@ -81,6 +81,8 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "WriteShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "DeleteShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "ReadShareGroupStateSummary": {(C, Op.CLUSTER_ACTION)},
+    "ShareFetch": {(G, Op.READ), (T, Op.READ)},
+    "ShareAcknowledge": {(G, Op.READ), (T, Op.READ)},
 }
 
 
