@@ -15,6 +15,7 @@ import asyncio
 import socket
 import struct
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -298,6 +299,22 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
     "DescribeTopicPartitions": (0, {"topics": [{"name": SECRET}],
                                     "response_partition_limit": 100},
                                 refused_with(TOPIC_DENIED)),
+    "ShareFetch": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 0,
+                       "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10,
+                       "batch_size": 10, "topics": [], "forgotten_topics_data": []},
+                   refused_with(GROUP_DENIED)),
+    "ShareAcknowledge": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 1,
+                             "topics": []}, refused_with(GROUP_DENIED)),
+    **{name: (version, {"group_id": GROUP, "topics": [
+        {"topic_id": uuid.UUID(int=1), "partitions": [{"partition": 0, **fields}]}]},
+        refused_with(CLUSTER_DENIED))
+       for name, version, fields in (
+           ("InitializeShareGroupState", 0, {"state_epoch": 0, "start_offset": 0}),
+           ("ReadShareGroupState", 0, {"leader_epoch": 0}),
+           ("WriteShareGroupState", 1, {"state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+                                        "state_batches": []}),
+           ("DeleteShareGroupState", 0, {}),
+           ("ReadShareGroupStateSummary", 1, {"leader_epoch": 0}))},
 }
 AUTHORIZED_APIS = [api for api in API_TABLE if api.access is not None and not api.access.public]
 
