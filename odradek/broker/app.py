@@ -345,6 +345,7 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     quotas.register(broker.registry)
     shares = ShareCoordinatorRuntime(broker, replicas, writer)
     share_partitions = SharePartitionManager(broker, replicas, StatePersister(broker, shares))
+    groups.on_share_member_departed(share_partitions.member_departed)
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
                           quotas, shares, share_partitions, authorizer_for(broker))
 

@@ -1,16 +1,8 @@
 """The group coordinator's runtime: a shard per partition of `__consumer_offsets`, in the
 shell every internal-topic coordinator shares (coordinator_runtime.py).
 
-What the share-partition side (ShareFetch, ShareAcknowledge) may ask of share groups:
+What the share-partition side (ShareFetch, ShareAcknowledge) hears of share groups:
 
-- `share_membership(group_id, member_id, member_epoch)`: whether the member is in the share
-  group at that epoch (its current one, or the previous one whose bump it may not have
-  heard of yet) and which partitions it is assigned, as a `ShareMembership`: `error_code`
-  NONE with `assigned` (topic id -> partitions), or UNKNOWN_MEMBER_ID,
-  FENCED_MEMBER_EPOCH or GROUP_ID_NOT_FOUND. It answers from this broker's shards and
-  raises NotCoordinator (or CoordinatorUnavailable) when another broker coordinates the
-  group: in Kafka the partition leaders do not ask the coordinator, they trust their share
-  sessions, so a multi-broker Odradek must route the question or do likewise.
 - `on_share_member_departed(listener)`: `listener(group_id, member_id)` is called once the
   records removing a member are committed, whether it left (ShareGroupHeartbeat with epoch
   -1) or was fenced (no heartbeat within `group.share.session.timeout.ms`); the records it
@@ -35,7 +27,6 @@ from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import (
     GroupCoordinatorShard,
-    ShareMembership,
     group_type,
     partition_for,
 )
@@ -44,8 +35,7 @@ from odradek.group.record_codec import decode_record, encode_record
 from odradek.group.records import Record
 from odradek.metadata.image import OFFSETS_TOPIC
 
-__all__ = ["CoordinatorUnavailable", "GroupCoordinatorRuntime", "NotCoordinator",
-           "ShareMembership"]
+__all__ = ["CoordinatorUnavailable", "GroupCoordinatorRuntime", "NotCoordinator"]
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +77,6 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         """Call `listener(group_id, member_id)` whenever a share group member leaves or is
         fenced, once the records removing it are committed."""
         self._share_departure_listeners.append(listener)
-
-    def share_membership(self, group_id: str, member_id: str,
-                         member_epoch: int) -> ShareMembership:
-        """The member's standing in its share group and its assignment; raises
-        NotCoordinator or CoordinatorUnavailable when this broker does not serve the group."""
-        _, shard = self.shard_for(group_id)
-        return shard.share_membership(group_id, member_id, member_epoch)
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(self.config, self.topics, self.rng,

@@ -199,6 +199,13 @@ class SharePartitionManager:
                 self._arm_timer(entry)
             self.broker.waiters.wake((entry.topic, partition))
 
+    def member_departed(self, group_id: str, member_id: str) -> None:
+        """The group coordinator removed the member (it left or was fenced): release what it
+        holds in this broker's share-partitions of the group."""
+        partitions = [(topic_id, p) for group, topic_id, p in self._entries if group == group_id]
+        if partitions:
+            self._spawn(self.release(group_id, member_id, partitions))
+
     def disconnected(self, connection: str) -> None:
         """A client connection closed: release what the member of its share session held."""
         session = self.sessions.disconnected(connection)

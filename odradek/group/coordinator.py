@@ -97,16 +97,6 @@ class FetchedOffset:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareMembership:
-    """What the partition side asks of a share group member (see group_runtime.py): an
-    error (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND) or its assignment."""
-
-    error_code: ErrorCode
-    assigned: Mapping[str, frozenset[int]]
-    """Topic id -> partitions."""
-
-
-@dataclass(frozen=True, slots=True)
 class GroupListing:
     group_id: str
     protocol_type: str
@@ -386,21 +376,6 @@ class GroupCoordinatorShard:
                     "assignment_epoch": 0, "assignor_name": "", "members": [],
                     "authorized_operations": -2147483648}
         return group.describe(self.topics, self.config.share_assignors[0])
-
-    def share_membership(self, group_id: str, member_id: str,
-                         member_epoch: int) -> ShareMembership:
-        """Whether `member_id` is in share group `group_id` at `member_epoch` (its current
-        epoch, or the previous one whose bump it may not have heard of yet), and what it is
-        assigned."""
-        group = self.groups.get(group_id)
-        if not isinstance(group, ShareGroup):
-            return ShareMembership(ErrorCode.group_id_not_found, {})
-        member = group.members.get(member_id)
-        if member is None:
-            return ShareMembership(ErrorCode.unknown_member_id, {})
-        if member_epoch not in (member.member_epoch, member.previous_member_epoch):
-            return ShareMembership(ErrorCode.fenced_member_epoch, {})
-        return ShareMembership(ErrorCode.none, member.assigned)
 
     def refresh_topics(self, now_ms: int) -> Output:
         """Topics were created, deleted or grew: KIP-848 groups subscribed to them move to

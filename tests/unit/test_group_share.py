@@ -207,20 +207,6 @@ def test_topic_growth_bumps_the_epoch_and_reassigns() -> None:
     assert [(t.topic_id, t.partitions) for t in initialized] == [(ORDERS, (0, 1, 2))]
 
 
-def test_membership_query() -> None:
-    run = Run(orders=2)
-    run.beat("m1", 0)
-    run.beat("m2", 0)
-    membership = run.shard.share_membership("g", "m1", 1)
-    assert (membership.error_code, membership.assigned) == (
-        ErrorCode.none, {ORDERS: frozenset({0, 1})})
-    run.beat("m1", 1, None)  # now at epoch 2, previous 1
-    assert run.shard.share_membership("g", "m1", 1).error_code == ErrorCode.none
-    assert run.shard.share_membership("g", "m1", 0).error_code == ErrorCode.fenced_member_epoch
-    assert run.shard.share_membership("g", "m9", 1).error_code == ErrorCode.unknown_member_id
-    assert run.shard.share_membership("h", "m1", 1).error_code == ErrorCode.group_id_not_found
-
-
 def test_group_types_do_not_mix() -> None:
     run = Run(orders=1)
     run.beat("m1", 0, group="share")
