@@ -20,7 +20,9 @@ Runner = Callable[[BrokerConfig, bool], None]
 
 DEV_DEFAULTS = {"offsets.topic.replication.factor": "1",
                 "transaction.state.log.replication.factor": "1",
-                "transaction.state.log.min.isr": "1"}
+                "transaction.state.log.min.isr": "1",
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1"}
 """What a one-broker cluster needs that Kafka's defaults (made for three brokers) lack, as in
 Kafka's own single-node server.properties."""
 

@@ -51,6 +51,8 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+    """A group's own config (the Admin client's DYNAMIC_GROUP_CONFIG)."""
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -148,10 +150,12 @@ def parse_value(definition: ConfigDef, raw: str | None) -> Value:
             case _:
                 value = text
     except ValueError:
-        raise InvalidConfigError(
-            f"Invalid value {raw} for configuration {name}: "
-            f"not a valid {definition.type.name.lower()}"
-        ) from None
+        # ConfigDef.parseType's words
+        words = ("Expected value to be either true or false"
+                 if definition.type is ConfigType.BOOLEAN
+                 else f"Not a number of type {definition.type.name}")
+        raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {words}"
+                                 ) from None
     if definition.validator is not None:
         problem = definition.validator(value)
         if problem:
@@ -185,6 +189,63 @@ B, S, INT, L, D, LS, P = (
     ConfigType.LIST,
     ConfigType.PASSWORD,
 )
+
+def _catalogue_def(name: str, type_name: str, default: str | None, validator: str | None,
+                   read_only: bool = False, synonym: str | None = None) -> ConfigDef:
+    """A config Odradek does not act on, as Kafka's catalogue defines it."""
+    definition = ConfigDef(name, ConfigType[type_name], None, "", kafka_validator(validator),
+                           synonym, read_only)
+    if default is None:
+        return definition
+    return replace(definition, default=parse_value(replace(definition, validator=None), default))
+
+
+def _kafka_def(name: str, doc: str) -> ConfigDef:
+    """A broker config of Kafka's catalogue (type, default, validator, update mode) that
+    Odradek acts on, with Kafka's documentation."""
+    type_name, default, _, _, mode, validator = kafka.BROKER[name]
+    return replace(_catalogue_def(name, type_name, default, validator, mode == "read-only"),
+                   doc=doc)
+
+
+GROUP_BOUND_CONFIGS = (
+    ("group.consumer.min.session.timeout.ms",
+     "The minimum allowed session timeout for registered consumers."),
+    ("group.consumer.max.session.timeout.ms",
+     "The maximum allowed session timeout for registered consumers."),
+    ("group.consumer.min.heartbeat.interval.ms",
+     "The minimum heartbeat interval for registered consumers."),
+    ("group.consumer.max.heartbeat.interval.ms",
+     "The maximum heartbeat interval for registered consumers."),
+    ("group.share.min.session.timeout.ms",
+     "The minimum allowed session timeout for share group members."),
+    ("group.share.max.session.timeout.ms",
+     "The maximum allowed session timeout for share group members."),
+    ("group.share.min.heartbeat.interval.ms",
+     "The minimum heartbeat interval for share group members."),
+    ("group.share.max.heartbeat.interval.ms",
+     "The maximum heartbeat interval for share group members."),
+    ("group.share.record.lock.duration.ms",
+     "The record acquisition lock duration in milliseconds for share groups."),
+    ("group.share.min.record.lock.duration.ms", "The minimum value of a group configuration "
+     "for record acquisition lock duration in milliseconds."),
+    ("group.share.max.record.lock.duration.ms", "The maximum value of a group configuration "
+     "for record acquisition lock duration in milliseconds."),
+    ("group.share.delivery.count.limit",
+     "The maximum number of delivery attempts for a record delivered to a share group."),
+    ("group.share.min.delivery.count.limit", "The minimum value of a group configuration for "
+     "the maximum number of delivery attempts for a record delivered to a share group."),
+    ("group.share.max.delivery.count.limit", "The maximum value of a group configuration for "
+     "the maximum number of delivery attempts for a record delivered to a share group."),
+    ("group.share.partition.max.record.locks",
+     "Share-group record lock limit per share-partition."),
+    ("group.share.min.partition.max.record.locks", "The minimum value of a group "
+     "configuration for the record lock limit per share-partition."),
+    ("group.share.max.partition.max.record.locks", "The maximum value of a group "
+     "configuration for the record lock limit per share-partition."),
+)
+"""The broker's defaults and bounds of the group configs (odradek/group_config.py) that no
+other part of Odradek defines, with GroupCoordinatorConfig's and ShareGroupConfig's docs."""
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least(0), read_only=True),
@@ -391,6 +452,21 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "min.insync.replicas of __transaction_state.", at_least(1), read_only=True),
     ConfigDef("transaction.state.log.segment.bytes", INT, 104857600,
               "Segment size of __transaction_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.num.partitions", INT, 50,
+              "Partitions of __share_group_state (fixed once the topic exists).", at_least(1),
+              read_only=True),
+    ConfigDef("share.coordinator.state.topic.replication.factor", ConfigType.SHORT, 3,
+              "Replication factor of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.min.isr", ConfigType.SHORT, 2,
+              "min.insync.replicas of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.state.topic.segment.bytes", INT, 104857600,
+              "Segment size of __share_group_state.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", INT, 500,
+              "ShareUpdate records the share coordinator writes for a share-partition between "
+              "two ShareSnapshot records.", at_least(0), read_only=True),
+    ConfigDef("share.coordinator.write.timeout.ms", INT, 5000, "How long a share "
+              "coordinator's write waits for every replica of __share_group_state before it "
+              "fails.", at_least(1), read_only=True),
     ConfigDef("transaction.max.timeout.ms", INT, 900000, "Largest transaction.timeout.ms a "
               "producer may ask for.", at_least(1), read_only=True),
     ConfigDef("transactional.id.expiration.ms", INT, 604800000, "How long the coordinator "
@@ -423,6 +499,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Largest session timeout a classic member may ask for.", read_only=True),
     ConfigDef("group.max.size", INT, 2147483647, "Most members of a classic group.",
               at_least(1), read_only=True),
+    *(_kafka_def(name, doc) for name, doc in GROUP_BOUND_CONFIGS),
     ConfigDef("group.consumer.session.timeout.ms", INT, 45000,
               "Session timeout of consumer-protocol (KIP-848) members.", at_least(1),
               read_only=True),
@@ -433,6 +510,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Most members of a consumer-protocol group.", at_least(1), read_only=True),
     ConfigDef("group.consumer.assignors", LS, ["uniform", "range"], "Server-side assignors "
               "of consumer-protocol groups; the first is the default.", read_only=True),
+    ConfigDef("group.share.session.timeout.ms", INT, 45000, "The timeout to detect client "
+              "failures when using the share group protocol.", at_least(1), read_only=True),
+    ConfigDef("group.share.heartbeat.interval.ms", INT, 5000, "The heartbeat interval given "
+              "to the members of a share group.", at_least(1), read_only=True),
+    ConfigDef("group.share.max.size", INT, 200, "The maximum number of members that a single "
+              "share group can accommodate.", at_least(1), read_only=True),
+    ConfigDef("group.share.assignors", LS, ["simple"], "The server-side assignors as a list "
+              "of names; the list must contain only a single entry which is used by all "
+              "groups. The supported built-in assignors are: simple.", one_of("simple"),
+              read_only=True),
+    ConfigDef("group.share.max.share.sessions", INT, 2000, "The maximum number of share "
+              "sessions per broker.", at_least(1), read_only=True),
     ConfigDef("metrics.port", INT, 9404, "Port of the Prometheus /metrics endpoint "
               "(-1 disables it; 0 picks a free port).", at_least(-1), read_only=True),
     ConfigDef("controller.quorum.voters", LS, [], "The controller quorum as id@host:port "
@@ -519,15 +608,6 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 )
 
 
-
-def _catalogue_def(name: str, type_name: str, default: str | None, validator: str | None,
-                   read_only: bool = False, synonym: str | None = None) -> ConfigDef:
-    """A config Odradek does not act on, as Kafka's catalogue defines it."""
-    definition = ConfigDef(name, ConfigType[type_name], None, "", kafka_validator(validator),
-                           synonym, read_only)
-    if default is None:
-        return definition
-    return replace(definition, default=parse_value(replace(definition, validator=None), default))
 
 
 KAFKA_ONLY_BROKER_CONFIGS: dict[str, ConfigDef] = {

@@ -42,6 +42,7 @@ from odradek.broker.handlers.cluster import (
     handle_describe_topic_partitions,
     refuse_describe_log_dirs,
 )
+from odradek.broker.handlers.config_resources import handle_list_config_resources
 from odradek.broker.handlers.configs import (
     handle_alter_configs,
     handle_describe_configs,
@@ -60,6 +61,8 @@ from odradek.broker.handlers.groups import (
     handle_join_group,
     handle_leave_group,
     handle_list_groups,
+    handle_share_group_describe,
+    handle_share_group_heartbeat,
     handle_sync_group,
 )
 from odradek.broker.handlers.leader_epochs import handle_offset_for_leader_epoch
@@ -81,6 +84,15 @@ from odradek.broker.handlers.sasl import handle_sasl_authenticate, handle_sasl_h
 from odradek.broker.handlers.scram_credentials import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
+)
+from odradek.broker.handlers.share import handle_share_acknowledge, handle_share_fetch
+from odradek.broker.handlers.share_state import (
+    handle_delete_share_group_state,
+    handle_initialize_share_group_state,
+    handle_read_share_group_state,
+    handle_read_share_group_state_summary,
+    handle_write_share_group_state,
+    refuse_share_state,
 )
 from odradek.broker.handlers.topics import (
     handle_create_partitions,
@@ -142,8 +154,8 @@ API_TABLE: list[Api] = [
         refusal=refuse_offset_commit)),
     Api(9, 1, 9, handle_offset_fetch,
         access=Access(checks=checks((GROUP, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
-    Api(10, 0, 6, handle_find_coordinator,
-        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE)))),
+    Api(10, 0, 6, handle_find_coordinator, access=Access(checks=checks(
+        (GROUP, Op.DESCRIBE), (TXN, Op.DESCRIBE), (CLUSTER, Op.CLUSTER_ACTION)))),
     Api(11, 0, 9, handle_join_group, access=Access(gates=(group(Op.READ),))),
     Api(12, 0, 4, handle_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(13, 0, 5, handle_leave_group, access=Access(gates=(group(Op.READ),))),
@@ -182,9 +194,10 @@ API_TABLE: list[Api] = [
     Api(31, 1, 3, handle_delete_acls,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_delete_acls)),
     Api(32, 1, 4, handle_describe_configs, access=Access(checks=checks(
-        (TOPIC, Op.DESCRIBE_CONFIGS), (CLUSTER, Op.DESCRIBE_CONFIGS)))),
+        (TOPIC, Op.DESCRIBE_CONFIGS), (GROUP, Op.DESCRIBE_CONFIGS),
+        (CLUSTER, Op.DESCRIBE_CONFIGS)))),
     Api(33, 0, 2, handle_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(35, 1, 4, handle_describe_log_dirs,
         access=Access(gates=(cluster(Op.DESCRIBE),), refusal=refuse_describe_log_dirs)),
     Api(36, 0, 2, handle_sasl_authenticate, access=PUBLIC),
@@ -193,7 +206,7 @@ API_TABLE: list[Api] = [
     Api(43, 0, 2, handle_elect_leaders,
         access=Access(gates=(cluster(Op.ALTER),), refusal=refuse_elect_leaders)),
     Api(44, 0, 1, handle_incremental_alter_configs, access=Access(checks=checks(
-        (TOPIC, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
+        (TOPIC, Op.ALTER_CONFIGS), (GROUP, Op.ALTER_CONFIGS), (CLUSTER, Op.ALTER_CONFIGS)))),
     Api(45, 0, 1, handle_alter_partition_reassignments,
         access=Access(gates=(cluster(Op.ALTER),))),
     Api(46, 0, 0, handle_list_partition_reassignments,
@@ -217,8 +230,29 @@ API_TABLE: list[Api] = [
     Api(68, 0, 1, handle_consumer_group_heartbeat, access=Access(gates=(group(Op.READ),))),
     Api(69, 0, 1, handle_consumer_group_describe,
         access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(74, 0, 1, handle_list_config_resources,
+        access=Access(gates=(cluster(Op.DESCRIBE_CONFIGS),))),
     Api(75, 0, 0, handle_describe_topic_partitions,
         access=Access(checks=checks((TOPIC, Op.DESCRIBE)))),
+    # Kafka 4.1+ serves only v1 of the share group APIs (v0 was 4.0's early access).
+    Api(76, 1, 1, handle_share_group_heartbeat,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.DESCRIBE)))),
+    Api(77, 1, 1, handle_share_group_describe, access=Access(checks=checks((GROUP, Op.DESCRIBE)))),
+    Api(78, 1, 2, handle_share_fetch,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
+    Api(79, 1, 2, handle_share_acknowledge,
+        access=Access(gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)))),
+    # The share coordinator's state APIs, called by share-partition leaders (inter-broker).
+    Api(83, 0, 0, handle_initialize_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(84, 0, 0, handle_read_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(85, 0, 1, handle_write_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(86, 0, 0, handle_delete_share_group_state,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    Api(87, 0, 1, handle_read_share_group_state_summary,
+        access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
 ]
 
 

@@ -33,6 +33,9 @@ from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
 from odradek.broker.server import KafkaConnection
 from odradek.broker.services import BrokerServices
+from odradek.broker.share_fetch import SharePartitionManager
+from odradek.broker.share_persister import StatePersister
+from odradek.broker.share_runtime import ShareCoordinatorRuntime
 from odradek.broker.throttling import throttle
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
@@ -42,7 +45,7 @@ from odradek.grpc_tls import ControllerChannels
 from odradek.inter_broker import inter_broker_security
 from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
 from odradek.log.segment_swap import SwapHook
-from odradek.metadata.image import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from odradek.metadata.image import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from odradek.rpc import controller_pb2 as pb
 from odradek.security.scram import ScramCredential, ScramMechanism, stored_credential
 from odradek.service_runtime import every, run_service, start_metrics
@@ -155,7 +158,7 @@ class BrokerApp:
         services = build_services(broker, client, registration, progress)
         applier = MetadataApplier(broker, services.replicas.on_metadata,
                                   [services.groups.refresh_topics, services.txns.refresh_topics,
-                                   services.quotas.refresh])
+                                   services.shares.refresh_topics, services.quotas.refresh])
         lifecycle = BrokerLifecycle(
             client, registration, progress, broker.cluster_id,
             await loop.run_in_executor(None, self.advertised),
@@ -183,6 +186,8 @@ class BrokerApp:
             await services.groups.ensure_loaded()
         if TRANSACTION_STATE_TOPIC in broker.metadata.topics:
             await services.txns.ensure_loaded()
+        if SHARE_GROUP_STATE_TOPIC in broker.metadata.topics:
+            await services.shares.ensure_loaded()
         max_request = config.integer("socket.request.max.bytes")
         listener_connections: dict[str, set[KafkaConnection]] = {
             name: set() for name in self._sockets}
@@ -233,6 +238,8 @@ class BrokerApp:
                 server.close()
             services.groups.close()
             services.txns.close()
+            services.shares.close()
+            services.share_partitions.close()
             in_flight = [request for sockets in listener_connections.values() for c in list(sockets)
                          if (request := c.close()) is not None]
             for task in tasks:
@@ -253,7 +260,8 @@ class BrokerApp:
         """One listener's server: its connections' requests go to its dispatcher."""
         return await asyncio.get_running_loop().create_server(
             lambda: KafkaConnection(dispatcher, max_request, connections,
-                                    security.open_session, gate, pre_auth_cap),
+                                    security.open_session, gate, pre_auth_cap,
+                                    dispatcher.services.share_partitions.disconnected),
             sock=sock, backlog=1024, ssl=security.ssl_context)
 
     async def reload_stores(self) -> None:
@@ -335,8 +343,11 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
                                      broker.metrics.producer_ids_allocated.inc)
     quotas = QuotaManager(broker.config, lambda: broker.metadata.client_quotas, now_ms)
     quotas.register(broker.registry)
+    shares = ShareCoordinatorRuntime(broker, replicas, writer)
+    share_partitions = SharePartitionManager(broker, replicas, StatePersister(broker, shares))
+    groups.on_share_member_departed(share_partitions.member_departed)
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
-                          quotas, authorizer_for(broker))
+                          quotas, shares, share_partitions, authorizer_for(broker))
 
 
 async def _alter_partition(client: ControllerClient, registration: Registration,

@@ -16,6 +16,7 @@ from odradek.broker.metrics import BrokerMetrics
 from odradek.broker.partitions import PartitionWaiters, TopicPartition
 from odradek.clock import now_ms
 from odradek.config import BrokerConfig, effective_topic_config
+from odradek.group_config import EffectiveGroupConfig, group_config
 from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity
 from odradek.listeners import Endpoint
 from odradek.log.config import LogConfig
@@ -70,6 +71,7 @@ class Broker:
         self.registry = CollectorRegistry()
         self.metrics = BrokerMetrics(self.registry, self._partition_sizes)
         self._topic_configs: dict[str, dict[str, Any]] = {}
+        self._group_configs: dict[str, EffectiveGroupConfig] = {}
         self._flushes: dict[PartitionLog, asyncio.Future[None]] = {}
 
     def topic_config(self, topic: str) -> dict[str, Any]:
@@ -79,6 +81,15 @@ class Broker:
             state = self.metadata.topics.get(topic)
             overrides = state.configs if state is not None else {}
             config = self._topic_configs[topic] = effective_topic_config(self.config, overrides)
+        return config
+
+    def group_config(self, group_id: str) -> EffectiveGroupConfig:
+        """A group's effective configs (odradek/group_config.py): its own configs clamped into
+        this broker's bounds over this broker's group defaults. The group need not exist."""
+        config = self._group_configs.get(group_id)
+        if config is None:
+            overrides = self.metadata.group_configs.get(group_id, {})
+            config = self._group_configs[group_id] = group_config(overrides, self.config)
         return config
 
     def topic_config_preview(self, overrides: Mapping[str, str | None]) -> dict[str, Any]:
@@ -139,6 +150,7 @@ class Broker:
         if snapshot:
             self.metadata = ClusterMetadata()
             self._topic_configs.clear()
+            self._group_configs.clear()
             self.config.clear_dynamic()
         for record in records:
             if isinstance(record, RemoveTopicRecord):
@@ -159,6 +171,9 @@ class Broker:
                 case ConfigRecord(resource_type=ResourceType.BROKER):
                     self.config.set_dynamic({record.name: record.value}, record.resource_name)
                     reconfigured.update(self.metadata.topics)
+                    self._group_configs.clear()
+                case ConfigRecord(resource_type=ResourceType.GROUP, resource_name=group):
+                    self._group_configs.pop(group, None)
         if snapshot:
             reconfigured.update(self.metadata.topics)
         for topic in reconfigured:

@@ -1,10 +1,19 @@
 """The group coordinator's runtime: a shard per partition of `__consumer_offsets`, in the
-shell every internal-topic coordinator shares (coordinator_runtime.py)."""
+shell every internal-topic coordinator shares (coordinator_runtime.py).
+
+What the share-partition side (ShareFetch, ShareAcknowledge) hears of share groups:
+
+- `on_share_member_departed(listener)`: `listener(group_id, member_id)` is called once the
+  records removing a member are committed, whether it left (ShareGroupHeartbeat with epoch
+  -1) or was fenced (no heartbeat within `group.share.session.timeout.ms`); the records it
+  acquired must then be released. It is called on the event loop and must not block.
+"""
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import (
@@ -16,13 +25,22 @@ from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.clock import now_ms
 from odradek.group.classic import Output
-from odradek.group.coordinator import GroupCoordinatorShard, group_type, partition_for
+from odradek.group.coordinator import (
+    GroupCoordinatorShard,
+    group_type,
+    partition_for,
+)
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
 from odradek.group.records import Record
 from odradek.metadata.image import OFFSETS_TOPIC
 
 __all__ = ["CoordinatorUnavailable", "GroupCoordinatorRuntime", "NotCoordinator"]
+
+log = logging.getLogger(__name__)
+
+ShareDepartureListener = Callable[[str, str], None]
+"""(group id, member id) of a share group member that left or was fenced."""
 
 
 class BrokerTopics:
@@ -52,10 +70,17 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         self.config = GroupConfig.from_broker_config(broker.config)
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()
+        self._share_departure_listeners: list[ShareDepartureListener] = []
         broker.metrics.register_groups(self._group_states, self._offset_count)
 
+    def on_share_member_departed(self, listener: ShareDepartureListener) -> None:
+        """Call `listener(group_id, member_id)` whenever a share group member leaves or is
+        fenced, once the records removing it are committed."""
+        self._share_departure_listeners.append(listener)
+
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(self.config, self.topics, self.rng)
+        return GroupCoordinatorShard(self.config, self.topics, self.rng,
+                                     self.broker.group_config)
 
     def replay(self, shard: GroupCoordinatorShard, key: bytes, value: bytes | None,
                producer_id: int) -> None:
@@ -91,6 +116,13 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
     def released(self, partition: int, out: Output) -> None:
         for protocol, duration_ms in out.rebalances:
             self.broker.metrics.count_rebalance(protocol, duration_ms)
+        for group_id, member_id in out.departed:
+            for listener in self._share_departure_listeners:
+                try:
+                    listener(group_id, member_id)
+                except Exception:
+                    log.exception("share group %s: the departure of %s was not handled",
+                                  group_id, member_id)
 
     def topics_changed(self, partition: int, shard: GroupCoordinatorShard) -> Output:
         return shard.refresh_topics(now_ms())

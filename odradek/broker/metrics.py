@@ -297,6 +297,7 @@ class _GroupCollector(Collector):
         by_state: dict[str, int] = {state: 0 for state in ClassicState}
         by_protocol = {"classic": 0, "consumer": 0}
         consumer_states: dict[str, int] = {}
+        share_states: dict[str, int] = {}
         total = 0
         for _, group_type, state, _ in self._states():
             total += 1
@@ -304,7 +305,8 @@ class _GroupCollector(Collector):
             if group_type == "classic":
                 by_state[state] = by_state.get(state, 0) + 1
             else:
-                consumer_states[state.lower()] = consumer_states.get(state.lower(), 0) + 1
+                states = share_states if group_type == "share" else consumer_states
+                states[state.lower()] = states.get(state.lower(), 0) + 1
         yield GaugeMetricFamily(prefix + "numgroups", "Groups on this coordinator.", total)
         for state in ClassicState:
             yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
@@ -320,6 +322,12 @@ class _GroupCollector(Collector):
         for state, count in sorted(consumer_states.items()):
             consumer.add_metric([state], count)
         yield consumer
+        share = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_share_group_count",
+            "Share groups (KIP-932) per state.", labels=["state"])
+        for state, count in sorted(share_states.items()):
+            share.add_metric([state], count)
+        yield share
         yield GaugeMetricFamily(prefix + "numoffsets",
                                 "Committed offsets held by this coordinator.",
                                 self._offset_count())

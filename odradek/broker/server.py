@@ -81,8 +81,11 @@ class KafkaConnection(asyncio.Protocol):
         open_session: OpenSession = lambda transport, peer: Session(peer),
         gate: Gate | None = None,
         pre_auth_max_bytes: int | None = None,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         self._dispatch = dispatch
+        self._on_close = on_close
+        """Told the peer ("host:port") once the connection is closed."""
         self._open_session = open_session
         self._session = Session("?")
         self._max_request_bytes = max_request_bytes
@@ -302,6 +305,8 @@ class KafkaConnection(asyncio.Protocol):
     def _close(self) -> None:
         if self._gate is not None and not self._closed and (self._admitted or self._waiting):
             self._gate.release(self)
+        if self._on_close is not None and not self._closed:
+            self._on_close(self._peer)
         self._waiting = self._admitted = False
         self._closed = True
         if self._muted is not None:

@@ -12,6 +12,8 @@ from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.quota_manager import QuotaManager
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.share_fetch import SharePartitionManager
+from odradek.broker.share_runtime import ShareCoordinatorRuntime
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 
@@ -32,5 +34,9 @@ class BrokerServices:
     """Transaction markers appended to partitions this broker leads."""
     quotas: QuotaManager
     """The client quotas' measurements (produce, fetch, request, controller mutation)."""
+    shares: ShareCoordinatorRuntime
+    """The share coordinator: share groups' state in `__share_group_state`."""
+    share_partitions: SharePartitionManager
+    """The share-partitions this broker leads, and its members' share sessions."""
     authorizer: BrokerAuthorizer | None = None
     """The ACLs' decisions; None when `authorizer.class.name` is empty."""

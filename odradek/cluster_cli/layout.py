@@ -20,10 +20,12 @@ _random = random.SystemRandom()
 CONTROLLER_ID_BASE = 1000
 """Controllers are node 1001, 1002, ...: node ids are unique across roles, as Kafka requires."""
 OFFSETS_REPLICATION = 3
-"""Kafka's offsets.topic.replication.factor (and transaction.state.log.replication.factor),
-capped at the broker count of small clusters."""
+"""Kafka's offsets.topic.replication.factor (and transaction.state.log.replication.factor,
+share.coordinator.state.topic.replication.factor), capped at the broker count of small
+clusters."""
 TRANSACTION_LOG_MIN_ISR = 2
-"""Kafka's transaction.state.log.min.isr, capped at the transaction log's replication."""
+"""Kafka's transaction.state.log.min.isr (and share.coordinator.state.topic.min.isr), capped at
+the topic's replication."""
 CLUSTER_FILE = "cluster.json"
 CONTROLLER = "CONTROLLER"
 """The controllers' listener name (Kafka's controller.listener.names default)."""
@@ -134,6 +136,9 @@ def properties(layout: Layout, node: Node, overrides: dict[str, str],
         "offsets.topic.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
         "transaction.state.log.replication.factor": str(min(OFFSETS_REPLICATION, brokers)),
         "transaction.state.log.min.isr": str(min(TRANSACTION_LOG_MIN_ISR, brokers)),
+        "share.coordinator.state.topic.replication.factor": str(min(OFFSETS_REPLICATION,
+                                                                    brokers)),
+        "share.coordinator.state.topic.min.isr": str(min(TRANSACTION_LOG_MIN_ISR, brokers)),
         **({"broker.rack": racks[(node.id - 1) % len(racks)]}
            if racks and node.role == "broker" else {}),
         **overrides,

@@ -122,7 +122,7 @@ class ControllerApp:
         persisted = await loop.run_in_executor(None, store.load)
         session_ms = self.config.integer("broker.session.timeout.ms")
         unclean = bool(self.config["unclean.leader.election.enable"])
-        machine = ControllerMachine(lambda: QuorumController(session_ms, unclean))
+        machine = ControllerMachine(lambda: QuorumController(session_ms, unclean, self.config))
         if persisted.snapshot is not None:
             machine.restore(persisted.snapshot)
         server = grpc.aio.server(options=channel_options())

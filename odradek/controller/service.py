@@ -238,6 +238,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 controller = self.machine.controller
                 if resource.resource_type == ResourceType.TOPIC:
                     return controller.alter_topic_configs(resource.resource_name, changes), None
+                if resource.resource_type == ResourceType.GROUP:
+                    return controller.alter_group_configs(resource.resource_name, changes), None
                 return controller.alter_broker_configs(resource.resource_name, changes), None
 
             result = pb.ConfigResult(resource_type=resource.resource_type,

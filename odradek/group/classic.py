@@ -51,11 +51,15 @@ class Output:
     """(protocol, duration ms) of each completed rebalance, for metrics."""
     transaction: tuple[int, int] | None = None
     """(producer id, epoch) when the records belong to a transaction (TxnOffsetCommit)."""
+    departed: list[tuple[str, str]] = field(default_factory=list)
+    """(group id, member id) of share group members that left or were fenced: the records
+    they acquired must be released once the records are written."""
 
     def extend(self, other: Output) -> None:
         self.records.extend(other.records)
         self.responses.extend(other.responses)
         self.rebalances.extend(other.rebalances)
+        self.departed.extend(other.departed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -350,8 +350,8 @@ class ConsumerGroup:
             "client_host": m.client_host,
             "subscribed_topic_names": sorted(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
-            "assignment": _described_assignment(m.assigned, topics),
-            "target_assignment": _described_assignment(self.target.get(m.member_id, {}), topics),
+            "assignment": described_assignment(m.assigned, topics),
+            "target_assignment": described_assignment(self.target.get(m.member_id, {}), topics),
             "member_type": 1,
         } for m in self.members.values()]
         return {
@@ -375,7 +375,7 @@ def _count(refs: dict[str, int], key: str, delta: int) -> None:
         del refs[key]
 
 
-def _described_assignment(assignment: Assignment, topics: TopicsView) -> dict[str, Any]:
+def described_assignment(assignment: Assignment, topics: TopicsView) -> dict[str, Any]:
     described = []
     for topic_id, partitions in sorted(assignment.items()):
         info = topics.by_id(topic_id)

@@ -33,7 +33,7 @@ from odradek.group.consumer_group import (
     to_topic_partitions,
 )
 from odradek.group.consumer_reconciliation import reconcile
-from odradek.group.model import GroupContext, GroupError, TimerKey, TopicsView
+from odradek.group.model import Changes, GroupContext, GroupError, TimerKey, TopicsView
 from odradek.group.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -48,8 +48,6 @@ from odradek.group.records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     Record,
-    RecordKey,
-    RecordValue,
     TopicMetadata,
     TopicPartitions,
 )
@@ -89,16 +87,7 @@ class HeartbeatResponse:
     assignment: tuple[TopicPartitions, ...] | None
 
 
-class _Changes:
-    """The records a handler emits, replayed as they come into a draft of the group."""
-
-    def __init__(self, group: ConsumerGroup) -> None:
-        self.draft = group.copy()
-        self.records: list[Record] = []
-
-    def add(self, key: RecordKey, value: RecordValue | None) -> None:
-        self.records.append((key, value))
-        self.draft.replay(key, value)
+_Changes = Changes[ConsumerGroup]
 
 
 def heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
@@ -214,7 +203,7 @@ def _heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
         else:
             ctx.timers.cancel(rebalance_timer)
     ctx.timers.schedule((SESSION_TIMER, group.group_id, member_id),
-                        ctx.now_ms + ctx.config.consumer_session_timeout_ms)
+                        ctx.now_ms + ctx.consumer_session_timeout_ms(group.group_id))
 
     final = draft.members[member_id]
     owned = None if request.topic_partitions is None else from_topic_partitions(
@@ -226,7 +215,7 @@ def _heartbeat(group: ConsumerGroup | None, request: HeartbeatRequest,
                        or (owned is not None and owned != final.assigned))
     return changes.records, HeartbeatResponse(
         ErrorCode.none, None, member_id, final.member_epoch,
-        ctx.config.consumer_heartbeat_interval_ms,
+        ctx.consumer_heartbeat_interval_ms(group.group_id),
         to_topic_partitions(final.assigned) if send_assignment else None,
     )
 
@@ -467,7 +456,7 @@ def schedule_loaded_timers(group: ConsumerGroup, ctx: GroupContext) -> None:
     revoking partitions must finish within its rebalance timeout."""
     for member in group.members.values():
         ctx.timers.schedule((SESSION_TIMER, group.group_id, member.member_id),
-                            ctx.now_ms + ctx.config.consumer_session_timeout_ms)
+                            ctx.now_ms + ctx.consumer_session_timeout_ms(group.group_id))
         if member.state == UNREVOKED_PARTITIONS:
             ctx.timers.schedule((REBALANCE_TIMER, group.group_id, member.member_id),
                                 ctx.now_ms + member.rebalance_timeout_ms)

@@ -16,12 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.group import classic, consumer_group, consumer_handlers
+from odradek.group import classic, consumer_group, consumer_handlers, share_handlers
 from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
 from odradek.group.classic_state import ClassicState
 from odradek.group.consumer_group import ConsumerGroup
 from odradek.group.consumer_handlers import HeartbeatRequest, HeartbeatResponse
-from odradek.group.model import GroupConfig, GroupContext, GroupError, Timers, TopicsView
+from odradek.group.model import (
+    GroupConfig,
+    GroupConfigs,
+    GroupContext,
+    GroupError,
+    Timers,
+    TopicsView,
+)
 from odradek.group.records import (
     ConsumerGroupMetadataKey,
     GroupMetadataKey,
@@ -31,16 +38,28 @@ from odradek.group.records import (
     Record,
     RecordKey,
     RecordValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMetadataKey,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey,
 )
+from odradek.group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
+from odradek.group.share_handlers import ShareHeartbeatRequest
 
 if TYPE_CHECKING:
     import random
 
-Group = ClassicGroup | ConsumerGroup
+Group = ClassicGroup | ConsumerGroup | ShareGroup
 TopicPartition = tuple[str, int]
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
+SHARE_KEYS = (ShareGroupMetadataKey, ShareGroupMemberMetadataKey,
+              ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMemberKey,
+              ShareGroupCurrentMemberAssignmentKey, ShareGroupStatePartitionMetadataKey)
 FIRST_OFFSET_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
 CLASSIC_TIMERS = frozenset({classic.JOIN_TIMER, classic.SYNC_TIMER, classic.SESSION_TIMER,
                             classic.PENDING_TIMER})
@@ -98,6 +117,8 @@ def partition_for(group_id: str, partitions: int) -> int:
 
 
 def group_type(group: Group) -> str:
+    if isinstance(group, ShareGroup):
+        return SHARE
     return CONSUMER if isinstance(group, ConsumerGroup) else CLASSIC
 
 
@@ -106,10 +127,13 @@ def group_state(group: Group) -> str:
 
 
 class GroupCoordinatorShard:
-    def __init__(self, config: GroupConfig, topics: TopicsView, rng: random.Random) -> None:
+    def __init__(self, config: GroupConfig, topics: TopicsView, rng: random.Random,
+                 group_configs: GroupConfigs | None = None) -> None:
         self.config = config
         self.topics = topics
         self.rng = rng
+        self.group_configs = group_configs
+        """Each group's own configs (consumer.session.timeout.ms, ...); None: the broker's."""
         self.timers = Timers()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
@@ -121,7 +145,8 @@ class GroupCoordinatorShard:
         """KIP-848 groups whose epoch moved and that are not yet Stable (for metrics)."""
 
     def context(self, now_ms: int) -> GroupContext:
-        return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng)
+        return GroupContext(now_ms, self.topics, self.config, self.timers, self.rng,
+                            self.group_configs)
 
     # Replay: the one path that changes offsets and KIP-848 groups.
 
@@ -143,6 +168,8 @@ class GroupCoordinatorShard:
                 else:
                     assert isinstance(value, GroupMetadataValue)
                     self.groups[group_id] = ClassicGroup.from_record(group_id, value)
+            case _ if isinstance(key, SHARE_KEYS):
+                self._replay_share_group(key, value)
             case _:
                 self._replay_consumer_group(key, value)
 
@@ -180,6 +207,18 @@ class GroupCoordinatorShard:
         if isinstance(key, ConsumerGroupMetadataKey) and value is None:
             del self.groups[group_id]
 
+    def _replay_share_group(self, key: RecordKey, value: RecordValue | None) -> None:
+        group_id: str = key.group_id  # type: ignore[union-attr]
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            if value is None:
+                return
+            group = ShareGroup(group_id)
+            self.groups[group_id] = group
+        group.replay(key, value)
+        if isinstance(key, ShareGroupMetadataKey) and value is None:
+            del self.groups[group_id]
+
     def _apply(self, records: Iterable[Record]) -> None:
         """Replay records a handler produced; classic group records are skipped, as their
         handlers already changed the group."""
@@ -193,6 +232,8 @@ class GroupCoordinatorShard:
         for group in self.groups.values():
             if isinstance(group, ClassicGroup):
                 classic.schedule_loaded_sessions(group, ctx)
+            elif isinstance(group, ShareGroup):
+                share_handlers.schedule_loaded_timers(group, ctx)
             else:
                 consumer_handlers.schedule_loaded_timers(group, ctx)
 
@@ -203,6 +244,8 @@ class GroupCoordinatorShard:
         """The classic group the request joins; an empty KIP-848 group gives way to it, but
         only for a request that a new classic group would accept."""
         group = self.groups.get(request.group_id)
+        if isinstance(group, ShareGroup):
+            raise GroupError(ErrorCode.inconsistent_group_protocol)
         if isinstance(group, ConsumerGroup):
             if not group.is_empty():
                 raise GroupError(ErrorCode.inconsistent_group_protocol,
@@ -229,7 +272,7 @@ class GroupCoordinatorShard:
 
     def sync_group(self, token: Token, request: SyncRequest, now_ms: int) -> Output:
         group = self.groups.get(request.group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup | ShareGroup):
             error = GroupError(ErrorCode.unknown_member_id, "Not a classic group")
             return Output(responses=[(token, classic.sync_error(error))])
         return classic.sync(group, token, request, self.context(now_ms))
@@ -237,7 +280,7 @@ class GroupCoordinatorShard:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int, now_ms: int) -> ErrorCode:
         group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup | ShareGroup):
             return ErrorCode.unknown_member_id
         return classic.heartbeat(group, member_id, instance_id, generation,
                                  self.context(now_ms))
@@ -245,7 +288,7 @@ class GroupCoordinatorShard:
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]],
                     now_ms: int) -> tuple[list[ErrorCode], Output]:
         group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup | ShareGroup):
             return [ErrorCode.unknown_member_id for _ in members], Output()
         return classic.leave(group, members, self.context(now_ms))
 
@@ -256,6 +299,10 @@ class GroupCoordinatorShard:
         out = Output()
         group = self.groups.get(request.group_id)
         converted = None
+        if isinstance(group, ShareGroup):
+            return HeartbeatResponse(ErrorCode.group_id_not_found,
+                                     f"Group {request.group_id} is not a consumer group.",
+                                     None, 0, 0, None), out
         if isinstance(group, ClassicGroup):
             if not group.is_empty():
                 return _heartbeat_error(request, ErrorCode.group_id_not_found,
@@ -289,13 +336,46 @@ class GroupCoordinatorShard:
     def consumer_group_describe(self, group_id: str) -> dict[str, Any]:
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
-            message = (f"Group {group_id} is not a consumer group" if group is not None
-                       else f"Group {group_id} not found")
+            message = (f"Group {group_id} is not a consumer group." if group is not None
+                       else f"Group {group_id} not found.")
             return {"error_code": ErrorCode.group_id_not_found, "error_message": message,
                     "group_id": group_id, "group_state": "", "group_epoch": 0,
                     "assignment_epoch": 0, "assignor_name": "", "members": [],
                     "authorized_operations": -2147483648}
         return group.describe(self.topics, self.config.consumer_assignors[0])
+
+    # KIP-932 share groups.
+
+    def share_heartbeat(self, request: ShareHeartbeatRequest,
+                        now_ms: int) -> tuple[HeartbeatResponse, Output]:
+        out = Output()
+        group = self.groups.get(request.group_id)
+        if group is not None and not isinstance(group, ShareGroup):
+            try:
+                share_handlers.validate(request)
+            except GroupError as error:
+                return share_handlers.error_response(error.error_code, error.message), out
+            return share_handlers.error_response(
+                ErrorCode.group_id_not_found,
+                f"Group {request.group_id} is not a share group."), out
+        records, response = share_handlers.heartbeat(group, request, self.context(now_ms))
+        self._apply(records)
+        out.records.extend(records)
+        if (request.member_epoch == share_handlers.LEAVE_GROUP_EPOCH
+                and response.error_code == ErrorCode.none):
+            out.departed.append((request.group_id, request.member_id))
+        return response, out
+
+    def share_group_describe(self, group_id: str) -> dict[str, Any]:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            message = (f"Group {group_id} is not a share group." if group is not None
+                       else f"Group {group_id} not found.")
+            return {"error_code": ErrorCode.group_id_not_found, "error_message": message,
+                    "group_id": group_id, "group_state": "", "group_epoch": 0,
+                    "assignment_epoch": 0, "assignor_name": "", "members": [],
+                    "authorized_operations": -2147483648}
+        return group.describe(self.topics, self.config.share_assignors[0])
 
     def refresh_topics(self, now_ms: int) -> Output:
         """Topics were created, deleted or grew: KIP-848 groups subscribed to them move to
@@ -309,6 +389,10 @@ class GroupCoordinatorShard:
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group.group_id, epoch, now_ms, out)
+            elif isinstance(group, ShareGroup) and not group.is_empty():
+                records = share_handlers.refresh_metadata(group, ctx)
+                self._apply(records)
+                out.records.extend(records)
         return out
 
     # Offsets.
@@ -367,6 +451,9 @@ class GroupCoordinatorShard:
             if not request.group_id:
                 raise GroupError(ErrorCode.invalid_group_id)
             return
+        if isinstance(group, ShareGroup):
+            raise GroupError(ErrorCode.group_id_not_found,
+                             f"Group {request.group_id} is not a consumer group.")
         if isinstance(group, ConsumerGroup):
             group.validate_offset_commit(request.member_id, request.group_instance_id,
                                          request.generation_or_epoch)
@@ -381,6 +468,9 @@ class GroupCoordinatorShard:
         """Committed offsets of the partitions asked for (offset -1 for none), or of all
         partitions when topics is None. Raises GroupError."""
         group = self.groups.get(group_id)
+        if isinstance(group, ShareGroup):
+            raise GroupError(ErrorCode.group_id_not_found,
+                             f"Group {group_id} is not a consumer group.")
         if isinstance(group, ConsumerGroup):
             group.validate_offset_fetch(member_id, member_epoch)
         elif member_epoch >= 0 and group is None:
@@ -405,7 +495,7 @@ class GroupCoordinatorShard:
         """OffsetDelete: ((group error, partition errors), output)."""
         out = Output()
         group = self.groups.get(group_id)
-        if group is None or group.state == ClassicState.DEAD:
+        if group is None or isinstance(group, ShareGroup) or group.state == ClassicState.DEAD:
             return (ErrorCode.group_id_not_found, {}), out
         subscribed: set[str] | None
         if isinstance(group, ConsumerGroup):
@@ -436,12 +526,8 @@ class GroupCoordinatorShard:
         wanted_types = {t.lower() for t in types}
         listings = []
         for group in self.groups.values():
-            listing = GroupListing(
-                group.group_id,
-                consumer_group.CONSUMER_PROTOCOL_TYPE if isinstance(group, ConsumerGroup)
-                else group.protocol_type or "",
-                group.state, group_type(group),
-            )
+            listing = GroupListing(group.group_id, _protocol_type(group), group.state,
+                                   group_type(group))
             if wanted_states and listing.state.lower() not in wanted_states:
                 continue
             if wanted_types and listing.group_type not in wanted_types:
@@ -456,8 +542,8 @@ class GroupCoordinatorShard:
         missing = group is None
         return {
             "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
-            "error_message": f"Group {group_id} not found" if missing
-            else f"Group {group_id} is not a classic group",
+            "error_message": f"Group {group_id} not found." if missing
+            else f"Group {group_id} is not a classic group.",
             "group_id": group_id, "group_state": ClassicState.DEAD, "protocol_type": "",
             "protocol_data": "", "members": [], "authorized_operations": -2147483648,
         }
@@ -470,7 +556,7 @@ class GroupCoordinatorShard:
         if not group.is_empty():
             return ErrorCode.non_empty_group, out
         out.records.extend(_offset_tombstones(group_id, self.offsets.get(group_id, {})))
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup | ShareGroup):
             out.records.extend(group.deletion_records())
         else:
             out.records.append((GroupMetadataKey(group_id), None))
@@ -507,6 +593,12 @@ class GroupCoordinatorShard:
                 self._apply(records)
                 out.records.extend(records)
                 self._track_rebalance(group_id, epoch, now_ms, out)
+            elif isinstance(group, ShareGroup) and kind == share_handlers.SESSION_TIMER:
+                records = share_handlers.on_timer(group, key, ctx)
+                self._apply(records)
+                out.records.extend(records)
+                if records:
+                    out.departed.append((group_id, rest[0]))
         return out
 
     def expire_offsets(self, now_ms: int) -> Output:
@@ -526,7 +618,8 @@ class GroupCoordinatorShard:
             self._apply(records)
             out.records.extend(records)
         for group_id, group in list(self.groups.items()):
-            if group_id in self.offsets or not group.is_empty():
+            # Share groups keep their offsets in the share-partition state: they never expire.
+            if group_id in self.offsets or not group.is_empty() or isinstance(group, ShareGroup):
                 continue
             if isinstance(group, ClassicGroup):
                 if group.pending_members or group.state != ClassicState.EMPTY:
@@ -556,6 +649,14 @@ def _expired(group: Group | None, topic: str, value: OffsetCommitValue, retentio
     elif isinstance(group, ConsumerGroup) and topic in group.subscribed_topic_names():
         return False
     return now_ms >= value.commit_timestamp + retention
+
+
+def _protocol_type(group: Group) -> str:
+    if isinstance(group, ShareGroup):
+        return SHARE_PROTOCOL_TYPE
+    if isinstance(group, ConsumerGroup):
+        return consumer_group.CONSUMER_PROTOCOL_TYPE
+    return group.protocol_type or ""
 
 
 def _offset_tombstones(group_id: str,

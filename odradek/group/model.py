@@ -7,14 +7,17 @@ import heapq
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from odradek.config import BrokerConfig
+from odradek.group.records import Record, RecordKey, RecordValue
 
 if TYPE_CHECKING:
     import random
+
+    from odradek.group_config import EffectiveGroupConfig
 
 
 class GroupError(Exception):
@@ -40,11 +43,16 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
+    share_assignors: tuple[str, ...] = ("simple",)
 
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
         assignors = config["group.consumer.assignors"]
-        assert isinstance(assignors, list)
+        share_assignors = config["group.share.assignors"]
+        assert isinstance(assignors, list) and isinstance(share_assignors, list)
         return cls(
             initial_rebalance_delay_ms=config.integer("group.initial.rebalance.delay.ms"),
             min_session_timeout_ms=config.integer("group.min.session.timeout.ms"),
@@ -58,6 +66,10 @@ class GroupConfig:
             ),
             consumer_max_size=config.integer("group.consumer.max.size"),
             consumer_assignors=tuple(str(name) for name in assignors),
+            share_session_timeout_ms=config.integer("group.share.session.timeout.ms"),
+            share_heartbeat_interval_ms=config.integer("group.share.heartbeat.interval.ms"),
+            share_max_size=config.integer("group.share.max.size"),
+            share_assignors=tuple(str(name) for name in share_assignors),
         )
 
 
@@ -145,6 +157,12 @@ class Timers:
         return key in self._deadlines
 
 
+class GroupConfigs(Protocol):
+    """Each group's own configs by group id (the broker's `Broker.group_config`)."""
+
+    def __call__(self, group_id: str) -> EffectiveGroupConfig: ...
+
+
 @dataclass(slots=True)
 class GroupContext:
     """What a handler may read besides group state: the time, the topics, the settings, the
@@ -155,9 +173,48 @@ class GroupContext:
     config: GroupConfig
     timers: Timers
     rng: random.Random
+    group_configs: GroupConfigs | None = None
+    """Each group's own configs (odradek/group_config.py); None: the broker's for all."""
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else group.consumer.session.timeout.ms
+        (GroupMetadataManager.consumerGroupSessionTimeoutMs)."""
+        if self.group_configs is None:
+            return self.config.consumer_session_timeout_ms
+        return self.group_configs(group_id).consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's
+        group.consumer.heartbeat.interval.ms."""
+        if self.group_configs is None:
+            return self.config.consumer_heartbeat_interval_ms
+        return self.group_configs(group_id).consumer_heartbeat_interval_ms
 
     def new_member_id(self, prefix: str = "") -> str:
         """Kafka's form: the client id, a dash and a random UUID."""
         member_uuid = uuid.UUID(int=self.rng.getrandbits(128), version=4)
         return f"{prefix}-{member_uuid}" if prefix else str(member_uuid)
 
+
+
+class Replayable(Protocol):
+    """A group that records change: a KIP-848 consumer group or a share group."""
+
+    def copy(self) -> Self: ...
+
+    def replay(self, key: RecordKey, value: RecordValue | None) -> None: ...
+
+
+G = TypeVar("G", bound=Replayable)
+
+
+class Changes(Generic[G]):
+    """The records a handler emits, replayed as they come into a draft of the group."""
+
+    def __init__(self, group: G) -> None:
+        self.draft: G = group.copy()
+        self.records: list[Record] = []
+
+    def add(self, key: RecordKey, value: RecordValue | None) -> None:
+        self.records.append((key, value))
+        self.draft.replay(key, value)

@@ -40,8 +40,22 @@ from odradek.group.records import (
     Record,
     RecordKey,
     RecordValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
+    ShareTopicInfo,
     TopicMetadata,
     TopicPartitions,
+    TopicPartitionsInfo,
 )
 from odradek.protocol.coordinator_serde import (
     RecordFormatError,
@@ -287,6 +301,139 @@ def _write_regex(w: RecordWriter, _version: int, v: ConsumerGroupRegularExpressi
     w.end_struct()
 
 
+# Share groups (KIP-932): all flexible, version 0.
+
+
+def _read_share_epoch(r: RecordReader, _version: int) -> ShareGroupMetadataValue:
+    value = ShareGroupMetadataValue(epoch=r.int32(), metadata_hash=r.int64())
+    r.end_struct()
+    return value
+
+
+def _write_share_epoch(w: RecordWriter, _version: int, v: ShareGroupMetadataValue) -> None:
+    w.int32(v.epoch)
+    w.int64(v.metadata_hash)
+    w.end_struct()
+
+
+def _read_share_member(r: RecordReader, _version: int) -> ShareGroupMemberMetadataValue:
+    value = ShareGroupMemberMetadataValue(
+        rack_id=r.nullable_string(), client_id=r.string(), client_host=r.string(),
+        subscribed_topic_names=r.array(r.string),
+    )
+    r.end_struct()
+    return value
+
+
+def _write_share_member(w: RecordWriter, _version: int, v: ShareGroupMemberMetadataValue) -> None:
+    w.string(v.rack_id)
+    w.string(v.client_id)
+    w.string(v.client_host)
+    w.array(v.subscribed_topic_names, w.string)
+    w.end_struct()
+
+
+_ASSIGNMENT_TIMESTAMP_TAG = 0
+
+
+def _read_share_target_epoch(
+    r: RecordReader, _version: int
+) -> ShareGroupTargetAssignmentMetadataValue:
+    epoch = r.int32()
+    tagged = r.tagged_fields()
+    raw = tagged.get(_ASSIGNMENT_TIMESTAMP_TAG)
+    timestamp = 0 if raw is None else struct.unpack(">q", raw)[0]
+    return ShareGroupTargetAssignmentMetadataValue(epoch, timestamp)
+
+
+def _write_share_target_epoch(
+    w: RecordWriter, _version: int, v: ShareGroupTargetAssignmentMetadataValue
+) -> None:
+    w.int32(v.assignment_epoch)
+    tagged = [] if v.assignment_timestamp == 0 else [
+        (_ASSIGNMENT_TIMESTAMP_TAG, struct.pack(">q", v.assignment_timestamp))]
+    w.end_struct(tagged)
+
+
+def _read_share_target_member(
+    r: RecordReader, _version: int
+) -> ShareGroupTargetAssignmentMemberValue:
+    value = ShareGroupTargetAssignmentMemberValue(topic_partitions=_read_topic_partitions(r))
+    r.end_struct()
+    return value
+
+
+def _write_share_target_member(
+    w: RecordWriter, _version: int, v: ShareGroupTargetAssignmentMemberValue
+) -> None:
+    _write_topic_partitions(w, v.topic_partitions)
+    w.end_struct()
+
+
+def _read_share_current(r: RecordReader, _version: int) -> ShareGroupCurrentMemberAssignmentValue:
+    value = ShareGroupCurrentMemberAssignmentValue(
+        member_epoch=r.int32(), previous_member_epoch=r.int32(), state=r.int8(),
+        assigned_partitions=_read_topic_partitions(r),
+    )
+    r.end_struct()
+    return value
+
+
+def _write_share_current(
+    w: RecordWriter, _version: int, v: ShareGroupCurrentMemberAssignmentValue
+) -> None:
+    w.int32(v.member_epoch)
+    w.int32(v.previous_member_epoch)
+    w.int8(v.state)
+    _write_topic_partitions(w, v.assigned_partitions)
+    w.end_struct()
+
+
+def _read_partitions_info(r: RecordReader) -> TopicPartitionsInfo:
+    value = TopicPartitionsInfo(topic_id=r.uuid(), topic_name=r.string(),
+                                partitions=r.array(r.int32))
+    r.end_struct()
+    return value
+
+
+def _read_topic_info(r: RecordReader) -> ShareTopicInfo:
+    value = ShareTopicInfo(topic_id=r.uuid(), topic_name=r.string())
+    r.end_struct()
+    return value
+
+
+def _read_state_partitions(
+    r: RecordReader, _version: int
+) -> ShareGroupStatePartitionMetadataValue:
+    value = ShareGroupStatePartitionMetadataValue(
+        initializing_topics=r.array(lambda: _read_partitions_info(r)),
+        initialized_topics=r.array(lambda: _read_partitions_info(r)),
+        deleting_topics=r.array(lambda: _read_topic_info(r)),
+    )
+    r.end_struct()
+    return value
+
+
+def _write_state_partitions(
+    w: RecordWriter, _version: int, v: ShareGroupStatePartitionMetadataValue
+) -> None:
+    def info(t: TopicPartitionsInfo) -> None:
+        w.uuid(t.topic_id)
+        w.string(t.topic_name)
+        w.array(t.partitions, w.int32)
+        w.end_struct()
+
+    def deleting(t: ShareTopicInfo) -> None:
+        w.uuid(t.topic_id)
+        w.string(t.topic_name)
+        w.end_struct()
+
+    w.array(v.initializing_topics, info)
+    w.array(v.initialized_topics, info)
+    w.array(v.deleting_topics, deleting)
+    w.end_struct()
+
+
 @dataclass(frozen=True, slots=True)
 class _Layout:
     record_type: int
@@ -345,6 +492,36 @@ _LAYOUTS = (
         16, ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue,
         lambda r: ConsumerGroupRegularExpressionKey(r.string(), r.string()),
         _read_regex, _write_regex, 0, 0, 0,
+    ),
+    _Layout(
+        10, ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue,
+        lambda r: ShareGroupMemberMetadataKey(r.string(), r.string()),
+        _read_share_member, _write_share_member, 0, 0, 0,
+    ),
+    _Layout(
+        11, ShareGroupMetadataKey, ShareGroupMetadataValue,
+        lambda r: ShareGroupMetadataKey(r.string()), _read_share_epoch, _write_share_epoch,
+        0, 0, 0,
+    ),
+    _Layout(
+        12, ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue,
+        lambda r: ShareGroupTargetAssignmentMetadataKey(r.string()),
+        _read_share_target_epoch, _write_share_target_epoch, 0, 0, 0,
+    ),
+    _Layout(
+        13, ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue,
+        lambda r: ShareGroupTargetAssignmentMemberKey(r.string(), r.string()),
+        _read_share_target_member, _write_share_target_member, 0, 0, 0,
+    ),
+    _Layout(
+        14, ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue,
+        lambda r: ShareGroupCurrentMemberAssignmentKey(r.string(), r.string()),
+        _read_share_current, _write_share_current, 0, 0, 0,
+    ),
+    _Layout(
+        15, ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue,
+        lambda r: ShareGroupStatePartitionMetadataKey(r.string()),
+        _read_state_partitions, _write_state_partitions, 0, 0, 0,
     ),
 )
 _BY_KEY = {layout.key: layout for layout in _LAYOUTS}

@@ -167,6 +167,101 @@ class ConsumerGroupRegularExpressionValue:
     timestamp: int
 
 
+# Share groups, KIP-932 (key versions 10 to 15). Kafka 4.3 writes no ShareGroupPartitionMetadata
+# (type 9): the subscribed topics' metadata is a hash in ShareGroupMetadataValue.
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataValue:
+    epoch: int
+    metadata_hash: int
+    """A hash of the subscribed topics' metadata; a change bumps the group epoch."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0
+    """Tagged field 0 (Kafka 4.3): when the target assignment was computed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberValue:
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionsInfo:
+    topic_id: str
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTopicInfo:
+    topic_id: str
+    topic_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataValue:
+    """The partitions whose share-partition state is being initialized, is initialized, or
+    is being deleted."""
+
+    initializing_topics: tuple[TopicPartitionsInfo, ...]
+    initialized_topics: tuple[TopicPartitionsInfo, ...]
+    deleting_topics: tuple[ShareTopicInfo, ...]
+
+
 RecordKey = (
     OffsetCommitKey
     | GroupMetadataKey
@@ -177,6 +272,12 @@ RecordKey = (
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupCurrentMemberAssignmentKey
     | ConsumerGroupRegularExpressionKey
+    | ShareGroupMetadataKey
+    | ShareGroupMemberMetadataKey
+    | ShareGroupTargetAssignmentMetadataKey
+    | ShareGroupTargetAssignmentMemberKey
+    | ShareGroupCurrentMemberAssignmentKey
+    | ShareGroupStatePartitionMetadataKey
 )
 RecordValue = (
     OffsetCommitValue
@@ -188,5 +289,11 @@ RecordValue = (
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupCurrentMemberAssignmentValue
     | ConsumerGroupRegularExpressionValue
+    | ShareGroupMetadataValue
+    | ShareGroupMemberMetadataValue
+    | ShareGroupTargetAssignmentMetadataValue
+    | ShareGroupTargetAssignmentMemberValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ShareGroupStatePartitionMetadataValue
 )
 Record = tuple[RecordKey, RecordValue | None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -29,6 +30,14 @@ from odradek.groups_cli.reset import (
     refusal,
     reset_scope,
 )
+from odradek.groups_cli.share import (
+    describe_share_groups,
+    list_share_groups,
+    state_table,
+)
+from odradek.groups_cli.share import (
+    members_table as share_members_table,
+)
 from odradek.tools.common import (
     DEFAULT_BOOTSTRAP,
     ToolError,
@@ -36,7 +45,9 @@ from odradek.tools.common import (
     describe_kafka_error,
     librdkafka_config,
 )
-from odradek.tools.wire import check_login
+from odradek.tools.wire import WireClient, check_login
+
+CLIENT_ID = "odradek-groups"
 
 
 def add_groups_parser(commands: Any) -> None:
@@ -54,7 +65,7 @@ def add_groups_parser(commands: Any) -> None:
     listing.add_argument("--state", action="extend", nargs="+", type=_state, default=[],
                          help=f"only groups in these states: {', '.join(STATES)}")
     listing.add_argument("--type", action="extend", nargs="+", type=_type, default=[],
-                         help="only groups of these types: classic, consumer")
+                         help="only groups of these types: classic, consumer, share")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=run_list)
 
@@ -65,6 +76,10 @@ def add_groups_parser(commands: Any) -> None:
     which.add_argument("--all-groups", action="store_true")
     describe.add_argument("--members", action="store_true",
                           help="also list the members and their assignments")
+    describe.add_argument("--type", type=_type, help="share: describe share groups, printed "
+                          "as kafka-share-groups --describe --state (and --members)")
+    describe.add_argument("--verbose", action="store_true",
+                          help="with --type share: also the group and member epochs")
     describe.add_argument("--json", action="store_true")
     describe.set_defaults(run=run_describe)
 
@@ -132,7 +147,14 @@ def _print_error(message: str) -> None:
 
 
 def list_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
-    rows, errors = admin.list_groups(args.state, args.type)
+    others = [t for t in args.type if t != "Share"]
+    rows: list[tuple[str, str, str]] = []
+    errors: list[str] = []
+    if others or not args.type:
+        rows, errors = admin.list_groups(args.state, others)
+    if "Share" in args.type:
+        shares = asyncio.run(_share_groups(args))
+        rows = sorted([*rows, *((group, "Share", state) for group, state in shares)])
     if args.json:
         print(json.dumps([{"group": g, "type": t, "state": s} for g, t, s in rows], indent=2))
     elif rows:
@@ -142,7 +164,37 @@ def list_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
     return 1 if errors else 0
 
 
+async def _share_groups(args: argparse.Namespace) -> list[tuple[str, str]]:
+    async with WireClient(args, CLIENT_ID) as client:
+        return await list_share_groups(client, getattr(args, "state", ()))
+
+
+def describe_share(args: argparse.Namespace) -> int:
+    """`describe --type share`: the state table, and the members table with --members."""
+
+    async def describe() -> dict[str, Any]:
+        async with WireClient(args, CLIENT_ID) as client:
+            if args.all_groups:
+                group_ids = [g for g, _ in await list_share_groups(client, ())]
+            else:
+                group_ids = list(dict.fromkeys(args.group))
+            return await describe_share_groups(client, group_ids)
+
+    described = asyncio.run(describe())
+    groups = [g for g in described.values() if g is not None]
+    if groups:
+        print(state_table(groups, args.verbose))
+        if args.members:
+            print(share_members_table(groups, args.verbose))
+    missing = [group_id for group_id, g in described.items() if g is None]
+    for group_id in missing:
+        _print_error(f"Share group '{group_id}' does not exist.")
+    return 1 if missing else 0
+
+
 def describe_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    if args.type == "Share":
+        return describe_share(args)
     if args.all_groups:
         group_ids = [group for group, _, _ in admin.list_groups((), ())[0]]
     else:

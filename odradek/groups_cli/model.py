@@ -9,7 +9,7 @@ MISSING = "-"
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 """Group states as Kafka names them; librdkafka reports no others (KIP-848's Assigning and
 Reconciling come back as Unknown)."""
-TYPES = ("Classic", "Consumer")
+TYPES = ("Classic", "Consumer", "Share")
 
 
 class GroupsError(Exception):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
 
+from odradek.config import BrokerConfig
+from odradek.group_config import BrokerValues
 from odradek.listeners import Endpoint
 from odradek.metadata import reassignment
 from odradek.metadata.errors import MetadataError
@@ -56,8 +58,12 @@ class HeartbeatResult:
 
 class QuorumController:
     def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-                 unclean_leader_election: bool = False) -> None:
+                 unclean_leader_election: bool = False,
+                 config: BrokerValues | None = None) -> None:
         self.metadata = ClusterMetadata()
+        self.config: BrokerValues = config if config is not None else BrokerConfig({})
+        """This controller's own configs: the group configs' bounds (GroupConfig.validate
+        runs on the controller, with its KafkaConfig)."""
         self.session_timeout_ms = session_timeout_ms
         self.unclean_leader_election = unclean_leader_election
         """unclean.leader.election.enable of this controller's config: the default when
@@ -375,6 +381,11 @@ class QuorumController:
         self, resource_name: str, changes: Mapping[str, str | None]
     ) -> list[MetadataRecord]:
         return self.metadata.alter_broker_configs(resource_name, changes)
+
+    def alter_group_configs(
+        self, group: str, changes: Mapping[str, str | None]
+    ) -> list[MetadataRecord]:
+        return self.metadata.alter_group_configs(group, changes, self.config)
 
     # --- ACLs ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from kio.schema.errors import ErrorCode
 
 from odradek.config import ALL_TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
+from odradek.group_config import BrokerValues, validate_group_configs
 from odradek.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
@@ -52,7 +53,8 @@ METADATA_TOPIC = "__cluster_metadata"
 """KRaft's metadata log; its directory holds the metadata store."""
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 """Topics the coordinators create and write; clients may read them but not create or
 produce to them."""
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -131,6 +133,9 @@ class ClusterMetadata:
         self.broker_configs: dict[str, dict[str, str]] = {}
         """Dynamic broker configs by broker resource name: "" the cluster default, a node id
         that broker's own."""
+        self.group_configs: dict[str, dict[str, str]] = {}
+        """Each group's own configs (odradek/group_config.py) by group id; a group need not
+        exist to have them."""
         self.brokers: dict[int, BrokerRegistration] = {}
         self.next_producer_id = 0
         """The first id of the next block of producer ids."""
@@ -164,6 +169,11 @@ class ClusterMetadata:
                 self._apply_config(configs, record)
                 if not configs:
                     del self.broker_configs[resource]
+            case ConfigRecord(resource_type=ResourceType.GROUP, resource_name=group):
+                configs = self.group_configs.setdefault(group, {})
+                self._apply_config(configs, record)
+                if not configs:
+                    del self.group_configs[group]
             case RegisterBrokerRecord():
                 self.brokers[record.broker_id] = BrokerRegistration(
                     record.broker_id, record.incarnation_id, record.broker_epoch,
@@ -253,6 +263,11 @@ class ClusterMetadata:
         records += [
             ConfigRecord(ResourceType.BROKER, resource, key, value)
             for resource, configs in sorted(self.broker_configs.items())
+            for key, value in sorted(configs.items())
+        ]
+        records += [
+            ConfigRecord(ResourceType.GROUP, group, key, value)
+            for group, configs in sorted(self.group_configs.items())
             for key, value in sorted(configs.items())
         ]
         records += [_acl_record(acl_id, acl) for acl_id, acl in sorted(self.acls.items())]
@@ -453,14 +468,8 @@ class ClusterMetadata:
     ) -> list[MetadataRecord]:
         """Changes are validated against the merged result; None removes an override."""
         state = self.topic(name)
-        merged = dict(state.configs)
-        for key, value in changes.items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
         try:
-            validate_topic_configs(merged)
+            validate_topic_configs(_merged(state.configs, changes))
         except InvalidConfigError as error:
             raise MetadataError(ErrorCode.invalid_config, str(error)) from None
         unknown = sorted(k for k in changes if k not in ALL_TOPIC_CONFIGS)
@@ -487,6 +496,21 @@ class ClusterMetadata:
         return [
             ConfigRecord(ResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
         ]
+
+    def alter_group_configs(
+        self, group: str, changes: Mapping[str, str | None], broker: BrokerValues
+    ) -> list[MetadataRecord]:
+        """Records for a group's config changes (None removes one), validated as Kafka's
+        controller does (ControllerConfigurationValidator): the group's configs as they would
+        be, against the bounds of this controller's `broker` values."""
+        if not group:
+            raise MetadataError(ErrorCode.invalid_request,
+                                "Default group resources are not allowed.")
+        try:
+            validate_group_configs(_merged(self.group_configs.get(group, {}), changes), broker)
+        except InvalidConfigError as error:
+            raise MetadataError(ErrorCode.invalid_config, str(error)) from None
+        return [ConfigRecord(ResourceType.GROUP, group, k, v) for k, v in changes.items()]
 
     def create_acls(
         self, acls: Sequence[AclBinding], new_id: Callable[[], str]
@@ -525,6 +549,17 @@ class ClusterMetadata:
             removed.update((i, RemoveAccessControlEntryRecord(i)) for i, _ in matched)
             outcomes.append([acl for _, acl in matched])
         return list(removed.values()), outcomes
+
+
+def _merged(configs: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
+    """A resource's configs once `changes` apply (None removes one)."""
+    merged = dict(configs)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _binding(record: AccessControlEntryRecord) -> AclBinding:

@@ -21,6 +21,7 @@ class ResourceType(enum.IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32
 
 
 class RecordDecodeError(ValueError):
@@ -69,7 +70,8 @@ class RemoveTopicRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConfigRecord:
-    """A config override; value None removes it. resource_type is Kafka's (2 topic, 4 broker)."""
+    """A config override; value None removes it. resource_type is Kafka's (2 topic, 4 broker,
+    32 group)."""
 
     resource_type: int
     resource_name: str

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from odradek.tools import scram_users
 from odradek.tools.common import (
     ToolError,
@@ -47,6 +49,9 @@ from odradek.tools.wire import WireClient, alter_configs, check, send_about
 
 DESCRIBE_CONFIGS = (32, 4)
 LIST_GROUPS = (16, 4)
+API_VERSIONS = (18, 0)
+LIST_CONFIG_RESOURCES = (74, 1)
+GROUP_RESOURCE = 32
 CLIENT_ID = "odradek-configs"
 
 
@@ -139,7 +144,25 @@ async def _every(client: WireClient, kind: str) -> list[Entity]:
         listed = await client.send_to_broker(broker, LIST_GROUPS, {"states_filter": []})
         check(listed.error_code, f"listing the groups of broker {broker}")
         groups.update(g.group_id for g in listed.groups)
+    if brokers:
+        groups.update(await _groups_with_configs(client, brokers[0]))
     return [Entity(kind, g) for g in sorted(groups)]
+
+
+async def _groups_with_configs(client: WireClient, broker: int) -> set[str]:
+    """The groups that have configs, members or not (ListConfigResources v1, KIP-1142); none
+    from a broker that does not serve it or refuses it, as kafka-configs treats them."""
+    versions = await client.send_to_broker(broker, API_VERSIONS, {})
+    key = LIST_CONFIG_RESOURCES[0]
+    if not any(a.api_key == key and a.max_version >= 1 for a in versions.api_keys):
+        return set()
+    listed = await client.send_to_broker(broker, LIST_CONFIG_RESOURCES,
+                                         {"resource_types": [GROUP_RESOURCE]})
+    if listed.error_code in (ErrorCode.unsupported_version,
+                             ErrorCode.cluster_authorization_failed):
+        return set()
+    check(listed.error_code, "listing the groups with configs")
+    return {resource.resource_name for resource in listed.config_resources}
 
 
 async def describe_configs(client: WireClient, args: argparse.Namespace) -> None:

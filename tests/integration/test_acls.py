@@ -15,6 +15,7 @@ import asyncio
 import socket
 import struct
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -263,6 +264,7 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    refused_with(CLUSTER_DENIED)),
     "OffsetDelete": (0, {"group_id": GROUP, "topics": [{"name": SECRET, "partitions": [
         {"partition_index": 0}]}]}, refused_with(GROUP_DENIED)),
+    "ListConfigResources": (1, {"resource_types": []}, refused_with(CLUSTER_DENIED)),
     "DescribeClientQuotas": (1, {"components": [], "strict": False},
                              refused_with(CLUSTER_DENIED)),
     "AlterClientQuotas": (1, {"entries": [{
@@ -289,9 +291,30 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                                    "server_assignor": None, "topic_partitions": []},
                                refused_with(GROUP_DENIED)),
     "ConsumerGroupDescribe": (0, {"group_ids": [GROUP]}, refused_with(GROUP_DENIED)),
+    "ShareGroupHeartbeat": (1, {"group_id": GROUP, "member_id": "m", "member_epoch": 0,
+                                "rack_id": None, "subscribed_topic_names": [SECRET]},
+                            refused_with(GROUP_DENIED)),
+    "ShareGroupDescribe": (1, {"group_ids": [GROUP], "include_authorized_operations": False},
+                           refused_with(GROUP_DENIED)),
     "DescribeTopicPartitions": (0, {"topics": [{"name": SECRET}],
                                     "response_partition_limit": 100},
                                 refused_with(TOPIC_DENIED)),
+    "ShareFetch": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 0,
+                       "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10,
+                       "batch_size": 10, "topics": [], "forgotten_topics_data": []},
+                   refused_with(GROUP_DENIED)),
+    "ShareAcknowledge": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 1,
+                             "topics": []}, refused_with(GROUP_DENIED)),
+    **{name: (version, {"group_id": GROUP, "topics": [
+        {"topic_id": uuid.UUID(int=1), "partitions": [{"partition": 0, **fields}]}]},
+        refused_with(CLUSTER_DENIED))
+       for name, version, fields in (
+           ("InitializeShareGroupState", 0, {"state_epoch": 0, "start_offset": 0}),
+           ("ReadShareGroupState", 0, {"leader_epoch": 0}),
+           ("WriteShareGroupState", 1, {"state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+                                        "state_batches": []}),
+           ("DeleteShareGroupState", 0, {}),
+           ("ReadShareGroupStateSummary", 1, {"leader_epoch": 0}))},
 }
 AUTHORIZED_APIS = [api for api in API_TABLE if api.access is not None and not api.access.public]
 
@@ -337,6 +360,23 @@ def test_every_api_without_its_acl_is_refused(setup: Setup, api: Any) -> None:
         assert first_state_error(setup.broker.bootstrap, body) == TXN_DENIED
         return
     check(call(setup.broker.bootstrap, api.key, version, body))
+
+
+@pytest.mark.parametrize(("key", "version", "body"), [
+    (32, 4, {"resources": [{"resource_type": 32, "resource_name": GROUP,
+                            "configuration_keys": None}]}),
+    (44, 1, {"resources": [{"resource_type": 32, "resource_name": GROUP, "configs": [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]}),
+    (33, 2, {"resources": [{"resource_type": 32, "resource_name": GROUP, "configs": [
+        {"name": "share.auto.offset.reset", "value": "earliest"}]}]}),
+], ids=["DescribeConfigs", "IncrementalAlterConfigs", "AlterConfigs"])
+def test_group_configs_take_the_operation_on_the_group(
+    setup: Setup, key: int, version: int, body: dict[str, Any]
+) -> None:
+    """Kafka's ConfigHelper and ControllerApis: DESCRIBE_CONFIGS / ALTER_CONFIGS on the GROUP
+    resource (the principal has ALTER on the cluster nowhere either, so only the group's
+    ACL can be the reason)."""
+    refused_with(GROUP_DENIED)(call(setup.broker.bootstrap, key, version, body))
 
 
 # --- real clients ----------------------------------------------------------------------------

@@ -149,14 +149,35 @@ def test_one_brokers_configs_and_the_cluster_default(bootstrap: str) -> None:
             default, "DEFAULT_CONFIG")
 
 
-def test_group_configs_fail_with_the_brokers_error(bootstrap: str) -> None:
-    """Odradek's brokers do not serve GROUP config resources (type 32) yet."""
-    for args in (["describe", "--group", "g1"],
-                 ["alter", "--entity-type", "groups", "--entity-name", "g1",
-                  "--add-config", "consumer.session.timeout.ms=50000"]):
-        line = one_line_failure(configs(bootstrap, *args), "configs")
-        assert line == ("odradek configs: group g1: INVALID_REQUEST: "
-                        "Unsupported resource type: GROUP")
+def test_group_configs_set_described_and_deleted(cluster: Cluster, bootstrap: str) -> None:
+    """A group with no members: set through broker 1, described on broker 2 (every broker
+    holds the group configs of the metadata log), refused with the controller's message."""
+    group = f"cfg-group-{uuid.uuid4().hex[:8]}"
+    assert ok(bootstrap, "alter", "--entity-type", "groups", "--entity-name", group,
+              "--add-config", "share.auto.offset.reset=earliest,"
+              "consumer.session.timeout.ms=50000") == (
+        f"Completed updating config for group {group}.\n")
+    other = cluster.broker_bootstrap("broker-2")
+    assert described(other, ResourceType.GROUP, group)["share.auto.offset.reset"] == (
+        "earliest", "GROUP_CONFIG")
+    assert ok(bootstrap, "describe", "--group", group).splitlines() == [
+        f"Dynamic configs for group {group} are:",
+        "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "consumer.session.timeout.ms=50000, DEFAULT_CONFIG:"
+        "group.consumer.session.timeout.ms=45000}",
+        "  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}"]
+    # every group: those with configs but no members too (ListConfigResources)
+    assert f"Dynamic configs for group {group} are:" in ok(
+        bootstrap, "describe", "--entity-type", "groups").splitlines()
+    line = one_line_failure(configs(bootstrap, "alter", "--group", group, "--add-config",
+                                    "consumer.session.timeout.ms=1000"), "configs")
+    assert line == (f"odradek configs: group {group}: INVALID_CONFIG: consumer.session."
+                    "timeout.ms must be greater than or equal to group.consumer.min.session."
+                    "timeout.ms")
+    ok(bootstrap, "alter", "--group", group, "--delete-config", "consumer.session.timeout.ms")
+    assert described(other, ResourceType.GROUP, group)["consumer.session.timeout.ms"] == (
+        "45000", "DEFAULT_CONFIG")
 
 
 @pytest.mark.parametrize(("args", "expected"), [

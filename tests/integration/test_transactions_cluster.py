@@ -1,7 +1,8 @@
-"""Transactions on a 3-broker cluster (__transaction_state and the topic replicated 3 ways,
-min.insync.replicas 2): the transaction coordinator's broker is killed with a transaction
+"""Coordinators on a 3-broker cluster (their internal topics and the data replicated 3 ways,
+min.insync.replicas 2). The transaction coordinator's broker is killed with a transaction
 open; its successor, loading the replicated log, finishes it, and read_committed consumers
-see exactly the committed transactions."""
+see exactly the committed transactions. The share coordinator's broker is killed; its
+successor serves the share-group state it wrote."""
 
 from __future__ import annotations
 
@@ -16,16 +17,27 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.raw_client import RawClient
+from tests.integration.test_share_state import (
+    ACKNOWLEDGED,
+    ARCHIVED,
+    AVAILABLE,
+    find_share_coordinator,
+    initialize,
+    read,
+    topic_id_of,
+    write,
+)
 from tests.integration.test_transactions import read_all
 from tests.waiting import wait_until
 
 TRANSACTION_KEY = 1
 
 
-@pytest.fixture
-def cluster(tmp_path: Any) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, 1, 3, {"broker.session.timeout.ms": "4000",
-                                          "broker.heartbeat.interval.ms": "500"}) as cluster:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("coordinators"), 1, 3, {
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500"}) as cluster:
         yield cluster
 
 
@@ -88,3 +100,45 @@ def test_a_transaction_survives_the_loss_of_its_coordinator(cluster: Cluster) ->
     assert committed == expected
     everything = read_all(bootstrap, topic, "read_uncommitted", at_least=80)
     assert len(everything) == 80, "every data record, aborted ones included, no markers"
+
+
+def test_share_group_state_survives_the_loss_of_its_coordinator(cluster: Cluster) -> None:
+    bootstrap = cluster.bootstrap
+    client = admin(bootstrap)  # kept: a collected AdminClient fails its futures
+    client.create_topics([NewTopic("queue", 1, 3)])["queue"].result(TIMEOUT)
+    with RawClient(bootstrap.split(",")[0]) as raw:
+        topic_id = topic_id_of(raw, "queue")
+        key = f"queue-group:{topic_id}:0"
+        found: list[Any] = []
+
+        def coordinator_found() -> bool:
+            found.append(find_share_coordinator(raw, key))
+            return bool(found[-1].error_code == 0)
+
+        wait_until(coordinator_found, what=lambda: f"a share coordinator: {found[-1:]}")
+    victim = int(found[-1].node_id)
+    with RawClient(cluster.broker_bootstrap(f"broker-{victim}")) as coordinator:
+        assert initialize(coordinator, topic_id, 0, 1, 0).error == 0
+        assert write(coordinator, topic_id, 0, 1, 0, 0,
+                     [(0, 4, ACKNOWLEDGED, 1), (5, 9, AVAILABLE, 1)]).error == 0
+        assert write(coordinator, topic_id, 0, 1, 0, 5, [(5, 6, ARCHIVED, 3)]).error == 0
+    cluster.stop(f"broker-{victim}", kill=True)
+    survivor = next(f"broker-{n}" for n in (1, 2, 3) if n != victim)
+    answers: list[Any] = []
+
+    def served_by_a_successor() -> bool:
+        with RawClient(cluster.broker_bootstrap(survivor)) as raw:
+            successor = find_share_coordinator(raw, key)
+        if successor.error_code != 0 or successor.node_id == victim:
+            return False
+        with RawClient(cluster.broker_bootstrap(f"broker-{successor.node_id}")) as raw:
+            answers.append(read(raw, topic_id, 0, 1))
+        return answers[-1].error == 0
+
+    wait_until(served_by_a_successor, 120, lambda: f"a successor serving: {answers[-1:]}",
+               ignoring=OSError)
+    assert answers[-1].fields == {"state_epoch": 1, "start_offset": 5, "batches": [
+        (5, 6, ARCHIVED, 3), (7, 9, AVAILABLE, 1)]}
+    cluster.start(f"broker-{victim}")
+    wait_until(lambda: len(admin(bootstrap).list_topics(timeout=5).brokers) == 3,
+               what="the killed broker back", ignoring=Exception)

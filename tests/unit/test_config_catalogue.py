@@ -84,7 +84,7 @@ def test_a_config_odradek_does_not_act_on_is_accepted_per_broker() -> None:
     [
         ({"num.io.threads": "4"}, True, None),
         ({"background.threads": "0"}, True, "at least 1"),
-        ({"num.io.threads": "many"}, True, "not a valid int"),
+        ({"num.io.threads": "many"}, True, "Not a number of type INT"),
         ({"num.network.threads": "x", "auto.create.topics.enable": "false"}, True,
          r"dynamically: Set\(auto.create.topics.enable\)"),
         ({"num.partitions": "3"}, False, r"dynamically: Set\(num.partitions\)"),

@@ -51,7 +51,7 @@ def test_bad_values_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["run"], env_for("broker", ODRADEK_NODE_ID="one")) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "odradek: invalid configuration: Invalid value one for configuration node.id: "
-        "not a valid int"]
+        "Not a number of type INT"]
     assert main(["run"], env_for("broker", ODRADEK_PROCESS_ROLES="broker,broker")) == 2
     assert "process.roles must be" in capsys.readouterr().err
 

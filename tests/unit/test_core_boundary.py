@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "replication", "security")
+CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "share", "replication",
+                 "security")
 LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config")
 """The modules of `log/` that are pure rules; the rest of `log/` is the storage layer."""
 MIRROR_CORE_MODULES = ("odradek.mirror.config", "odradek.mirror.policy",

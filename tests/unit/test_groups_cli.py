@@ -48,7 +48,7 @@ def test_common_options_and_defaults() -> None:
 
 @pytest.mark.parametrize("argv", [
     ["list", "--state", "Sleeping"],
-    ["list", "--type", "share"],
+    ["list", "--type", "streams"],
     ["describe"],
     ["describe", "--group", "g", "--all-groups"],
     ["reset-offsets", "--group", "g", "--to-earliest"],

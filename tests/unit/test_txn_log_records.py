@@ -3,8 +3,6 @@ TransactionLogValue v0 and v1), tombstones and malformed input."""
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,24 +14,9 @@ from odradek.txn.log_records import (
     decode,
     encode,
 )
+from tests.unit.packing import i8, i16, i32, i64
 
 KEY = b"\x00\x00" + b"\x00\x03" + b"tx1"
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
 
 
 ONGOING = TransactionLogValue(

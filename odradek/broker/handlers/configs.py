@@ -1,9 +1,11 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and groups.
 
 Topic overrides live in the metadata image. Broker configs come in Kafka's layers (see
 BrokerConfig): this broker's own dynamic configs (the broker resource named by its node id) over
 cluster-wide dynamic defaults (the broker resource named "") over static server properties over
-defaults. Both dynamic resources can be described and altered.
+defaults. Both dynamic resources can be described and altered. A group's configs
+(odradek/group_config.py) live in the metadata image too, over the broker's group defaults; a
+group need not exist to have them.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from odradek.config import (
     Value,
     broker_config_def,
     format_value,
+    parse_value,
     validate_dynamic_broker_configs,
 )
+from odradek.group_config import GROUP_CONFIGS
 from odradek.metadata.image import MetadataError, validate_topic_name
 from odradek.metadata.records import MetadataRecord, ResourceType
 from odradek.security.acls import CLUSTER_NAME, AclOperation
@@ -40,14 +44,15 @@ from odradek.security.acls import ResourceType as AclResourceType
 
 TOPIC = ResourceType.TOPIC
 BROKER = ResourceType.BROKER
+GROUP = ResourceType.GROUP
 RESOURCE_TYPES = {
     TOPIC: "TOPIC",
     BROKER: "BROKER",
     8: "BROKER_LOGGER",
     16: "CLIENT_METRICS",
-    32: "GROUP",
+    GROUP: "GROUP",
 }
-"""Kafka's ConfigResource types; Odradek serves TOPIC and BROKER."""
+"""Kafka's ConfigResource types; Odradek serves TOPIC, BROKER and GROUP."""
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -126,6 +131,12 @@ def _describe(
             _broker_entry(config, n, config.described_value(n), include_synonyms, include_docs)
             for n in selected(config.described_names())
         ]
+    if resource.resource_type == GROUP:
+        if not resource.resource_name:
+            raise MetadataError(ErrorCode.invalid_request, "Group name must not be empty")
+        overrides = broker.metadata.group_configs.get(resource.resource_name, {})
+        return [_group_entry(broker.config, n, overrides, include_synonyms, include_docs)
+                for n in selected(GROUP_CONFIGS)]
     raise MetadataError(ErrorCode.invalid_request,
                         f"Unsupported resource type: {RESOURCE_TYPES[resource.resource_type]}")
 
@@ -218,6 +229,26 @@ def _topic_entry(
                   include_synonyms, include_docs)
 
 
+def _group_entry(
+    config: BrokerConfig, name: str, overrides: Mapping[str, str], include_synonyms: bool,
+    include_docs: bool,
+) -> dict[str, Any]:
+    """A group config as Kafka's ConfigHelper describes it: the group's own value (source
+    GROUP_CONFIG) over its broker synonym's layers, or over Kafka's default when it has none."""
+    definition = GROUP_CONFIGS[name]
+    if definition.synonym is not None:
+        synonyms = _broker_synonyms(config, definition.synonym, False)
+        value = format_value(config[definition.synonym])
+    else:
+        value = format_value(definition.default)
+        synonyms = [_synonym(name, value, ConfigSource.DEFAULT_CONFIG)]
+    if name in overrides:
+        value = format_value(parse_value(definition, overrides[name]))
+        synonyms.insert(0, _synonym(name, value, ConfigSource.GROUP_CONFIG))
+    return _entry(name, definition.type, definition.doc, value, False, synonyms,
+                  include_synonyms, include_docs)
+
+
 def _broker_entry(
     config: BrokerConfig, name: str, value: str | None, include_synonyms: bool,
     include_docs: bool, only: ConfigSource | None = None,
@@ -248,10 +279,12 @@ async def handle_incremental_alter_configs(context: RequestContext, request: Any
 
 
 def _authorize(context: RequestContext, resource: Any, operation: AclOperation) -> None:
-    """A topic's configs take the operation on the topic; a broker's, on the cluster.
-    Raises MetadataError with TOPIC_ or CLUSTER_AUTHORIZATION_FAILED."""
+    """A topic's configs take the operation on the topic, a group's on the group, a broker's
+    on the cluster. Raises MetadataError with TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED."""
     if resource.resource_type == TOPIC:
         acl_resource, name = AclResourceType.TOPIC, resource.resource_name
+    elif resource.resource_type == GROUP:
+        acl_resource, name = AclResourceType.GROUP, resource.resource_name
     else:
         acl_resource, name = AclResourceType.CLUSTER, CLUSTER_NAME
     if not context.allowed(operation, acl_resource, name):
@@ -311,6 +344,18 @@ def _alter_records(broker: Broker, resource: Any, incremental: bool) -> list[Met
             # Kafka answers INVALID_REQUEST for broker configs that fail validation (KAFKA-13609).
             raise MetadataError(ErrorCode.invalid_request, str(error)) from None
         return broker.metadata.alter_broker_configs(name, changes) if changes else []
+    if resource.resource_type == GROUP:
+        split = next((c for c in resource.configs if incremental
+                      and c.config_operation in (APPEND, SUBTRACT)), None)
+        if split is not None:  # no group config is a LIST (KafkaConfigSchema.isSplittable)
+            raise MetadataError(ErrorCode.invalid_config,
+                                f"Can't {OPERATIONS[split.config_operation]} to key "
+                                f"{split.name} because its type is not LIST.")
+        name = resource.resource_name
+        current = broker.metadata.group_configs.get(name, {})
+        changes = _changes(current, resource.configs, GROUP_CONFIGS, incremental)
+        # validated here with this broker's bounds, and again by the controller with its own
+        return broker.metadata.alter_group_configs(name, changes, broker.config)
     kind = RESOURCE_TYPES.get(resource.resource_type)
     raise MetadataError(ErrorCode.invalid_request,
                         f"Unsupported resource type {kind}" if kind

@@ -1,17 +1,19 @@
 """FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat and
-ConsumerGroupDescribe. Each turns the decoded request into the coordinator core's terms
-and its answer back into the response schema."""
+LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
+ConsumerGroupDescribe, ShareGroupHeartbeat and ShareGroupDescribe. Each turns the decoded
+request into the coordinator core's terms and its answer back into the response schema."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TXN, Op
+from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TOPIC, TXN, Op
+from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
@@ -19,10 +21,13 @@ from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
 from odradek.group.model import GroupError
 from odradek.group.records import TopicPartitions
+from odradek.group.share_handlers import ShareHeartbeatRequest
 
 BATCHED_KEYS_VERSION = 4
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
+"""FindCoordinator v6+: the share coordinator of a "groupId:topicId:partition" key."""
 BATCHED_LEAVE_VERSION = 3
 
 
@@ -36,12 +41,20 @@ def _client_host(context: RequestContext) -> str:
 
 async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     broker = context.broker
-    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+    if key_type == SHARE_KEY:
+        if not context.allowed(Op.CLUSTER_ACTION, CLUSTER):
+            return _no_coordinator(key, AUTHORIZATION_ERRORS[CLUSTER], None)
+        if not _share_key(key):
+            return _no_coordinator(key, ErrorCode.invalid_request,
+                                   f"Invalid share coordinator key {key!r}")
+        runtime: CoordinatorRuntime[Any, Any] = context.services.shares
+    elif key_type in (GROUP_KEY, TRANSACTION_KEY):
+        resource_type = GROUP if key_type == GROUP_KEY else TXN
+        if not context.allowed(Op.DESCRIBE, resource_type, key):
+            return _no_coordinator(key, AUTHORIZATION_ERRORS[resource_type], None)
+        runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
+    else:
         return _no_coordinator(key, ErrorCode.invalid_request, f"Unknown key type {key_type}")
-    resource_type = GROUP if key_type == GROUP_KEY else TXN
-    if not context.allowed(Op.DESCRIBE, resource_type, key):
-        return _no_coordinator(key, AUTHORIZATION_ERRORS[resource_type], None)
-    runtime = context.services.groups if key_type == GROUP_KEY else context.services.txns
     await runtime.ensure_loaded()
     try:
         partition = runtime.coordinator_partition(key)
@@ -55,6 +68,18 @@ async def _coordinator(context: RequestContext, key: str, key_type: int) -> dict
                 "port": endpoint["port"], "error_code": ErrorCode.none, "error_message": None}
     return _no_coordinator(key, ErrorCode.coordinator_not_available,
                            f"{runtime.topic}-{partition} has no live leader")
+
+
+def _share_key(key: str) -> bool:
+    """"groupId:topicId:partition", as Kafka's SharePartitionKey parses it."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
+        return False
+    try:
+        uuid.UUID(parts[1])
+    except ValueError:
+        return False
+    return True
 
 
 def _no_coordinator(key: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
@@ -235,18 +260,50 @@ async def handle_consumer_group_heartbeat(context: RequestContext, request: Any)
                                     lambda shard, now: shard.consumer_heartbeat(heartbeat, now))
     except CoordinatorUnavailable as error:
         return {"error_code": error.error_code, "member_epoch": -1}
-    assignment = None if response.assignment is None else {"topic_partitions": [
-        {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
-        for tp in response.assignment
-    ]}
     return {
         "error_code": response.error_code, "error_message": response.error_message,
         "member_id": response.member_id, "member_epoch": response.member_epoch,
-        "heartbeat_interval": response.heartbeat_interval_ms, "assignment": assignment,
+        "heartbeat_interval": response.heartbeat_interval_ms,
+        "assignment": _assignment(response.assignment),
     }
 
 
-async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
+def _assignment(assignment: tuple[TopicPartitions, ...] | None) -> dict[str, Any] | None:
+    return None if assignment is None else {"topic_partitions": [
+        {"topic_id": uuid.UUID(tp.topic_id), "partitions": list(tp.partitions)}
+        for tp in assignment
+    ]}
+
+
+async def handle_share_group_heartbeat(context: RequestContext, request: Any) -> Result:
+    names = request.subscribed_topic_names
+    if names is not None and not all(context.allowed(Op.DESCRIBE, TOPIC, n) for n in names):
+        return {"error_code": ErrorCode.topic_authorization_failed, "member_epoch": 0,
+                "heartbeat_interval": 0}
+    heartbeat = ShareHeartbeatRequest(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id,
+        None if names is None else tuple(names), context.header.client_id or "",
+        _client_host(context),
+    )
+    groups = context.services.groups
+    await groups.ensure_loaded()
+    try:
+        response = await groups.run(request.group_id,
+                                    lambda shard, now: shard.share_heartbeat(heartbeat, now))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "member_epoch": 0, "heartbeat_interval": 0}
+    return {
+        "error_code": response.error_code, "error_message": response.error_message,
+        "member_id": response.member_id, "member_epoch": response.member_epoch,
+        "heartbeat_interval": response.heartbeat_interval_ms,
+        "assignment": _assignment(response.assignment),
+    }
+
+
+async def _describe_modern(context: RequestContext, request: Any,
+                           describe: Callable[[GroupCoordinatorShard, str], dict[str, Any]]
+                           ) -> Result:
+    """ConsumerGroupDescribe and ShareGroupDescribe: each group its shard describes."""
     groups = context.services.groups
     await groups.ensure_loaded()
     described = []
@@ -258,7 +315,15 @@ async def handle_consumer_group_describe(context: RequestContext, request: Any) 
                               "assignor_name": "", "members": [],
                               "authorized_operations": -(2**31)})
             continue
-        described.append(_with_operations(context, request,
-                                          shard.consumer_group_describe(group_id)))
+        described.append(_with_operations(context, request, describe(shard, group_id)))
     return {"groups": described}
+
+
+async def handle_share_group_describe(context: RequestContext, request: Any) -> Result:
+    return await _describe_modern(context, request, GroupCoordinatorShard.share_group_describe)
+
+
+async def handle_consumer_group_describe(context: RequestContext, request: Any) -> Result:
+    return await _describe_modern(context, request,
+                                  GroupCoordinatorShard.consumer_group_describe)
 

@@ -111,6 +111,30 @@ LEGACY_ALTERS = [
     ("an unknown topic config", 2, "catalogue-plain", [("no.such.config", "1")]),
 ]
 
+GROUP = "group:catalogue-group"
+"""A group that never has a member: Kafka describes and keeps configs for such groups."""
+GROUP_ALTERS = [
+    # (label, resource, operations): with validateOnly; each outcome with its message.
+    ("group configs that are valid", GROUP,
+     "SET share.auto.offset.reset=by_duration:PT1H;SET share.isolation.level=read_committed"),
+    ("a group lock duration below the broker's minimum", GROUP,
+     "SET share.record.lock.duration.ms=5000"),
+    ("a group lock duration below GroupConfig's", GROUP, "SET share.record.lock.duration.ms=500"),
+    ("a group delivery limit above the broker's maximum", GROUP,
+     "SET share.delivery.count.limit=11"),
+    ("a group config that is not a number", GROUP, "SET share.delivery.count.limit=many"),
+    ("a group config that is not a boolean", GROUP, "SET share.renew.acknowledge.enable=yes"),
+    ("a share reset of none", GROUP, "SET share.auto.offset.reset=none"),
+    ("a share isolation level in capitals", GROUP, "SET share.isolation.level=READ_COMMITTED"),
+    ("an unknown group config", GROUP, "SET no.such.config=1"),
+    ("APPEND to a group config", GROUP, "APPEND share.isolation.level=read_committed"),
+    ("DELETE an unset group config", GROUP, "DELETE share.isolation.level"),
+    ("a consumer session timeout above the broker's maximum", GROUP,
+     "SET consumer.session.timeout.ms=60001"),
+    ("a streams standby count above the broker's maximum", GROUP,
+     "SET streams.num.standby.replicas=3"),
+]
+
 APPLIED = [
     # Changes applied for real, then described on both brokers. A Kafka broker applies them
     # one after the other, so waiting for the last of each resource sees the earlier ones.
@@ -121,6 +145,9 @@ APPLIED = [
     "describe-when|default after|default|other.plugin|DYNAMIC_DEFAULT_BROKER_CONFIG",
     "describe-when|broker after|broker|some.plugin.config|DYNAMIC_BROKER_CONFIG",
     "describe-when|topic after|topic:catalogue-plain|compression.gzip.level|DYNAMIC_TOPIC_CONFIG",
+    f"alter|set on a group|{GROUP}|false|SET share.auto.offset.reset=earliest;"
+    "SET share.record.lock.duration.ms=45000",
+    f"describe-when|group after|{GROUP}|share.auto.offset.reset|DYNAMIC_GROUP_CONFIG",
 ]
 
 
@@ -139,6 +166,9 @@ def checks() -> str:
         "DYNAMIC_TOPIC_CONFIG",
     ]
     lines += [f"alter|{label}|{resource}|true|{ops}" for label, resource, ops in ALTERS]
+    lines.append(f"describe|group before|{GROUP}")
+    lines += [f"alter-message|{label}|{resource}|true|{ops}"
+              for label, resource, ops in GROUP_ALTERS]
     return "\n".join(lines + APPLIED) + "\n"
 
 
@@ -321,3 +351,22 @@ def test_applied_changes_are_described_as_kafka_describes_them(
     kafka, odradek = kafka_entries(kafka_results, label), entries(odradek_results, label)
     assert kafka[config]["source"].startswith("DYNAMIC_")
     assert fields(odradek[config], True) == fields(kafka[config], True)
+
+
+@pytest.mark.parametrize("label", ["group before", "group after"])
+def test_group_configs_are_described_as_kafka_describes_them(
+    kafka_results: dict[str, Any], odradek_results: dict[str, Any], label: str
+) -> None:
+    """Every config of GroupConfig, its value, source and synonyms (the broker's layers of
+    its synonym), before and after the group has configs of its own."""
+    kafka, odradek = entries(kafka_results, label), entries(odradek_results, label)
+    assert len(kafka) == 17
+    assert differences(kafka, odradek, {}) == {}
+
+
+@pytest.mark.parametrize("label", [label for label, _, _ in GROUP_ALTERS])
+def test_group_config_changes_are_validated_as_kafka_validates_them(
+    kafka_results: dict[str, Any], odradek_results: dict[str, Any], label: str
+) -> None:
+    """The outcome and the message: Kafka's controller's GroupConfig.validate."""
+    assert odradek_results[label] == kafka_results[label]

@@ -30,7 +30,7 @@ from tests.integration.jvm.conformance.scenario import (
 )
 from tests.integration.jvm.conformance.steps import Batch, Name, Step
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 
 
 def create(name: str, partitions: int = 1, replication: int = 1,
@@ -153,6 +153,21 @@ SCENARIOS = [
         incremental(TOPIC, Name("missing"), [("retention.ms", 0, "1000")]),
         incremental(BROKER, "1", [("sasl.kerberos.min.time.before.relogin", 0, "60000")]),
         incremental(BROKER, "", [("log.cleaner.threads", 0, "2")]),
+    )),
+    Scenario("group_configs", INCREMENTAL_ALTER_CONFIGS, (
+        incremental(GROUP, Name("g"), [("share.auto.offset.reset", 0, "earliest"),
+                                       ("share.record.lock.duration.ms", 0, "20000")]),
+        incremental(GROUP, Name("g"), [("share.record.lock.duration.ms", 0, "5000")]),
+        incremental(GROUP, Name("g"), [("share.delivery.count.limit", 0, "many")]),
+        incremental(GROUP, Name("g"), [("share.isolation.level", 2, "read_committed")]),
+        incremental(GROUP, Name("g"), [("no.such.config", 0, "1")]),
+        incremental(GROUP, Name("g"), [("share.record.lock.duration.ms", 1, None)]),
+        incremental(GROUP, "", [("share.auto.offset.reset", 0, "earliest")]),
+        alter_configs(GROUP, Name("g"), {"share.isolation.level": "read_committed"}),
+        describe_configs(GROUP, Name("g"), ["share.auto.offset.reset",
+                                            "share.record.lock.duration.ms",
+                                            "share.isolation.level"], version=4),
+        describe_configs(GROUP, "", None, version=4),
     )),
     Scenario("describe_log_dirs", DESCRIBE_LOG_DIRS, (
         *create_topic("t"),

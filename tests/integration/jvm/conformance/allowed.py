@@ -143,15 +143,25 @@ ALLOWED: list[Allowed] = [
             "partition to the transaction implicitly, which Kafka does for any epoch here; "
             "Odradek advertises no transaction.version and verifies as in version 1",
             DIFFERENCE, versions=(12, 12), scenario="produce_fenced_epoch"),
+    *(Allowed(path, "Kafka assigns a share group's partitions only once the share coordinator "
+              "has initialized their state (InitializeShareGroupState) and recomputes the "
+              "target at most every group.share.assignment.interval.ms, its first join lands "
+              "at group epoch 2; Odradek records the partitions initialized and assigns them "
+              "in the heartbeat that subscribes", DIFFERENCE, scenario=scenario)
+      for scenario in ("share_group_heartbeat", "share_group_types")
+      for path in ("share_group_heartbeat.member_epoch", "share_group_heartbeat.assignment*",
+                   "share_group_describe.groups.*.group_epoch",
+                   "share_group_describe.groups.*.assignment_epoch",
+                   "share_group_describe.groups.*.members.*.member_epoch",
+                   "share_group_describe.groups.*.members.*.assignment*")),
     # --- APIs and versions Kafka 4.3.1 serves and Odradek does not
     *_not_served("38 39 40 41", "delegation tokens"),
-    *_not_served("76 77 78 79 83 84 85 86 87 90 91 92", "share groups (KIP-932)"),
+    *_not_served("78 79 83 84 85 86 87 90 91 92", "share groups (KIP-932) beyond membership"),
     *_not_served("88 89", "Streams groups (KIP-1071)"),
     *_not_served("80 81", "dynamic KRaft voters (KIP-853) on the broker listener"),
     *_not_served("57", "UpdateFeatures (features are fixed)"),
     *_not_served("64", "UnregisterBroker"),
     *_not_served("34", "AlterReplicaLogDirs (one log directory per broker)"),
-    *_not_served("74", "ListConfigResources (KIP-1142)"),
     _older_max(0, 13, "topic ids instead of names (KIP-516)"),
     _older_max(1, 18, "the follower's high watermark (KIP-1166)"),
     _older_max(2, 11, "EARLIEST_PENDING_UPLOAD (-6) for tiered storage (KIP-1023)"),

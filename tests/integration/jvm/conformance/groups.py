@@ -1,6 +1,6 @@
 """Scenarios of consumer groups: the classic protocol (FindCoordinator, JoinGroup,
-SyncGroup, Heartbeat, LeaveGroup), offsets, descriptions and deletion, and KIP-848's
-ConsumerGroupHeartbeat."""
+SyncGroup, Heartbeat, LeaveGroup), offsets, descriptions and deletion, KIP-848's
+ConsumerGroupHeartbeat, and KIP-932's share group membership."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from tests.integration.jvm.conformance.scenario import (
     OFFSET_COMMIT,
     OFFSET_DELETE,
     OFFSET_FETCH,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
     SYNC_GROUP,
     Scenario,
     create_topic,
@@ -44,6 +46,14 @@ def sync(generation: Any = GENERATION, member: Any = MEMBER, version: int | None
                              "protocol_type": "consumer", "protocol_name": "range",
                              "assignments": [{"member_id": member, "assignment": b"\x00\x02"}]},
                 version=version)
+
+
+def share_heartbeat(member: str, epoch: Any, topics: list[str] | None, group: str = "sg",
+                    name: str = "") -> Step:
+    return Step(SHARE_GROUP_HEARTBEAT, {
+        "group_id": Name(group), "member_id": member, "member_epoch": epoch, "rack_id": None,
+        "subscribed_topic_names": None if topics is None else [Name(t) for t in topics]},
+        name=name)
 
 
 def heartbeat(generation: Any = GENERATION, member: Any = MEMBER, version: int | None = None
@@ -200,6 +210,65 @@ SCENARIOS = [
             "topic_partitions": []}),
         Step(CONSUMER_GROUP_DESCRIBE, {"group_ids": [Name("cg"), Name("missing")],
                                        "include_authorized_operations": True}, version=0),
+    )),
+    Scenario("share_group_heartbeat", SHARE_GROUP_HEARTBEAT, (
+        *create_topic("t", partitions=2),
+        find_coordinator("sg", 0),
+        share_heartbeat("", 0, ["t"]),
+        share_heartbeat("share-member-a", 0, None),
+        share_heartbeat("share-member-a", -2, None),
+        # (until: Kafka answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS while the
+        # group's shard is still loading)
+        Step(SHARE_GROUP_HEARTBEAT, {"group_id": Name("sg"), "member_id": "share-member-a",
+                                     "member_epoch": 3, "rack_id": None,
+                                     "subscribed_topic_names": None},
+             until=lambda tree: tree["error_code"] not in ("not_coordinator",
+                                                           "coordinator_load_in_progress")),
+        share_heartbeat("share-member-a", -1, None),
+        share_heartbeat("share-member-a", 0, ["t"], name="a"),
+        share_heartbeat("share-member-b", 0, ["t"], name="b"),
+        share_heartbeat("share-member-a", Ref("a", "member_epoch"), None),
+        share_heartbeat("share-member-a", 99, None),
+        share_heartbeat("share-member-c", Ref("b", "member_epoch"), None),
+        share_heartbeat("share-member-a", 0, ["t"]),
+        Step(SHARE_GROUP_DESCRIBE, {"group_ids": [Name("sg"), Name("missing")],
+                                    "include_authorized_operations": False}),
+        Step(DELETE_GROUPS, {"groups_names": [Name("sg")]}, version=2),
+        share_heartbeat("share-member-b", -1, None),
+        share_heartbeat("share-member-a", -1, None),
+        share_heartbeat("share-member-a", -1, None),
+        Step(LIST_GROUPS, {"states_filter": [], "types_filter": ["share"]}, version=5,
+             compare=False),
+        Step(SHARE_GROUP_DESCRIBE, {"group_ids": [Name("sg")],
+                                    "include_authorized_operations": False}),
+        Step(DELETE_GROUPS, {"groups_names": [Name("sg")]}, version=2),
+        Step(SHARE_GROUP_DESCRIBE, {"group_ids": [Name("sg")],
+                                    "include_authorized_operations": False}),
+    )),
+    Scenario("share_group_types", SHARE_GROUP_DESCRIBE, (
+        *create_topic("t"),
+        find_coordinator("g", 0),
+        find_coordinator("sg", 0),
+        join(name="first", version=5),
+        share_heartbeat("share-member-a", 0, ["t"], group="g"),
+        share_heartbeat("share-member-a", 0, ["t"]),
+        Step(SHARE_GROUP_DESCRIBE, {"group_ids": [Name("g")],
+                                    "include_authorized_operations": False}),
+        Step(CONSUMER_GROUP_DESCRIBE, {"group_ids": [Name("sg")],
+                                       "include_authorized_operations": False}, version=0),
+        Step(DESCRIBE_GROUPS, {"groups": [Name("sg")], "include_authorized_operations": False},
+             version=6),
+        Step(JOIN_GROUP, {"group_id": Name("sg"), "session_timeout": 30_000,
+                          "rebalance_timeout": 30_000, "member_id": "",
+                          "group_instance_id": None, "protocol_type": "consumer",
+                          "protocols": [{"name": "range", "metadata": b"\x00\x01"}],
+                          "reason": None}, version=5),
+        Step(CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": Name("sg"), "member_id": "", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 30_000, "subscribed_topic_names": [Name("t")],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []},
+            version=0),
+        commit(generation=-1, member="", version=8, group="sg"),
     )),
     Scenario("consumer_group_describe", CONSUMER_GROUP_DESCRIBE, (
         find_coordinator("g", 0),

@@ -28,6 +28,7 @@ ADVERTISED = {api.key: (api.min_version if api.advertised_min_version is None
  DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
  DESCRIBE_TOPIC_PARTITIONS) = (35, 37, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 55, 60, 61, 65,
                                66, 68, 69, 75)
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ import org.apache.kafka.common.protocol.Errors;
  * create|LABEL|TOPIC|name=value,name=value
  * describe|LABEL|broker, default or topic:NAME
  * describe-when|LABEL|RESOURCE|CONFIG|SOURCE   (waits until CONFIG has that source, or ABSENT)
- * alter|LABEL|broker, default or topic:NAME|VALIDATE_ONLY|OP name=value;OP name;...
+ * alter|LABEL|broker, default, topic:NAME or group:NAME|VALIDATE_ONLY|OP name=value;OP name;...
+ * alter-message|LABEL|RESOURCE|VALIDATE_ONLY|OPS   (as alter, with the error's message)
  * </pre>
  * "broker" is the first broker's own resource, "default" the cluster-wide one (""). A describe
  * reports every entry (value, source, read-only, sensitive, type, synonyms) with synonyms and
@@ -60,7 +61,9 @@ public final class ConfigChecks {
           case "describe-when" -> describeWhen(admin, resource(fields[2], nodeId), fields[3],
               fields[4]);
           case "alter" -> alter(admin, resource(fields[2], nodeId),
-              Boolean.parseBoolean(fields[3]), fields[4]);
+              Boolean.parseBoolean(fields[3]), fields[4], false);
+          case "alter-message" -> alter(admin, resource(fields[2], nodeId),
+              Boolean.parseBoolean(fields[3]), fields[4], true);
           default -> throw new IllegalArgumentException("unknown check " + line);
         });
       }
@@ -71,6 +74,9 @@ public final class ConfigChecks {
   private static ConfigResource resource(String spec, String nodeId) {
     if (spec.startsWith("topic:")) {
       return new ConfigResource(ConfigResource.Type.TOPIC, spec.substring("topic:".length()));
+    }
+    if (spec.startsWith("group:")) {
+      return new ConfigResource(ConfigResource.Type.GROUP, spec.substring("group:".length()));
     }
     return new ConfigResource(ConfigResource.Type.BROKER, spec.equals("broker") ? nodeId : "");
   }
@@ -141,7 +147,7 @@ public final class ConfigChecks {
   }
 
   private static String alter(Admin admin, ConfigResource resource, boolean validateOnly,
-                              String operations) throws Exception {
+                              String operations, boolean withMessage) throws Exception {
     List<AlterConfigOp> ops = new ArrayList<>();
     for (String operation : operations.split(";")) {
       String[] opAndConfig = operation.split(" ", 2);
@@ -154,7 +160,8 @@ public final class ConfigChecks {
           new AlterConfigsOptions().validateOnly(validateOnly)).all().get();
       return Errors.NONE.name();
     } catch (ExecutionException failure) {
-      return error(failure);
+      return withMessage ? error(failure) + ": " + failure.getCause().getMessage()
+          : error(failure);
     }
   }
 }

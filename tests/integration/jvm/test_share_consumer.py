@@ -1,0 +1,166 @@
+"""Share groups (KIP-932) driven by Kafka's own KafkaShareConsumer: one consumer that accepts,
+releases and rejects on `odradek dev`; then four consumers of one group on a 3-broker
+cluster while one of them is killed with kill -9 and a broker is killed too. Every record is
+accepted exactly once, and none is delivered more times than the delivery count limit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, unique
+from tests.integration.cluster import Cluster, running_cluster
+from tests.jvm_toolchain import java_command, run_java
+from tests.waiting import wait_until
+
+TIMEOUT = 180.0
+DELIVERY_COUNT_LIMIT = 5
+"""group.share.delivery.count.limit's default."""
+OVERRIDES = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "3000",
+    "offsets.topic.num.partitions": "3",
+    "share.coordinator.state.topic.num.partitions": "3",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("share")
+    process = BrokerProcess(root / "data", root / "broker.log")
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_kafka_share_consumer_accepts_releases_and_rejects(broker: BrokerProcess) -> None:
+    topic = create_topic(broker.bootstrap, unique("share"))
+    result = run_java("odradek.jvm.share.ShareChecks", broker.bootstrap, topic, unique("g"),
+                      timeout=TIMEOUT)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    first = [(value, count) for value, count in report["deliveries"]]
+    assert first[:10] == [(f"r{i}", 1) for i in range(10)], first
+    assert first[10:] == [("r1", 2)], "the released record comes again, the rejected one not"
+    assert "commit_error" not in report
+    assert report["second_consumer"] == [], "every record was settled"
+
+
+class Worker:
+    """A ShareWorker process: one member accepting what it is given (ShareWorker.java)."""
+
+    def __init__(self, root: Path, name: str, bootstrap: str, topic: str, group: str) -> None:
+        self.output = root / f"{name}.jsonl"
+        with open(self.output, "wb") as out, open(root / f"{name}.err", "wb") as err:
+            self.process = subprocess.Popen(
+                java_command("odradek.jvm.share.ShareWorker", bootstrap, topic, group),
+                stdin=subprocess.PIPE, stdout=out, stderr=err)
+
+    def lines(self) -> list[dict[str, Any]]:
+        text = self.output.read_text()
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def outcomes(workers: list[Worker]) -> tuple[Counter[str], set[str], list[int]]:
+    """Values whose acceptance the broker confirmed (counted), values whose commit failed or
+    went unanswered, and every delivery count seen."""
+    committed: Counter[str] = Counter()
+    uncertain: set[str] = set()
+    counts = []
+    for worker in workers:
+        for line in worker.lines():
+            committed.update(line.get("committed", []))
+            uncertain.update(line.get("uncertain", []))
+            if "delivered" in line:
+                counts.append(line["count"])
+    return committed, uncertain, counts
+
+
+def produce_slowly(bootstrap: str, topic: str, values: list[str], done: threading.Event) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % 3)
+        producer.poll(0)
+        time.sleep(0.01)
+    assert producer.flush(TIMEOUT) == 0
+    done.set()
+
+
+def test_four_share_consumers_survive_a_killed_member_and_a_killed_broker(
+        tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "cluster", 1, 3, OVERRIDES) as cluster:
+        run(cluster, tmp_path)
+
+
+def run(cluster: Cluster, tmp_path: Path) -> None:
+    bootstrap = cluster.bootstrap
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    topic = unique("queue")
+    from confluent_kafka.admin import NewTopic
+    client.create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
+    group = unique("workers")
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest",
+                    incremental_operation=AlterConfigOpType.SET)])
+    client.incremental_alter_configs([resource])[resource].result(TIMEOUT)
+    values = [f"v{i}" for i in range(1500)]
+    produced = threading.Event()
+    producer = threading.Thread(target=produce_slowly, args=(bootstrap, topic, values, produced))
+    producer.start()
+    workers = [Worker(tmp_path, f"worker-{i}", bootstrap, topic, group) for i in range(4)]
+    try:
+        wait_until(lambda: sum(outcomes(workers)[0].values()) >= 200, TIMEOUT,
+                   "the workers accept records")
+        workers[0].kill()
+        wait_until(lambda: sum(outcomes(workers)[0].values()) >= 500, TIMEOUT,
+                   "the others accept records after a member's kill -9")
+        cluster.stop("broker-2", kill=True)
+        producer.join(TIMEOUT)
+        assert produced.is_set(), "every record was produced (acks=all, with a broker down)"
+
+        def settled() -> bool:
+            committed, uncertain, _ = outcomes(workers)
+            return set(values) <= set(committed) | uncertain
+
+        wait_until(settled, TIMEOUT, lambda: f"{len(set(values) - set(outcomes(workers)[0]))} "
+                   "records never accepted")
+    finally:
+        for worker in workers:
+            worker.close()
+    committed, uncertain, counts = outcomes(workers)
+    twice = {value: n for value, n in committed.items() if n > 1}
+    assert twice == {}, "a record accepted more than once"
+    assert set(committed) <= set(values)
+    assert max(counts) <= DELIVERY_COUNT_LIMIT
+    assert len(uncertain - set(committed)) <= len(values) // 10, uncertain - set(committed)

@@ -1,0 +1,176 @@
+"""The share coordinator shard (odradek/share/coordinator.py): each handler and its errors,
+snapshots every `share.coordinator.snapshot.update.records.per.snapshot` updates, replay of
+the encoded records giving the same state, and the share-partition state machine run with
+the shard, through the record codec, as its persister."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import rule
+from kio.schema.errors import ErrorCode
+
+from odradek.share.coordinator import (
+    ShareCoordinatorConfig,
+    ShareCoordinatorShard,
+    combine_state_batches,
+    coordinator_partition,
+)
+from odradek.share.partition import StateWrite
+from odradek.share.record_codec import decode, encode
+from odradek.share.records import (
+    SharePartitionKey,
+    ShareRecord,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareUpdateKey,
+    StateBatch,
+)
+from tests.unit.test_share_partition import SharePartitionMachine
+
+TOPIC = "5f6c2a4e-8a1b-4c3d-9e0f-112233445566"
+KEY = SharePartitionKey("g", TOPIC, 0)
+
+
+def shard(per_snapshot: int = 500) -> ShareCoordinatorShard:
+    return ShareCoordinatorShard(ShareCoordinatorConfig(per_snapshot),
+                                 lambda topic: 3 if topic == TOPIC else None)
+
+
+def replayed(records: list[ShareRecord], per_snapshot: int = 500) -> ShareCoordinatorShard:
+    """A shard loaded from the bytes of these records, as a new coordinator loads."""
+    loaded = shard(per_snapshot)
+    for record in records:
+        loaded.replay(decode(*encode(record)))
+    return loaded
+
+
+def test_coordinator_partition_hashes_group_topic_partition() -> None:
+    # Java: Utils.abs("g:5f6c2a4e-8a1b-4c3d-9e0f-112233445566:0".hashCode()) % 50
+    assert KEY.coordinator_key == f"g:{TOPIC}:0"
+    assert coordinator_partition(KEY, 50) == 41
+    assert coordinator_partition(SharePartitionKey("g", TOPIC, 1), 50) == 42
+
+
+def test_initialize_then_read_write_and_read_back() -> None:
+    s = shard()
+    result, out = s.initialize_state(KEY, state_epoch=1, start_offset=5, now_ms=100)
+    assert result.error == ErrorCode.none
+    assert out.records == [(ShareSnapshotKey(KEY), ShareSnapshotValue(0, 1, 0, 5, 100, 100, (),
+                                                                      0))]
+    read, out = s.read_state(KEY, leader_epoch=2, now_ms=200)
+    assert (read.error, read.state_epoch, read.start_offset, read.state_batches) == (
+        ErrorCode.none, 1, 5, ())
+    assert [type(k) for k, _ in out.records] == [ShareUpdateKey]  # the new leader's epoch
+    assert s.states[KEY].leader_epoch == 2
+    assert s.read_state(KEY, leader_epoch=2, now_ms=200)[1].records == []
+    write, out = s.write_state(KEY, 1, 2, 7, 1, [StateBatch(5, 6, 2, 1), StateBatch(7, 9, 0, 1)],
+                               300)
+    assert write.error == ErrorCode.none
+    read, _ = s.read_state(KEY, leader_epoch=2, now_ms=300)
+    assert (read.start_offset, read.state_batches) == (7, (StateBatch(7, 9, 0, 1),))
+    summary, _ = s.read_state_summary(KEY)
+    assert (summary.start_offset, summary.delivery_complete_count, summary.leader_epoch,
+            summary.state_epoch) == (7, 1, 2, 1)
+
+
+def test_fencing() -> None:
+    s = shard()
+    s.initialize_state(KEY, 3, 0, 0)
+    s.read_state(KEY, 5, 0)
+    assert s.write_state(KEY, 3, 4, 0, 0, [], 0)[0].error == ErrorCode.fenced_leader_epoch
+    assert s.write_state(KEY, 2, 5, 0, 0, [], 0)[0].error == ErrorCode.fenced_state_epoch
+    assert s.read_state(KEY, 4, 0)[0].error == ErrorCode.fenced_leader_epoch
+    assert s.initialize_state(KEY, 2, 0, 0)[0].error == ErrorCode.fenced_state_epoch
+    assert s.write_state(KEY, -1, -1, 0, 0, [], 0)[0].error == ErrorCode.none
+    fenced, out = s.write_state(KEY, 3, 4, 9, 0, [], 0)
+    assert out.records == [] and s.states[KEY].start_offset == 0
+
+
+def test_errors_for_unknown_and_uninitialized_partitions() -> None:
+    s = shard()
+    assert s.write_state(KEY, 0, 0, 0, 0, [], 0)[0].error == ErrorCode.invalid_request
+    assert s.read_state(KEY, 0, 0)[0].error == ErrorCode.invalid_request
+    assert s.read_state_summary(KEY)[0].start_offset == -1
+    bad = SharePartitionKey("g", TOPIC, 3)
+    assert s.initialize_state(bad, 0, 0, 0)[0].error == ErrorCode.unknown_topic_or_partition
+    other = SharePartitionKey("g", "00000000-0000-0000-0000-000000000001", 0)
+    assert s.delete_state(other)[0].error == ErrorCode.unknown_topic_or_partition
+    negative = SharePartitionKey("g", TOPIC, -1)
+    assert s.read_state_summary(negative)[0].error == ErrorCode.invalid_request
+
+
+def test_delete_writes_a_tombstone_and_forgets_the_state() -> None:
+    s = shard()
+    records = s.initialize_state(KEY, 1, 0, 0)[1].records
+    assert s.delete_state(SharePartitionKey("g", TOPIC, 1))[1].records == []
+    result, out = s.delete_state(KEY)
+    assert result.error == ErrorCode.none
+    assert out.records == [(ShareSnapshotKey(KEY), None)]
+    assert KEY not in s.states
+    assert KEY not in replayed(records + out.records).states
+    assert s.initialize_state(KEY, 0, 0, 0)[0].error == ErrorCode.none  # epochs forgotten too
+
+
+def test_a_snapshot_follows_the_configured_number_of_updates() -> None:
+    s = shard(per_snapshot=2)
+    records = s.initialize_state(KEY, 1, 0, 0)[1].records
+    kinds = []
+    for i in range(5):
+        out = s.write_state(KEY, 1, 0, i, 0, [StateBatch(i, i, 2, 1)], 10 + i)[1]
+        records += out.records
+        kinds += [type(k).__name__ for k, _ in out.records]
+    assert kinds == ["ShareUpdateKey", "ShareUpdateKey", "ShareSnapshotKey", "ShareUpdateKey",
+                     "ShareUpdateKey"]
+    snapshot = records[3][1]
+    assert isinstance(snapshot, ShareSnapshotValue)
+    assert (snapshot.snapshot_epoch, snapshot.start_offset, snapshot.state_batches) == (
+        1, 2, (StateBatch(2, 2, 2, 1),))
+    assert replayed(records, per_snapshot=2).states == s.states
+    assert replayed(records[3:], per_snapshot=2).states[KEY] == s.states[KEY]
+
+
+def test_combine_state_batches() -> None:
+    current = (StateBatch(0, 9, 0, 1), StateBatch(10, 19, 2, 1))
+    new = (StateBatch(5, 12, 2, 1), StateBatch(15, 15, 4, 3))
+    assert combine_state_batches(current, new, 3) == (
+        StateBatch(3, 4, 0, 1), StateBatch(5, 14, 2, 1), StateBatch(15, 15, 4, 3),
+        StateBatch(16, 19, 2, 1))
+    assert combine_state_batches(current, (), -1) == current
+    assert combine_state_batches(current, (), 30) == ()
+
+
+class PersistedThroughTheCoordinator(SharePartitionMachine):
+    """The share-partition state machine with the coordinator shard as its persister: every
+    write goes through WriteShareGroupState into records, and a reload reads the state back
+    from a shard loaded from those records' bytes (a new share coordinator)."""
+
+    def persist(self, write: StateWrite | None) -> None:
+        super().persist(write)
+        if not hasattr(self, "coordinator"):
+            self.coordinator = shard(per_snapshot=3)
+            self.log_records = self.coordinator.initialize_state(KEY, 0, 0, 0)[1].records
+        if write is None:
+            return
+        result, out = self.coordinator.write_state(
+            KEY, write.state_epoch, write.leader_epoch, write.start_offset,
+            write.delivery_complete_count, write.state_batches, self.now)
+        assert result.error == ErrorCode.none
+        self.log_records += out.records
+
+    @rule()
+    def coordinator_moves(self) -> None:
+        self.persist(None)
+        self.coordinator = replayed(self.log_records, per_snapshot=3)
+        read, _ = self.coordinator.read_state(KEY, -1, self.now)
+        assert read.error == ErrorCode.none
+        assert read.start_offset == self.persisted_start
+        offsets = {o: (b.delivery_state, b.delivery_count) for b in read.state_batches
+                   for o in range(b.first_offset, b.last_offset + 1)}
+        assert offsets == self.persisted
+        self.load(read.state_epoch, read.start_offset, read.state_batches)
+
+
+PersistedThroughTheCoordinator.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow])
+TestPersistedThroughTheCoordinator = PersistedThroughTheCoordinator.TestCase
