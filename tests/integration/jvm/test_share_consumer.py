@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    NewTopic,
     ResourceType,
 )
 
@@ -127,7 +128,6 @@ def run(cluster: Cluster, tmp_path: Path) -> None:
     bootstrap = cluster.bootstrap
     client = AdminClient({"bootstrap.servers": bootstrap})
     topic = unique("queue")
-    from confluent_kafka.admin import NewTopic
     client.create_topics([NewTopic(topic, 3, 3)])[topic].result(TIMEOUT)
     group = unique("workers")
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
