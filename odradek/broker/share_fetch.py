@@ -63,6 +63,7 @@ class FetchedShare:
 
 @dataclass(slots=True)
 class _Entry:
+    key: ShareKey
     partition: SharePartition
     topic: str
     leader_epoch: int
@@ -251,7 +252,7 @@ class SharePartitionManager:
         share = SharePartition.from_persisted(limits, leader_epoch,
                                               state.state_epoch, start_offset,
                                               state.state_batches)
-        entry = self._entries[key] = _Entry(share, topic, leader_epoch)
+        entry = self._entries[key] = _Entry(key, share, topic, leader_epoch)
         log.info("share group %s: %s-%d at start offset %d, state epoch %d", group_id, topic,
                  partition, share.start_offset, state.state_epoch)
         return entry
@@ -292,8 +293,7 @@ class SharePartitionManager:
             return
         loop = asyncio.get_running_loop()
         delay_s = max(deadline - now_ms(), 0) / 1000
-        key = next(k for k, e in self._entries.items() if e is entry)
-        entry.timer = loop.call_later(delay_s, lambda: self._spawn(self._expire(key)))
+        entry.timer = loop.call_later(delay_s, lambda: self._spawn(self._expire(entry.key)))
 
     async def _expire(self, key: ShareKey) -> None:
         async with self._lock(key):
