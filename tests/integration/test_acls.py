@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -41,6 +41,7 @@ from odradek.protocol.codec import build_request, encode_body
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.tool_runs import one_line_failure
+from tests.waiting import wait_until
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECRET, OPEN, CLOSED = "secret", "open.a", "open.closed"
@@ -84,7 +85,11 @@ def set_up(bootstrap: str) -> None:
     producer.produce(SECRET, b"kept")
     producer.commit_transaction(TIMEOUT)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
-    consumer.commit(offsets=[TopicPartition(SECRET, 0, 1)], asynchronous=False)
+    # a commit while the group's coordinator is still loading is refused with NOT_COORDINATOR,
+    # which librdkafka hands back from a synchronous commit rather than retrying
+    wait_until(lambda: consumer.commit(offsets=[TopicPartition(SECRET, 0, 1)],
+                                       asynchronous=False), TIMEOUT, "a committed offset",
+               ignoring=KafkaException)
     consumer.close()
     for args in (["--topic", "*", "--group", "*", "--transactional-id", "*", "--cluster",
                   "--allow-principal", "User:other"],
