@@ -243,9 +243,32 @@ GROUP_BOUND_CONFIGS = (
      "configuration for the record lock limit per share-partition."),
     ("group.share.max.partition.max.record.locks", "The maximum value of a group "
      "configuration for the record lock limit per share-partition."),
+    ("group.consumer.min.assignment.interval.ms",
+     "The minimum interval between assignment updates for a consumer group."),
+    ("group.consumer.max.assignment.interval.ms",
+     "The maximum interval between assignment updates for a consumer group."),
+    ("group.share.min.assignment.interval.ms",
+     "The minimum interval between assignment updates for a share group."),
+    ("group.share.max.assignment.interval.ms",
+     "The maximum interval between assignment updates for a share group."),
+    ("group.streams.min.session.timeout.ms", "The minimum allowed value for the group-level "
+     "configuration of streams.session.timeout.ms"),
+    ("group.streams.max.session.timeout.ms", "The maximum allowed value for the group-level "
+     "configuration of streams.session.timeout.ms"),
+    ("group.streams.min.heartbeat.interval.ms", "The minimum allowed value for the group-level "
+     "configuration of streams.heartbeat.interval.ms"),
+    ("group.streams.max.heartbeat.interval.ms", "The maximum allowed value for the group-level "
+     "configuration of streams.heartbeat.interval.ms"),
+    ("group.streams.max.standby.replicas", "The maximum allowed value for the group-level "
+     "configuration of streams.num.standby.replicas"),
+    ("group.streams.min.assignment.interval.ms",
+     "The minimum interval between assignment updates for a streams group."),
+    ("group.streams.max.assignment.interval.ms",
+     "The maximum interval between assignment updates for a streams group."),
 )
-"""The broker's defaults and bounds of the group configs (odradek/group_config.py) that no
-other part of Odradek defines, with GroupCoordinatorConfig's and ShareGroupConfig's docs."""
+"""The broker's bounds of the group configs (odradek/group_config.py), and the share ones'
+defaults, that no other part of Odradek defines, with GroupCoordinatorConfig's and
+ShareGroupConfig's docs."""
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("node.id", INT, 1, "The node id of this server.", at_least(0), read_only=True),

@@ -10,9 +10,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek import kafka_catalogue as kafka
-from odradek.config import BrokerConfig, ConfigType, InvalidConfigError
+from odradek.config import BROKER_CONFIGS, BrokerConfig, ConfigType, InvalidConfigError
 from odradek.group.consumer_handlers import SESSION_TIMER
 from odradek.group_config import (
+    BOUNDS,
     GROUP_CONFIGS,
     AutoOffsetReset,
     auto_offset_reset,
@@ -46,6 +47,16 @@ def test_the_catalogue_is_kafka_4_3_groupconfig() -> None:
         "share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
         "share.renew.acknowledge.enable": True}
     assert GROUP_CONFIGS["share.renew.acknowledge.enable"].type is ConfigType.BOOLEAN
+
+
+def test_every_bound_is_a_broker_config_odradek_documents() -> None:
+    """The bounds are Kafka's broker configs (type, default, range from its catalogue), with
+    Kafka's documentation, so that DescribeConfigs of a broker documents them."""
+    bounds = {name for low, high in BOUNDS.values() for name in (low, high) if name}
+    assert len(bounds) == 25
+    for name in bounds:
+        assert BROKER_CONFIGS[name].doc, name
+        assert str(BROKER_CONFIGS[name].default) == kafka.BROKER[name][1], name
 
 
 def refusal(overrides: dict[str, str], broker: BrokerConfig = BROKER) -> str:
