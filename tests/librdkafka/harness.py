@@ -48,6 +48,9 @@ HARNESS_BROKER_CONFIG = {
     "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "group.share.min.record.lock.duration.ms": "1000",
 }
 TEST_TIMEOUT_MULTIPLIER = "2"
 """LibrdkafkaTestApp's test.conf has this and `test.sql.command=sqlite3 rdktests` (here
