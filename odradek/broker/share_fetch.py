@@ -269,6 +269,12 @@ class SharePartitionManager:
             return error.code, str(error)
         return None
 
+    def forget_group(self, group_id: str) -> None:
+        """The group's share-partitions are read again from their persisted state on next
+        use (an admin changed it; Kafka's onGroupEmpty drops them likewise)."""
+        for key in [k for k in self._entries if k[0] == group_id]:
+            self._drop(key)
+
     def _drop(self, key: ShareKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.timer is not None:
