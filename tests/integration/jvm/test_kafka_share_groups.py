@@ -13,18 +13,23 @@ delete-offsets --type share` print what Kafka's tool prints, line for line."""
 
 from __future__ import annotations
 
+import collections
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration import share_wire
+from tests.integration.broker_metrics import scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import Out, create_topic, produce_confluent, unique
 from tests.integration.jvm.kafka_tools import SHARE_GROUPS, Step, run_tools
 from tests.integration.raw_client import RawClient
 from tests.integration.test_groups_cli import groups
+from tests.jvm_toolchain import run_java
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +186,69 @@ def test_kafka_share_groups_resets_describes_and_deletes_offsets(broker: BrokerP
     assert ours.stdout.splitlines() == out["again"].lines
     ours = groups(broker, "describe", "--type", "share", "--group", group)
     assert ours.stdout.splitlines()[-1] == out["deleted"].lines[-1]
+
+
+def share_checks(broker: BrokerProcess, topic: str, group: str) -> dict[str, Any]:
+    """Kafka's KafkaShareConsumer (ShareChecks): ten records produced to partition 0, all
+    accepted but r1 (released, then accepted) and r2 (rejected)."""
+    run = run_java("odradek.jvm.share.ShareChecks", broker.bootstrap, topic, group,
+                   timeout=240)
+    report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "commit_error" not in report, report
+    return report
+
+
+def share_samples(broker: BrokerProcess) -> dict[str, float]:
+    samples = scrape(broker)
+    found = {f"ack_{dict(labels)['acktype']}": value for (name, labels), value in samples.items()
+             if name == "kafka_server_sharegroupmetrics_recordacknowledgements_total"}
+    for name in ("kafka_server_sharegroupmetrics_partitionloadtimems_count",
+                 "kafka_server_sharesessioncache_sharesessionscount",
+                 "kafka_server_sharesessioncache_sharepartitionscount",
+                 "kafka_server_share_coordinator_metrics_write_total",
+                 "kafka_server_share_coordinator_metrics_write_latency_avg",
+                 "kafka_server_share_coordinator_metrics_write_latency_max"):
+        found[name] = samples[(name, frozenset())]
+    return found
+
+
+def test_share_metrics_and_a_reset_consumed_again(broker: BrokerProcess) -> None:
+    """Kafka's share metric names by scrape, fed by a KafkaShareConsumer; then Kafka's tool
+    resets the emptied group to the earliest offset and the consumer reads every record
+    again."""
+    topic = create_topic(broker.bootstrap, unique("share-metrics"), 1)
+    group = unique("share-metrics")
+    before = share_samples(broker)
+    first = share_checks(broker, topic, group)
+    assert first["second_consumer"] == []  # every record settled
+    assert sorted({value for value, _ in first["deliveries"]}) == [f"r{i}" for i in range(10)]
+    after = share_samples(broker)
+    assert {k: after[k] - before[k] for k in ("ack_Accept", "ack_Release", "ack_Reject",
+                                               "ack_Renew")} == {
+        "ack_Accept": 9, "ack_Release": 1, "ack_Reject": 1, "ack_Renew": 0}
+    assert after["kafka_server_sharegroupmetrics_partitionloadtimems_count"] > before[
+        "kafka_server_sharegroupmetrics_partitionloadtimems_count"]
+    assert after["kafka_server_share_coordinator_metrics_write_total"] > before[
+        "kafka_server_share_coordinator_metrics_write_total"]
+    assert 0 <= after["kafka_server_share_coordinator_metrics_write_latency_avg"] <= after[
+        "kafka_server_share_coordinator_metrics_write_latency_max"]
+    # Both consumers closed: their share sessions are gone.
+    assert after["kafka_server_sharesessioncache_sharesessionscount"] == 0
+    assert after["kafka_server_sharesessioncache_sharepartitionscount"] == 0
+
+    def tool(name: str, *args: str) -> Step:
+        return Step(name, SHARE_GROUPS, ["--bootstrap-server", broker.bootstrap, *args])
+
+    out = run_tools([
+        tool("settled", "--describe", "--group", group),
+        tool("reset", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+             "--execute"),
+        tool("reset-to", "--describe", "--group", group),
+    ])
+    assert columns(out["settled"].ok().lines)[1:] == [[group, topic, "0", "10", "0"]]
+    assert columns(out["reset-to"].ok().lines)[1:] == [[group, topic, "0", "0", "10"]]
+    # The records are read again (ShareChecks produces ten more with the same values, so
+    # it may stop before the released r1 of the first ten comes back).
+    again = share_checks(broker, topic, group)
+    delivered = collections.Counter(value for value, _ in again["deliveries"])
+    assert all(delivered[f"r{i}"] >= 2 for i in range(10)), delivered
