@@ -3,7 +3,8 @@ codec written from Kafka's JSON schemas: AlterShareGroupOffsets initializes an e
 new) group's share-partitions at new start offsets through the share coordinator,
 DescribeShareGroupOffsets reads them back with their lag, and DeleteShareGroupOffsets
 deletes a topic's state; a group with a member, an unknown topic or partition and an unknown
-group are refused with Kafka's errors."""
+group are refused with Kafka's errors. In a two-broker cluster the lag of a partition led by
+another broker than the group's coordinator is asked of its leader."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kio.schema.errors import ErrorCode
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.cluster import admin, create
+from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
 from tests.integration.raw_client import RawClient
 from tests.integration.share_offsets_wire import (
     DescribedPartition,
@@ -98,3 +100,34 @@ def test_alter_describe_delete(broker: BrokerProcess) -> None:
             ErrorCode.group_id_not_found, "Group no-such-group not found.")
         assert alter_offsets(client, "", {TOPIC: {0: 0}}).error_code == (
             ErrorCode.invalid_group_id)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("share-offsets-cluster"), 1, 2, {}) as c:
+        yield c
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in counts.items():
+        for i in range(count):
+            producer.produce(topic, value=b"%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), 2, 1)
+    leaders = {p: info.leader for p, info in partitions(cluster.bootstrap, topic).items()}
+    assert set(leaders.values()) == {1, 2}  # one partition on each broker
+    produce(cluster.bootstrap, topic, {0: 6, 1: 9})
+    with RawClient(cluster.bootstrap.split(",")[0]) as client:
+        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[GROUP])
+        (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
+    assert found.error_code == ErrorCode.none
+    with RawClient(f"127.0.0.1:{found.port}") as coordinator:
+        assert alter_offsets(coordinator, GROUP, {topic: {0: 1, 1: 2}}).error_code == (
+            ErrorCode.none)
+        described = describe_offsets(coordinator, GROUP)
+    assert described.partitions == {(topic, 0): DescribedPartition(1, 0, 5, 0),
+                                    (topic, 1): DescribedPartition(2, 0, 7, 0)}

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.access import GROUP, TOPIC, Op
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.dispatch import RequestContext, Result
+from odradek.broker.partition_ends import PartitionEnds
 from odradek.broker.share_persister import PersisterError, StateSummary
 from odradek.group.classic import Output
 from odradek.group.share_offsets import UNKNOWN_PARTITION, ShareOffsetsError
@@ -46,13 +47,17 @@ def refuse_with_message(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": kafka_message(code), "responses": []}
 
 
+def has_lag(summary: StateSummary) -> bool:
+    """Kafka's shouldComputeSharePartitionLag: the state was read, with its start offset and
+    delivery-complete count initialized."""
+    return (summary.error == ErrorCode.none and summary.start_offset != UNINITIALIZED
+            and summary.delivery_complete_count != UNINITIALIZED)
+
+
 def lag(end_offset: int | None, summary: StateSummary) -> int:
     """GroupCoordinatorService's share-partition lag: the partition's end offset less the
-    start offset and the records delivered beyond it; -1 while either is uninitialized or
-    the end offset is not known here."""
-    if (end_offset is None or summary.error != ErrorCode.none
-            or summary.start_offset == UNINITIALIZED
-            or summary.delivery_complete_count == UNINITIALIZED):
+    start offset and the records delivered beyond it; -1 without one (or no end offset)."""
+    if end_offset is None or not has_lag(summary):
         return UNINITIALIZED
     return end_offset - summary.start_offset - summary.delivery_complete_count
 
@@ -83,10 +88,16 @@ async def _gather(work: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def handle_describe_share_group_offsets(context: RequestContext, request: Any) -> Result:
-    return {"groups": await _gather(_describe_group(context, g) for g in request.groups)}
+    ends = PartitionEnds(context.services.broker, context.services.replicas)
+    try:
+        return {"groups": await _gather(_describe_group(context, ends, g)
+                                        for g in request.groups)}
+    finally:
+        ends.close()
 
 
-async def _describe_group(context: RequestContext, group: Any) -> dict[str, Any]:
+async def _describe_group(context: RequestContext, ends: PartitionEnds,
+                          group: Any) -> dict[str, Any]:
     group_id = group.group_id
     refused = {"group_id": group_id, "topics": []}
     if not context.allowed(Op.DESCRIBE, GROUP, group_id):
@@ -116,7 +127,7 @@ async def _describe_group(context: RequestContext, group: Any) -> dict[str, Any]
                     for p in topic.partitions]})
             else:
                 wanted.append((topic.topic_name, info.topic_id, list(topic.partitions)))
-    described = await _gather(_describe_topic(context, group_id, *w) for w in wanted)
+    described = await _gather(_describe_topic(context, ends, group_id, *w) for w in wanted)
     return {"group_id": group_id, "topics": described + answered,
             "error_code": ErrorCode.none}
 
@@ -128,17 +139,22 @@ def _unauthorized_topic(name: str, partitions: Iterable[int]) -> dict[str, Any]:
          "error_message": TOPIC_AUTHORIZATION_FAILED} for p in partitions]}
 
 
-async def _describe_topic(context: RequestContext, group_id: str, name: str, topic_id: str,
-                          partitions: list[int]) -> dict[str, Any]:
+async def _describe_topic(context: RequestContext, ends: PartitionEnds, group_id: str,
+                          name: str, topic_id: str, partitions: list[int]) -> dict[str, Any]:
     persister = context.services.share_partitions.persister
-    replicas = context.services.replicas
 
     async def one(index: int) -> dict[str, Any]:
         try:
             summary = await persister.read_summary(group_id, topic_id, index)
         except PersisterError as error:
             summary = StateSummary(error.code, str(error), 0, 0, -1, -1)
-        return described_partition(index, summary, replicas.high_watermark((name, index)))
+        if not has_lag(summary):  # no end offset needed
+            return described_partition(index, summary, None)
+        code, end = await ends.end_offset(name, index)
+        if code != ErrorCode.none:  # Kafka answers the partition with the error alone
+            return {"partition_index": index, "error_code": code,
+                    "error_message": kafka_message(code)}
+        return described_partition(index, summary, end)
 
     return {"topic_name": name, "topic_id": uuid.UUID(topic_id),
             "partitions": await _gather(one(p) for p in partitions)}
