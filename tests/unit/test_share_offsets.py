@@ -4,13 +4,16 @@ answers of DescribeShareGroupOffsets (broker/handlers/share_offsets.py)."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.handlers.share_offsets import described_partition, lag
 from odradek.broker.share_persister import StateSummary
 from odradek.group.classic import ClassicGroup
-from odradek.group.model import StaticTopics, TopicInfo
+from odradek.group.coordinator import GroupCoordinatorShard
+from odradek.group.model import GroupConfig, StaticTopics, TopicInfo
 from odradek.group.records import (
     ShareGroupStatePartitionMetadataKey,
     ShareGroupStatePartitionMetadataValue,
@@ -18,6 +21,7 @@ from odradek.group.records import (
     TopicPartitionsInfo,
 )
 from odradek.group.share_group import ShareGroup, ShareMember
+from odradek.group.share_handlers import ShareHeartbeatRequest
 from odradek.group.share_offsets import (
     NOTHING_TO_DELETE,
     ShareOffsetsError,
@@ -130,3 +134,13 @@ def test_a_coordinator_error_reads_as_no_state() -> None:
     failed = described_partition(3, summary(40, 0, ErrorCode.unknown_topic_or_partition), 50)
     assert (failed["start_offset"], failed["leader_epoch"], failed["lag"],
             failed["error_code"]) == (-1, 0, -1, ErrorCode.none)
+
+
+def test_a_subscription_keeps_the_partitions_an_alter_initialized() -> None:
+    shard = GroupCoordinatorShard(GroupConfig(), TOPICS, random.Random(7))
+    plan, _ = shard.alter_share_group_offsets("g", [("payments", [(0, 3)])])
+    assert plan.initialize == {PAYMENTS: {0: 3}}
+    shard.share_offsets_initialized("g", {PAYMENTS: ("payments", [0])})
+    shard.share_heartbeat(ShareHeartbeatRequest("g", "m1", 0, None, ("orders",), "c", "/h"), 1)
+    assert shard.share_initialized_partitions("g") == {PAYMENTS: frozenset({0}),
+                                                       ORDERS: frozenset({0, 1})}
