@@ -402,48 +402,6 @@ class GroupCoordinatorShard:
             return ShareMembership(ErrorCode.fenced_member_epoch, {})
         return ShareMembership(ErrorCode.none, member.assigned)
 
-    # The share-group offsets admin APIs (the share coordinator's part is the broker's).
-
-    def share_initialized_partitions(self, group_id: str) -> dict[str, frozenset[int]]:
-        """Topic id -> the share group's initialized partitions (none for another group)."""
-        group = self.groups.get(group_id)
-        return group.initialized_partitions() if isinstance(group, ShareGroup) else {}
-
-    def alter_share_group_offsets(
-        self, group_id: str, requested: Sequence[tuple[str, Sequence[tuple[int, int]]]]
-    ) -> tuple[share_offsets.AlterPlan, Output]:
-        """Raises ShareOffsetsError unless the group is an empty share group or new."""
-        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=True)
-        return share_offsets.plan_alter(group, self.topics, requested), Output()
-
-    def share_offsets_initialized(self, group_id: str,
-                                  initialized: Mapping[str, tuple[str, Iterable[int]]]
-                                  ) -> tuple[None, Output]:
-        """Record the partitions the share coordinator initialized for the group."""
-        group = self.groups.get(group_id)
-        if group is not None and not isinstance(group, ShareGroup):
-            return None, Output()
-        records = share_offsets.initialized_records(group or ShareGroup(group_id), initialized)
-        self._apply(records)
-        return None, Output(records=records)
-
-    def initiate_delete_share_group_offsets(self, group_id: str, names: Iterable[str]
-                                            ) -> tuple[share_offsets.DeletePlan, Output]:
-        """Raises ShareOffsetsError unless the group is an empty share group."""
-        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=False)
-        plan = share_offsets.plan_delete(group, self.topics, names)
-        self._apply(plan.records)
-        return plan, Output(records=list(plan.records))
-
-    def complete_delete_share_group_offsets(self, group_id: str, topic_ids: Iterable[str]
-                                            ) -> tuple[None, Output]:
-        group = self.groups.get(group_id)
-        if not isinstance(group, ShareGroup):
-            return None, Output()
-        records = share_offsets.deleted_records(group, topic_ids)
-        self._apply(records)
-        return None, Output(records=records)
-
     def refresh_topics(self, now_ms: int) -> Output:
         """Topics were created, deleted or grew: KIP-848 groups subscribed to them move to
         a new epoch now, as Kafka's do when its metadata image changes."""
@@ -632,6 +590,48 @@ class GroupCoordinatorShard:
         self._apply(out.records)
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
+
+    # The share-group offsets admin APIs (the share coordinator's part is the broker's).
+
+    def share_initialized_partitions(self, group_id: str) -> dict[str, frozenset[int]]:
+        """Topic id -> the share group's initialized partitions (none for another group)."""
+        group = self.groups.get(group_id)
+        return group.initialized_partitions() if isinstance(group, ShareGroup) else {}
+
+    def alter_share_group_offsets(
+        self, group_id: str, requested: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> tuple[share_offsets.AlterPlan, Output]:
+        """Raises ShareOffsetsError unless the group is an empty share group or new."""
+        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=True)
+        return share_offsets.plan_alter(group, self.topics, requested), Output()
+
+    def share_offsets_initialized(self, group_id: str,
+                                  initialized: Mapping[str, tuple[str, Iterable[int]]]
+                                  ) -> tuple[None, Output]:
+        """Record the partitions the share coordinator initialized for the group."""
+        group = self.groups.get(group_id)
+        if group is not None and not isinstance(group, ShareGroup):
+            return None, Output()
+        records = share_offsets.initialized_records(group or ShareGroup(group_id), initialized)
+        self._apply(records)
+        return None, Output(records=records)
+
+    def initiate_delete_share_group_offsets(self, group_id: str, names: Iterable[str]
+                                            ) -> tuple[share_offsets.DeletePlan, Output]:
+        """Raises ShareOffsetsError unless the group is an empty share group."""
+        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=False)
+        plan = share_offsets.plan_delete(group, self.topics, names)
+        self._apply(plan.records)
+        return plan, Output(records=list(plan.records))
+
+    def complete_delete_share_group_offsets(self, group_id: str, topic_ids: Iterable[str]
+                                            ) -> tuple[None, Output]:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            return None, Output()
+        records = share_offsets.deleted_records(group, topic_ids)
+        self._apply(records)
+        return None, Output(records=records)
 
     # Time.
 

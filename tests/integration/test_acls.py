@@ -15,7 +15,6 @@ import asyncio
 import socket
 import struct
 import subprocess
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -46,7 +45,6 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECRET, OPEN, CLOSED = "secret", "open.a", "open.closed"
 GROUP, TXN = "g", "t1"
 SHARE_GROUP = "open-share"
-SOME_TOPIC_ID = uuid.UUID(int=7)
 """A share group User:ANONYMOUS has every ACL on, to get past the group gates."""
 TIMEOUT = 30
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
@@ -300,22 +298,6 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                             refused_with(GROUP_DENIED)),
     "ShareGroupDescribe": (1, {"group_ids": [GROUP], "include_authorized_operations": False},
                            refused_with(GROUP_DENIED)),
-    "ShareFetch": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 0,
-                       "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1024, "topics": [{
-                           "topic_id": SOME_TOPIC_ID, "partitions": [{"partition_index": 0}]}]},
-                   refused_with(GROUP_DENIED)),
-    "ShareAcknowledge": (1, {"group_id": GROUP, "member_id": "m", "share_session_epoch": 1,
-                             "topics": [{"topic_id": SOME_TOPIC_ID, "partitions": [{
-                                 "partition_index": 0, "acknowledgement_batches": [{
-                                     "first_offset": 0, "last_offset": 0,
-                                     "acknowledge_types": [1]}]}]}]},
-                         refused_with(GROUP_DENIED)),
-    **{name: (version, {"group_id": GROUP, "topics": [{"topic_id": SOME_TOPIC_ID,
-                                                       "partitions": [{"partition": 0}]}]},
-              refused_with(CLUSTER_DENIED))
-       for name, version in (("InitializeShareGroupState", 0), ("ReadShareGroupState", 0),
-                             ("WriteShareGroupState", 1), ("DeleteShareGroupState", 0),
-                             ("ReadShareGroupStateSummary", 1))},
     "DescribeShareGroupOffsets": (1, {"groups": [{"group_id": GROUP, "topics": None}]},
                                   refused_with(GROUP_DENIED)),
     "AlterShareGroupOffsets": (0, {"group_id": GROUP, "topics": [{"topic_name": SECRET,

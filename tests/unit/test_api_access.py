@@ -76,16 +76,14 @@ KAFKA_CHECKS: dict[str, set[tuple[ResourceType, AclOperation]]] = {
     "DescribeTopicPartitions": {(T, Op.DESCRIBE)},
     "ShareGroupHeartbeat": {(G, Op.READ), (T, Op.DESCRIBE)},
     "ShareGroupDescribe": {(G, Op.DESCRIBE)},
-    "ShareFetch": {(G, Op.READ), (T, Op.READ)},
-    "ShareAcknowledge": {(G, Op.READ), (T, Op.READ)},
+    "DescribeShareGroupOffsets": {(G, Op.DESCRIBE), (T, Op.DESCRIBE)},
+    "AlterShareGroupOffsets": {(G, Op.READ), (T, Op.READ)},
+    "DeleteShareGroupOffsets": {(G, Op.DELETE), (T, Op.READ)},
     "InitializeShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "ReadShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "WriteShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "DeleteShareGroupState": {(C, Op.CLUSTER_ACTION)},
     "ReadShareGroupStateSummary": {(C, Op.CLUSTER_ACTION)},
-    "DescribeShareGroupOffsets": {(G, Op.DESCRIBE), (T, Op.DESCRIBE)},
-    "AlterShareGroupOffsets": {(G, Op.READ), (T, Op.READ)},
-    "DeleteShareGroupOffsets": {(G, Op.DELETE), (T, Op.READ)},
 }
 
 
