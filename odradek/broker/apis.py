@@ -86,6 +86,12 @@ from odradek.broker.handlers.scram_credentials import (
     handle_describe_user_scram_credentials,
 )
 from odradek.broker.handlers.share import handle_share_acknowledge, handle_share_fetch
+from odradek.broker.handlers.share_offsets import (
+    handle_alter_share_group_offsets,
+    handle_delete_share_group_offsets,
+    handle_describe_share_group_offsets,
+    refuse_with_message,
+)
 from odradek.broker.handlers.share_state import (
     handle_delete_share_group_state,
     handle_initialize_share_group_state,
@@ -253,6 +259,13 @@ API_TABLE: list[Api] = [
         access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
     Api(87, 0, 1, handle_read_share_group_state_summary,
         access=Access(gates=(cluster(Op.CLUSTER_ACTION),), refusal=refuse_share_state)),
+    # The share-group offsets admin APIs (kafka-share-groups.sh, Admin).
+    Api(90, 0, 1, handle_describe_share_group_offsets,
+        access=Access(checks=checks((GROUP, Op.DESCRIBE), (TOPIC, Op.DESCRIBE)))),
+    Api(91, 0, 0, handle_alter_share_group_offsets, access=Access(
+        gates=(group(Op.READ),), checks=checks((TOPIC, Op.READ)), refusal=refuse_with_message)),
+    Api(92, 0, 0, handle_delete_share_group_offsets, access=Access(
+        gates=(group(Op.DELETE),), checks=checks((TOPIC, Op.READ)), refusal=refuse_with_message)),
 ]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.share_metrics import ShareGroupMetrics
 from odradek.broker.share_persister import PersisterError, StatePersister
 from odradek.clock import now_ms
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
@@ -77,6 +79,9 @@ class SharePartitionManager:
         self.replicas = replicas
         self.persister = persister
         self.sessions = ShareSessionCache(broker.config.integer("group.share.max.share.sessions"))
+        self.metrics = ShareGroupMetrics(broker.metrics.registry,
+                                         lambda: len(self.sessions.sessions),
+                                         self.sessions.partition_count)
         self._entries: dict[ShareKey, _Entry] = {}
         self._locks: dict[ShareKey, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -179,6 +184,7 @@ class SharePartitionManager:
                 if failure is not None:
                     return failure
             self._arm_timer(entry)
+        self.metrics.record_acknowledgements(batches)
         self.broker.waiters.wake((topic, partition))
         return ErrorCode.none, None
 
@@ -234,6 +240,7 @@ class SharePartitionManager:
         initial = initial_start_offset(reset.strategy, reset.duration_ms, log_.log_start_offset,
                                        log_.high_watermark, now_ms(),
                                        self._offset_for_timestamp(log_))
+        load_start = time.monotonic()
         try:
             state = await self.persister.read(group_id, topic_id, partition, leader_epoch)
         except PersisterError as error:
@@ -253,6 +260,7 @@ class SharePartitionManager:
                                               state.state_epoch, start_offset,
                                               state.state_batches)
         entry = self._entries[key] = _Entry(key, share, topic, leader_epoch)
+        self.metrics.partition_load_time_ms.observe((time.monotonic() - load_start) * 1000)
         log.info("share group %s: %s-%d at start offset %d, state epoch %d", group_id, topic,
                  partition, share.start_offset, state.state_epoch)
         return entry
@@ -276,6 +284,12 @@ class SharePartitionManager:
             self._drop(key)
             return error.code, str(error)
         return None
+
+    def forget_group(self, group_id: str) -> None:
+        """The group's share-partitions are read again from their persisted state on next
+        use (an admin changed it; Kafka's onGroupEmpty drops them likewise)."""
+        for key in [k for k in self._entries if k[0] == group_id]:
+            self._drop(key)
 
     def _drop(self, key: ShareKey) -> None:
         entry = self._entries.pop(key, None)

@@ -19,6 +19,8 @@ from odradek.share.partition import StateBatch, StateWrite
 INITIALIZE_STATE_KEY, INITIALIZE_STATE_VERSION = 83, 0
 READ_STATE_KEY, READ_STATE_VERSION = 84, 0
 WRITE_STATE_KEY, WRITE_STATE_VERSION = 85, 1
+DELETE_STATE_KEY, DELETE_STATE_VERSION = 86, 0
+READ_SUMMARY_KEY, READ_SUMMARY_VERSION = 87, 1
 RETRIABLE = frozenset({ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
                        ErrorCode.coordinator_load_in_progress, ErrorCode.request_timed_out,
                        ErrorCode.network_exception, ErrorCode.unknown_topic_or_partition})
@@ -35,6 +37,18 @@ class PersistedState:
     start_offset: int
     """-1 when the share-partition was never initialized."""
     state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StateSummary:
+    """ReadShareGroupStateSummary's answer for one share-partition."""
+
+    error: ErrorCode
+    message: str | None
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
 
 
 class CoordinatorLocator(Protocol):
@@ -84,6 +98,26 @@ class StatePersister:
                 "topic_id": uuid.UUID(topic_id), "partitions": [{
                     "partition": partition, "state_epoch": state_epoch,
                     "start_offset": start_offset}]}]}))
+        result = response.results[0].partitions[0]
+        _raise_for(result.error_code, result.error_message)
+
+    async def read_summary(self, group_id: str, topic_id: str, partition: int) -> StateSummary:
+        """The share-partition's start offset and epochs; its error, if any, in the summary;
+        PersisterError when its coordinator cannot be reached."""
+        response = await self._send(group_id, topic_id, partition, build_request(
+            READ_SUMMARY_KEY, READ_SUMMARY_VERSION, {"group_id": group_id, "topics": [{
+                "topic_id": uuid.UUID(topic_id), "partitions": [
+                    {"partition": partition, "leader_epoch": -1}]}]}))
+        r = response.results[0].partitions[0]
+        return StateSummary(ErrorCode(r.error_code), r.error_message, r.state_epoch,
+                            r.leader_epoch, r.start_offset,
+                            getattr(r, "delivery_complete_count", -1))
+
+    async def delete(self, group_id: str, topic_id: str, partition: int) -> None:
+        """DeleteShareGroupState: the share-partition's state is gone."""
+        response = await self._send(group_id, topic_id, partition, build_request(
+            DELETE_STATE_KEY, DELETE_STATE_VERSION, {"group_id": group_id, "topics": [{
+                "topic_id": uuid.UUID(topic_id), "partitions": [{"partition": partition}]}]}))
         result = response.results[0].partitions[0]
         _raise_for(result.error_code, result.error_message)
 

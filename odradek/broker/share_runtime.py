@@ -9,6 +9,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.share_metrics import ShareCoordinatorMetrics
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import SHARE_GROUP_STATE_TOPIC
 from odradek.share.coordinator import Output, ShareCoordinatorConfig, ShareCoordinatorShard
@@ -25,6 +26,7 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         self.commit_timeout_s = broker.config.integer("share.coordinator.write.timeout.ms") / 1000
         self.config = ShareCoordinatorConfig(broker.config.integer(
             "share.coordinator.snapshot.update.records.per.snapshot"))
+        self.metrics = ShareCoordinatorMetrics(broker.metrics.registry)
 
     def new_shard(self, partition: int) -> ShareCoordinatorShard:
         return ShareCoordinatorShard(self.config, self._partition_count)

@@ -10,13 +10,13 @@ before it releases any response.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.group import classic, consumer_group, consumer_handlers, share_handlers
+from odradek.group import classic, consumer_group, consumer_handlers, share_handlers, share_offsets
 from odradek.group.classic import ClassicGroup, JoinRequest, Output, SyncRequest, Token
 from odradek.group.classic_state import ClassicState
 from odradek.group.consumer_group import ConsumerGroup
@@ -565,6 +565,48 @@ class GroupCoordinatorShard:
         self._apply(out.records)
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
+
+    # The share-group offsets admin APIs (the share coordinator's part is the broker's).
+
+    def share_initialized_partitions(self, group_id: str) -> dict[str, frozenset[int]]:
+        """Topic id -> the share group's initialized partitions (none for another group)."""
+        group = self.groups.get(group_id)
+        return group.initialized_partitions() if isinstance(group, ShareGroup) else {}
+
+    def alter_share_group_offsets(
+        self, group_id: str, requested: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> tuple[share_offsets.AlterPlan, Output]:
+        """Raises ShareOffsetsError unless the group is an empty share group or new."""
+        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=True)
+        return share_offsets.plan_alter(group, self.topics, requested), Output()
+
+    def share_offsets_initialized(self, group_id: str,
+                                  initialized: Mapping[str, tuple[str, Iterable[int]]]
+                                  ) -> tuple[None, Output]:
+        """Record the partitions the share coordinator initialized for the group."""
+        group = self.groups.get(group_id)
+        if group is not None and not isinstance(group, ShareGroup):
+            return None, Output()
+        records = share_offsets.initialized_records(group or ShareGroup(group_id), initialized)
+        self._apply(records)
+        return None, Output(records=records)
+
+    def initiate_delete_share_group_offsets(self, group_id: str, names: Iterable[str]
+                                            ) -> tuple[share_offsets.DeletePlan, Output]:
+        """Raises ShareOffsetsError unless the group is an empty share group."""
+        group = share_offsets.share_group(self.groups.get(group_id), group_id, create=False)
+        plan = share_offsets.plan_delete(group, self.topics, names)
+        self._apply(plan.records)
+        return plan, Output(records=list(plan.records))
+
+    def complete_delete_share_group_offsets(self, group_id: str, topic_ids: Iterable[str]
+                                            ) -> tuple[None, Output]:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            return None, Output()
+        records = share_offsets.deleted_records(group, topic_ids)
+        self._apply(records)
+        return None, Output(records=records)
 
     # Time.
 

@@ -211,11 +211,18 @@ def _update_metadata(changes: _Changes, ctx: GroupContext, bump: bool) -> None:
     initialized = group.initialized_partitions()
     if any(not set(range(i.partitions)) <= initialized.get(i.topic_id, frozenset())
            for i in infos):
+        # Partitions initialized before (an AlterShareGroupOffsets, an earlier subscription)
+        # stay initialized, as Kafka combines them.
+        subscribed = {i.topic_id for i in infos}
+        kept = tuple(t for t in group.state_partitions.initialized_topics
+                     if t.topic_id not in subscribed)
         changes.add(ShareGroupStatePartitionMetadataKey(group.group_id),
                     ShareGroupStatePartitionMetadataValue(
-                        (), tuple(TopicPartitionsInfo(i.topic_id, i.name,
-                                                      tuple(range(i.partitions)))
-                                  for i in infos), ()))
+                        (), kept + tuple(TopicPartitionsInfo(i.topic_id, i.name,
+                                                             tuple(range(i.partitions)))
+                                         for i in infos),
+                        tuple(t for t in group.state_partitions.deleting_topics
+                              if t.topic_id not in subscribed)))
     new_hash = metadata_hash(infos)
     if bump or new_hash != group.metadata_hash or group.group_epoch == 0:
         changes.add(ShareGroupMetadataKey(group.group_id),

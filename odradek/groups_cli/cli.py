@@ -38,6 +38,14 @@ from odradek.groups_cli.share import (
 from odradek.groups_cli.share import (
     members_table as share_members_table,
 )
+from odradek.groups_cli.share_offsets import (
+    alter_share_offsets,
+    delete_share_offsets,
+    delete_table,
+    reset_table,
+    share_offsets,
+    share_offsets_table,
+)
 from odradek.tools.common import (
     DEFAULT_BOOTSTRAP,
     ToolError,
@@ -86,6 +94,8 @@ def add_groups_parser(commands: Any) -> None:
     reset = tools.add_parser("reset-offsets", parents=[common],
                              help="plan (default) or --execute a reset of committed offsets")
     reset.add_argument("--group", action="append", required=True, metavar="GROUP")
+    reset.add_argument("--type", type=_type, help="share: move a share group's start "
+                       "offsets, as kafka-share-groups --reset-offsets")
     scope = reset.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", action="append", type=parse_topic_arg, metavar="TOPIC[:P,P]")
     scope.add_argument("--all-topics", action="store_true",
@@ -101,6 +111,15 @@ def add_groups_parser(commands: Any) -> None:
     mode.add_argument("--dry-run", action="store_true", help="print the plan only (default)")
     mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
     reset.set_defaults(run=run_reset_offsets)
+
+    delete_offsets = tools.add_parser(
+        "delete-offsets", parents=[common],
+        help="delete a share group's offsets of topics (kafka-share-groups --delete-offsets)")
+    delete_offsets.add_argument("--group", required=True, metavar="GROUP")
+    delete_offsets.add_argument("--topic", action="append", required=True, metavar="TOPIC")
+    delete_offsets.add_argument("--type", type=_type, required=True,
+                                help="share (the only type whose offsets it deletes)")
+    delete_offsets.set_defaults(run=run_delete_offsets)
 
     delete = tools.add_parser("delete", parents=[common], help="delete empty groups")
     delete.add_argument("--group", action="append", required=True, metavar="GROUP")
@@ -172,18 +191,23 @@ async def _share_groups(args: argparse.Namespace) -> list[tuple[str, str]]:
 def describe_share(args: argparse.Namespace) -> int:
     """`describe --type share`: the state table, and the members table with --members."""
 
-    async def describe() -> dict[str, Any]:
+    async def describe() -> tuple[dict[str, Any], dict[str, list[Any]]]:
         async with WireClient(args, CLIENT_ID) as client:
             if args.all_groups:
                 group_ids = [g for g, _ in await list_share_groups(client, ())]
             else:
                 group_ids = list(dict.fromkeys(args.group))
-            return await describe_share_groups(client, group_ids)
+            described = await describe_share_groups(client, group_ids)
+            offsets = {g: await share_offsets(client, g)
+                       for g, found in described.items() if found is not None}
+            return described, offsets
 
-    described = asyncio.run(describe())
+    described, offsets = asyncio.run(describe())
     groups = [g for g in described.values() if g is not None]
     if groups:
         print(state_table(groups, args.verbose))
+        for g in groups:
+            print(share_offsets_table(g.group_id, offsets[g.group_id], args.verbose))
         if args.members:
             print(share_members_table(groups, args.verbose))
     missing = [group_id for group_id, g in described.items() if g is None]
@@ -229,7 +253,51 @@ def describe_groups(args: argparse.Namespace, admin: GroupAdmin) -> int:
     return 1 if missing else 0
 
 
+def reset_share_offsets(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    """`reset-offsets --type share`: kafka-share-groups --reset-offsets, group by group."""
+    target = reset_target(args)
+    if target.kind == "shift":
+        raise GroupsError("--shift-by is not a reset scenario of share groups.")
+
+    async def reset(group_id: str) -> str:
+        async with WireClient(args, CLIENT_ID) as client:
+            group = (await describe_share_groups(client, [group_id]))[group_id]
+            if group is not None and group.state != "Empty":
+                raise GroupsError(f"Share group '{group_id}' is not empty.")
+            current = {o.partition: o.start_offset for o in await share_offsets(client, group_id)
+                       if o.start_offset is not None}
+            partitions = reset_scope(None if args.all_topics else args.topic, current, admin)
+            plan = plan_reset(target, partition_offsets(partitions, current, target, admin))
+            if args.execute and plan:
+                await alter_share_offsets(client, group_id, plan)
+            return reset_table(group_id, plan) if plan else ""
+
+    for group_id in dict.fromkeys(args.group):
+        printed = asyncio.run(reset(group_id))
+        if printed:
+            print(printed)
+    return 0
+
+
+def delete_share_group_offsets(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    """`delete-offsets --type share`: kafka-share-groups --delete-offsets."""
+    if args.type != "Share":
+        raise GroupsError("delete-offsets deletes share groups' offsets only (--type share).")
+
+    async def delete() -> tuple[str | None, dict[str, str | None]]:
+        async with WireClient(args, CLIENT_ID) as client:
+            return await delete_share_offsets(client, args.group, args.topic)
+
+    error, results = asyncio.run(delete())
+    if error is not None:
+        _print_error(error)
+    print(delete_table(results))
+    return 1 if error is not None or any(e is not None for e in results.values()) else 0
+
+
 def reset_offsets(args: argparse.Namespace, admin: GroupAdmin) -> int:
+    if args.type == "Share":
+        return reset_share_offsets(args, admin)
     group_ids = list(dict.fromkeys(args.group))
     states = {g: None if info is None else info.state
               for g, info in admin.describe(group_ids).items()}
@@ -289,3 +357,4 @@ run_list = _guarded(list_groups)
 run_describe = _guarded(describe_groups)
 run_reset_offsets = _guarded(reset_offsets)
 run_delete = _guarded(delete_groups)
+run_delete_offsets = _guarded(delete_share_group_offsets)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -53,18 +54,23 @@ async def list_share_groups(client: WireClient, states: Sequence[str]) -> list[t
     return sorted(rows)
 
 
+async def find_group_coordinator(client: WireClient, group_id: str) -> Any:
+    """FindCoordinator's answer for the group (node_id, host, port)."""
+    found = await client.send(FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [group_id]})
+    (coordinator,) = found.coordinators
+    if coordinator.error_code != ErrorCode.none:
+        raise GroupsError(f"Could not find the coordinator of group '{group_id}': "
+                          f"{coordinator.error_code.name.upper()}")
+    return coordinator
+
+
 async def describe_share_groups(client: WireClient,
                                 group_ids: Sequence[str]) -> dict[str, ShareGroup | None]:
     """Each group's description; None for a group that does not exist (or is not a share
     group)."""
     described: dict[str, ShareGroup | None] = {}
     for group_id in group_ids:
-        found = await client.send(FIND_COORDINATOR, {"key_type": 0,
-                                                     "coordinator_keys": [group_id]})
-        (coordinator,) = found.coordinators
-        if coordinator.error_code != ErrorCode.none:
-            raise GroupsError(f"Could not find the coordinator of group '{group_id}': "
-                              f"{coordinator.error_code.name.upper()}")
+        coordinator = await find_group_coordinator(client, group_id)
         answer = await client.send_to_broker(coordinator.node_id, SHARE_GROUP_DESCRIBE, {
             "group_ids": [group_id], "include_authorized_operations": False})
         (group,) = answer.groups
@@ -84,23 +90,23 @@ async def describe_share_groups(client: WireClient,
     return described
 
 
-def _table(widths: Sequence[int], rows: Sequence[Sequence[object]]) -> str:
+def table(widths: Sequence[int], rows: Sequence[Sequence[object]]) -> str:
     """Kafka's `%-Ns` columns one space apart, the last unpadded, after a blank line."""
-    lines = [" ".join([*(str(cell).ljust(width)
-                         for cell, width in zip(row[:-1], widths, strict=True)),
+    lines = [" ".join([*(str(cell).ljust(w)
+                         for cell, w in zip(row[:-1], widths, strict=True)),
                        str(row[-1])]) for row in rows]
     return "\n" + "\n".join(lines)
 
 
-def _width(values: Sequence[str], least: int) -> int:
+def width(values: Sequence[str], least: int) -> int:
     return max([least, *(len(v) for v in values)])
 
 
 def state_table(groups: Sequence[ShareGroup], verbose: bool) -> str:
     """`kafka-share-groups --describe --state [--verbose]`."""
     header: list[object] = ["GROUP", "COORDINATOR (ID)", "STATE"]
-    widths = [_width([g.group_id for g in groups], 15),
-              _width([g.coordinator for g in groups], 25), 15]
+    widths = [width([g.group_id for g in groups], 15),
+              width([g.coordinator for g in groups], 25), 15]
     if verbose:
         header += ["GROUP-EPOCH", "ASSIGNMENT-EPOCH"]
         widths += [12, 17]
@@ -110,7 +116,7 @@ def state_table(groups: Sequence[ShareGroup], verbose: bool) -> str:
         if verbose:
             row += [g.group_epoch, g.assignment_epoch]
         rows.append([*row, len(g.members)])
-    return _table(widths, rows)
+    return table(widths, rows)
 
 
 def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
@@ -123,10 +129,10 @@ def members_table(groups: Sequence[ShareGroup], verbose: bool) -> str:
     """`kafka-share-groups --describe --members [--verbose]`."""
     members = [(g, m) for g in groups for m in g.members]
     header: list[object] = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
-    widths = [_width([g.group_id for g in groups], 15),
-              _width([m.member_id for _, m in members], 15),
-              _width([m.host for _, m in members], 15),
-              _width([m.client_id for _, m in members], 15), 12]
+    widths = [width([g.group_id for g in groups], 15),
+              width([m.member_id for _, m in members], 15),
+              width([m.host for _, m in members], 15),
+              width([m.client_id for _, m in members], 15), 12]
     if verbose:
         header.append("MEMBER-EPOCH")
         widths.append(13)
@@ -137,4 +143,4 @@ def members_table(groups: Sequence[ShareGroup], verbose: bool) -> str:
         if verbose:
             row.append(m.member_epoch)
         rows.append([*row, assignment_text(m.assignment)])
-    return _table(widths, rows)
+    return table(widths, rows)

@@ -90,10 +90,10 @@ class _Reader:
         assert self.pos == len(self.data), f"{len(self.data) - self.pos} bytes left over"
 
 
-def _call(client: RawClient, api_key: int, body: bytes) -> _Reader:
+def _call(client: RawClient, api_key: int, body: bytes, version: int = VERSION) -> _Reader:
     correlation_id = client.next_correlation_id()
     header = _Writer()
-    header.pack(">hhih", api_key, VERSION, correlation_id, 3)
+    header.pack(">hhih", api_key, version, correlation_id, 3)
     header.out += b"raw"
     header.uvarint(0)  # request header v2's tagged fields
     client.send_raw(frame(bytes(header.out) + body))

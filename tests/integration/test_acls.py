@@ -46,6 +46,8 @@ from tests.waiting import wait_until
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECRET, OPEN, CLOSED = "secret", "open.a", "open.closed"
 GROUP, TXN = "g", "t1"
+SHARE_GROUP = "open-share"
+"""A share group User:ANONYMOUS has every ACL on, to get past the group gates."""
 TIMEOUT = 30
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 GROUP_DENIED = ErrorCode.group_authorization_failed
@@ -96,7 +98,8 @@ def set_up(bootstrap: str) -> None:
                  ["--topic", "open.", "--resource-pattern-type", "prefixed",
                   "--allow-principal", "User:ANONYMOUS"],
                  ["--topic", CLOSED, "--deny-principal", "User:ANONYMOUS", "--operation",
-                  "Write"]):
+                  "Write"],
+                 ["--group", SHARE_GROUP, "--allow-principal", "User:ANONYMOUS"]):
         result = acls(bootstrap, "add", *args)
         assert result.returncode == 0, result.stderr
 
@@ -301,6 +304,15 @@ CASES: dict[str, tuple[int, dict[str, Any], Check]] = {
                             refused_with(GROUP_DENIED)),
     "ShareGroupDescribe": (1, {"group_ids": [GROUP], "include_authorized_operations": False},
                            refused_with(GROUP_DENIED)),
+    "DescribeShareGroupOffsets": (1, {"groups": [{"group_id": GROUP, "topics": None}]},
+                                  refused_with(GROUP_DENIED)),
+    "AlterShareGroupOffsets": (0, {"group_id": GROUP, "topics": [{"topic_name": SECRET,
+                                                                  "partitions": [{
+                                                                      "partition_index": 0,
+                                                                      "start_offset": 0}]}]},
+                               refused_with(GROUP_DENIED)),
+    "DeleteShareGroupOffsets": (0, {"group_id": GROUP, "topics": [{"topic_name": SECRET}]},
+                                refused_with(GROUP_DENIED)),
     "DescribeTopicPartitions": (0, {"topics": [{"name": SECRET}],
                                     "response_partition_limit": 100},
                                 refused_with(TOPIC_DENIED)),
@@ -420,6 +432,38 @@ def test_acl_admin_without_alter_on_the_cluster_fails_in_one_line(setup: Setup) 
                  ["remove", "--topic", "*", "--force"]):
         one_line_failure(acls(setup.broker.bootstrap, *args), "acls",
                          "CLUSTER_AUTHORIZATION_FAILED")
+
+
+def test_share_group_offsets_refuse_the_topics_without_their_acl(setup: Setup) -> None:
+    """KafkaApis' topic checks of the share-group offsets APIs, past their group gates: the
+    refused topic answers TOPIC_AUTHORIZATION_FAILED. (Nothing here reaches the share
+    coordinator: its inter-broker calls, as User:ANONYMOUS, lack CLUSTER_ACTION.)"""
+    bootstrap = setup.broker.bootstrap
+    altered = call(bootstrap, 91, 0, {"group_id": SHARE_GROUP, "topics": [{
+        "topic_name": SECRET, "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+    assert altered.error_code == ErrorCode.none
+    assert [(t.topic_name, [p.error_code for p in t.partitions]) for t in altered.responses
+            ] == [(SECRET, [TOPIC_DENIED])]
+    described = call(bootstrap, 90, 1, {"groups": [{"group_id": SHARE_GROUP, "topics": [
+        {"topic_name": SECRET, "partitions": [0]}]}]})
+    assert [(t.topic_name, [(p.error_code, p.start_offset) for p in t.partitions])
+            for t in described.groups[0].topics] == [(SECRET, [(TOPIC_DENIED, -1)])]
+    # An empty share group, left by its one member, for the deletion to get to the topics.
+    joined = call(bootstrap, 76, 1, {"group_id": SHARE_GROUP, "member_id": "m1",
+                                     "member_epoch": 0, "rack_id": None,
+                                     "subscribed_topic_names": [OPEN]})
+    assert joined.error_code == ErrorCode.none
+    left = call(bootstrap, 76, 1, {"group_id": SHARE_GROUP, "member_id": "m1",
+                                   "member_epoch": -1, "rack_id": None,
+                                   "subscribed_topic_names": None})
+    assert left.error_code == ErrorCode.none
+    deleted = call(bootstrap, 92, 0, {"group_id": SHARE_GROUP, "topics": [
+        {"topic_name": SECRET}]})
+    assert (deleted.error_code, [(t.topic_name, t.error_code) for t in deleted.responses]) == (
+        ErrorCode.none, [(SECRET, TOPIC_DENIED)])
+    # The share group goes, leaving the state as it was set up.
+    removed = call(bootstrap, 42, 2, {"groups_names": [SHARE_GROUP]})
+    assert [r.error_code for r in removed.results] == [ErrorCode.none]
 
 
 def test_refused_requests_changed_nothing(setup: Setup) -> None:

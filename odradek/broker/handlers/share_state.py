@@ -8,6 +8,7 @@ and answered on its own: NOT_COORDINATOR where another broker leads that key's p
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -81,19 +82,37 @@ async def handle_read_share_group_state(context: RequestContext, request: Any) -
         return {**_error(read), "state_epoch": read.state_epoch,
                 "start_offset": read.start_offset, "state_batches": _batches(read.state_batches)}
 
-    return await _each_partition(context, request, lambda key, p: lambda shard, now: (
-        shard.read_state(key, p.leader_epoch, now)), answer)
+    writes = context.services.shares.metrics.writes
+
+    def serve(key: SharePartitionKey, p: Any) -> Handler:
+        def read(shard: ShareCoordinatorShard, now: int) -> tuple[Served, Output]:
+            result, out = shard.read_state(key, p.leader_epoch, now)
+            if out.records:  # a new leader's epoch recorded: a write, as Kafka counts it
+                writes.inc()
+            return result, out
+        return read
+
+    return await _each_partition(context, request, serve, answer)
 
 
 async def handle_write_share_group_state(context: RequestContext, request: Any) -> Result:
+    metrics = context.services.shares.metrics
+
     def serve(key: SharePartitionKey, p: Any) -> Handler:
         batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                    for b in p.state_batches]
         complete = getattr(p, "delivery_complete_count", -1)
-        return lambda shard, now: shard.write_state(key, p.state_epoch, p.leader_epoch,
-                                                    p.start_offset, complete, batches, now)
 
-    return await _each_partition(context, request, serve, _error)
+        def write(shard: ShareCoordinatorShard, now: int) -> tuple[Served, Output]:
+            metrics.writes.inc()
+            return shard.write_state(key, p.state_epoch, p.leader_epoch, p.start_offset,
+                                     complete, batches, now)
+        return write
+
+    start = time.monotonic()
+    response = await _each_partition(context, request, serve, _error)
+    metrics.record_latency((time.monotonic() - start) * 1000)
+    return response
 
 
 async def handle_delete_share_group_state(context: RequestContext, request: Any) -> Result:

@@ -1,0 +1,133 @@
+"""The share-group offsets admin APIs against a real `odradek dev`, over a raw socket with a
+codec written from Kafka's JSON schemas: AlterShareGroupOffsets initializes an empty (here
+new) group's share-partitions at new start offsets through the share coordinator,
+DescribeShareGroupOffsets reads them back with their lag, and DeleteShareGroupOffsets
+deletes a topic's state; a group with a member, an unknown topic or partition and an unknown
+group are refused with Kafka's errors. In a two-broker cluster the lag of a partition led by
+another broker than the group's coordinator is asked of its leader."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from kio.schema.errors import ErrorCode
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
+from tests.integration.raw_client import RawClient
+from tests.integration.share_offsets_wire import (
+    DescribedPartition,
+    alter_offsets,
+    delete_offsets,
+    describe_offsets,
+)
+from tests.integration.share_wire import heartbeat
+
+pytestmark = pytest.mark.integration
+
+TOPIC, GROUP = "share-offsets", "reset-group"
+RECORDS = 10
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    path: Path = tmp_path_factory.mktemp("share-offsets")
+    process = BrokerProcess(path / "data", path / "broker.log", {})
+    process.start()
+    create(admin(process.bootstrap), 2, 1, TOPIC)
+    producer = Producer({"bootstrap.servers": process.bootstrap})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    yield process
+    process.stop()
+
+
+def test_alter_describe_delete(broker: BrokerProcess) -> None:
+    with RawClient(broker.bootstrap) as client:
+        nothing = describe_offsets(client, GROUP)
+        assert (nothing.error_code, nothing.partitions) == (ErrorCode.none, {})
+
+        altered = alter_offsets(client, GROUP, {TOPIC: {0: 3, 1: 0, 5: 0}, "missing": {0: 0}})
+        assert (altered.error_code, altered.partitions) == (ErrorCode.none, {
+            (TOPIC, 0): ErrorCode.none, (TOPIC, 1): ErrorCode.none,
+            (TOPIC, 5): ErrorCode.unknown_topic_or_partition,
+            ("missing", 0): ErrorCode.unknown_topic_or_partition})
+
+        # Lag: the end offset less the start offset (nothing delivered beyond it yet).
+        described = describe_offsets(client, GROUP)
+        assert described.partitions == {(TOPIC, 0): DescribedPartition(3, 0, RECORDS - 3, 0),
+                                        (TOPIC, 1): DescribedPartition(0, 0, 0, 0)}
+        v0 = describe_offsets(client, GROUP, version=0)
+        assert v0.partitions[(TOPIC, 0)] == DescribedPartition(3, 0, -1, 0)
+        some = describe_offsets(client, GROUP, {TOPIC: [0], "missing": [0]})
+        assert some.partitions == {(TOPIC, 0): DescribedPartition(3, 0, RECORDS - 3, 0),
+                                   ("missing", 0): DescribedPartition(-1, 0, -1, 0)}
+
+        # Altering again moves the start offset back.
+        assert alter_offsets(client, GROUP, {TOPIC: {0: 1}}).error_code == ErrorCode.none
+        assert describe_offsets(client, GROUP, {TOPIC: [0]}).partitions[(TOPIC, 0)] == (
+            DescribedPartition(1, 0, RECORDS - 1, 0))
+
+        # Not while the group has a member.
+        member = heartbeat(client, GROUP, "m-1", 0, [TOPIC])
+        assert member.error_code == ErrorCode.none
+        busy = alter_offsets(client, GROUP, {TOPIC: {0: 0}})
+        assert (busy.error_code, busy.error_message, busy.partitions) == (
+            ErrorCode.non_empty_group, "The group is not empty.", {})
+        assert delete_offsets(client, GROUP, [TOPIC]).error_code == ErrorCode.non_empty_group
+        assert heartbeat(client, GROUP, "m-1", -1).error_code == ErrorCode.none
+
+        deleted = delete_offsets(client, GROUP, [TOPIC, "missing"])
+        assert (deleted.error_code, deleted.topics) == (ErrorCode.none, {
+            TOPIC: (ErrorCode.none, None),
+            "missing": (ErrorCode.unknown_topic_or_partition,
+                        "This server does not host this topic-partition.")})
+        assert describe_offsets(client, GROUP).partitions == {}
+        # The state itself is gone: asked by name, the partitions have no start offset.
+        assert describe_offsets(client, GROUP, {TOPIC: [0]}).partitions == {
+            (TOPIC, 0): DescribedPartition(-1, 0, -1, 0)}
+        again = delete_offsets(client, GROUP, [TOPIC])
+        assert again.topics == {TOPIC: (ErrorCode.unknown_topic_or_partition,
+                                        "There is no offset information to delete.")}
+
+        unknown = delete_offsets(client, "no-such-group", [TOPIC])
+        assert (unknown.error_code, unknown.error_message) == (
+            ErrorCode.group_id_not_found, "Group no-such-group not found.")
+        assert alter_offsets(client, "", {TOPIC: {0: 0}}).error_code == (
+            ErrorCode.invalid_group_id)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("share-offsets-cluster"), 1, 2, {}) as c:
+        yield c
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in counts.items():
+        for i in range(count):
+            producer.produce(topic, value=b"%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
+    topic = create(admin(cluster.bootstrap), 2, 1)
+    leaders = {p: info.leader for p, info in partitions(cluster.bootstrap, topic).items()}
+    assert set(leaders.values()) == {1, 2}  # one partition on each broker
+    produce(cluster.bootstrap, topic, {0: 6, 1: 9})
+    with RawClient(cluster.bootstrap.split(",")[0]) as client:
+        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[GROUP])
+        (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
+    assert found.error_code == ErrorCode.none
+    with RawClient(f"127.0.0.1:{found.port}") as coordinator:
+        assert alter_offsets(coordinator, GROUP, {topic: {0: 1, 1: 2}}).error_code == (
+            ErrorCode.none)
+        described = describe_offsets(coordinator, GROUP)
+    assert described.partitions == {(topic, 0): DescribedPartition(1, 0, 5, 0),
+                                    (topic, 1): DescribedPartition(2, 0, 7, 0)}
