@@ -17,7 +17,14 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kio.schema.errors import ErrorCode
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
+from tests.integration.cluster import (
+    Cluster,
+    admin,
+    broker_ids,
+    create,
+    partitions,
+    running_cluster,
+)
 from tests.integration.raw_client import RawClient
 from tests.integration.share_offsets_wire import (
     DescribedPartition,
@@ -26,6 +33,7 @@ from tests.integration.share_offsets_wire import (
     describe_offsets,
 )
 from tests.integration.share_wire import heartbeat
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -117,6 +125,8 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
 
 
 def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
+    # both brokers registered first, so that the two partitions are placed one on each
+    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2}, 60, "both brokers registered")
     topic = create(admin(cluster.bootstrap), 2, 1)
     leaders = {p: info.leader for p, info in partitions(cluster.bootstrap, topic).items()}
     assert set(leaders.values()) == {1, 2}  # one partition on each broker
