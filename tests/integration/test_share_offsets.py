@@ -136,6 +136,10 @@ def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
         (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
     assert found.error_code == ErrorCode.none
     with RawClient(f"127.0.0.1:{found.port}") as coordinator:
+        # as a client does, until the coordinator has loaded the group's shard
+        wait_until(lambda: alter_offsets(coordinator, GROUP, {topic: {0: 1, 1: 2}}).error_code
+                   not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress),
+                   60, "the coordinator loaded")
         assert alter_offsets(coordinator, GROUP, {topic: {0: 1, 1: 2}}).error_code == (
             ErrorCode.none)
         described = describe_offsets(coordinator, GROUP)
