@@ -114,7 +114,7 @@ class SharePartitionManager:
         if log_ is None:
             hint = self.broker.leader_hint(topic, partition)
             return FetchedShare(code, current_leader=hint or (-1, -1))
-        if max_records <= 0:
+        if max_records <= 0 or max_bytes <= 0:  # MaxBytes 0 fetches nothing, as in Kafka
             return FetchedShare()
         async with self._lock(key):
             try:
