@@ -14,14 +14,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 
+from odradek.kafka_client import KafkaClientError
 from odradek.mirror.acl_sync import TopicAclSync
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
 from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow, MirrorConfig, MirrorConfigError, Side
 from odradek.mirror.heartbeats import HeartbeatEmitter
+from odradek.mirror.producer import ProducerError
+from odradek.mirror.reader import ReadError
 from odradek.mirror.replicator import FlowReplicator
 from odradek.mirror.topic_sync import TopicSync
 from odradek.service_runtime import run_service, start_metrics
@@ -48,7 +52,8 @@ class Backoff:
 async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = None) -> None:
     """`setup` once, then `work` every `interval_ms` (once, for -1: MM2's "disabled"
     interval); a failure is retried with backoff instead, but a MirrorConfigError ends
-    the job with it."""
+    the job with it. A cluster's error or timeout is logged in one line; anything else,
+    a bug, with its traceback."""
     backoff = Backoff()
     ready = setup is None
     while True:
@@ -62,6 +67,10 @@ async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = N
             delay_ms = backoff.next_ms()  # ClusterHealth logged the change of state
         except MirrorConfigError:
             raise
+        except (KafkaException, KafkaClientError, ReadError, ProducerError,
+                TimeoutError) as error:
+            log.warning("%s failed: %s; retrying", name, error)  # a cluster's answer, no bug
+            delay_ms = backoff.next_ms()
         except Exception:
             log.exception("%s failed", name)
             delay_ms = backoff.next_ms()
