@@ -52,10 +52,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     process.stop()
 
 
-def test_kafka_share_consumer_accepts_releases_and_rejects(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("config", [(), ("fetch.min.bytes=2147483647",)],
+                         ids=["defaults", "min-bytes-never-reached"])
+def test_kafka_share_consumer_accepts_releases_and_rejects(
+        broker: BrokerProcess, config: tuple[str, ...]) -> None:
+    """Also with a fetch.min.bytes the records never reach: what a ShareFetch acquired goes
+    out, rather than stay locked unseen."""
     topic = create_topic(broker.bootstrap, unique("share"))
     result = run_java("odradek.jvm.share.ShareChecks", broker.bootstrap, topic, unique("g"),
-                      timeout=TIMEOUT)
+                      *config, timeout=TIMEOUT)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     first = [(value, count) for value, count in report["deliveries"]]
     assert first[:10] == [(f"r{i}", 1) for i in range(10)], first

@@ -27,7 +27,7 @@ import odradek.jvm.Json;
  * delivery as [value, delivery count], and what a second consumer of the group finds after
  * the first one closed (nothing: every record was settled).
  *
- * <p>Arguments: bootstrap servers, topic, group.
+ * <p>Arguments: bootstrap servers, topic, group, then any consumer configs as name=value.
  */
 public final class ShareChecks {
   private ShareChecks() {}
@@ -45,7 +45,12 @@ public final class ShareChecks {
           new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
           .all().get();
     }
-    try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group)) {
+    Properties extra = new Properties();
+    for (int i = 3; i < args.length; i++) {
+      String[] pair = args[i].split("=", 2);
+      extra.put(pair[0], pair[1]);
+    }
+    try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, extra)) {
       consumer.subscribe(List.of(topic));
       long deadline = System.currentTimeMillis() + 60_000;
       boolean released = false;
@@ -74,7 +79,7 @@ public final class ShareChecks {
     }
     report.put("deliveries", deliveries);
     List<String> after = new ArrayList<>();
-    try (KafkaShareConsumer<String, String> second = consumer(bootstrap, group)) {
+    try (KafkaShareConsumer<String, String> second = consumer(bootstrap, group, extra)) {
       second.subscribe(List.of(topic));
       long until = System.currentTimeMillis() + 5_000;
       while (System.currentTimeMillis() < until) {
@@ -88,8 +93,10 @@ public final class ShareChecks {
     System.out.println(Json.object(report));
   }
 
-  private static KafkaShareConsumer<String, String> consumer(String bootstrap, String group) {
+  private static KafkaShareConsumer<String, String> consumer(String bootstrap, String group,
+      Properties extra) {
     Properties config = new Properties();
+    config.putAll(extra);
     config.put("bootstrap.servers", bootstrap);
     config.put("group.id", group);
     config.put("share.acknowledgement.mode", "explicit");
