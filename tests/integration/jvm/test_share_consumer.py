@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.integration.broker_process import BrokerProcess
+from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import create_topic, unique
 from tests.integration.cluster import Cluster, running_cluster
 from tests.jvm_toolchain import java_command, run_java
@@ -74,6 +74,7 @@ class Worker:
 
     def __init__(self, root: Path, name: str, bootstrap: str, topic: str, group: str) -> None:
         self.output = root / f"{name}.jsonl"
+        self.killed = False
         with open(self.output, "wb") as out, open(root / f"{name}.err", "wb") as err:
             self.process = subprocess.Popen(
                 java_command("odradek.jvm.share.ShareWorker", bootstrap, topic, group),
@@ -84,6 +85,7 @@ class Worker:
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
     def kill(self) -> None:
+        self.killed = True
         self.process.kill()
         self.process.wait()
 
@@ -98,18 +100,36 @@ class Worker:
 
 
 def outcomes(workers: list[Worker]) -> tuple[Counter[str], set[str], list[int]]:
-    """Values whose acceptance the broker confirmed (counted), values whose commit failed or
-    went unanswered, and every delivery count seen."""
+    """Values whose acceptance the broker confirmed (counted); values whose commit failed or
+    went unanswered, or that a killed worker was given and did not report committed (it may
+    have been killed between its commit and its report); and every delivery count seen."""
     committed: Counter[str] = Counter()
     uncertain: set[str] = set()
     counts = []
     for worker in workers:
+        mine: Counter[str] = Counter()
+        delivered = set()
         for line in worker.lines():
-            committed.update(line.get("committed", []))
+            mine.update(line.get("committed", []))
             uncertain.update(line.get("uncertain", []))
             if "delivered" in line:
                 counts.append(line["count"])
+                delivered.add(line["delivered"])
+        if worker.killed:
+            uncertain |= delivered - set(mine)
+        committed += mine
     return committed, uncertain, counts
+
+
+def share_lags(bootstrap: str, group: str, topic: str) -> list[int | str]:
+    """The LAG column of `odradek groups describe --type share` (DescribeShareGroupOffsets),
+    by partition: 0 once every record is acknowledged or archived."""
+    shown = subprocess.run([*ODRADEK, "groups", "describe", "--type", "share", "--group", group,
+                            "--bootstrap-server", bootstrap],
+                           capture_output=True, text=True, timeout=60)
+    rows = sorted(line.split() for line in shown.stdout.splitlines()
+                  if line.split()[:2] == [group, topic])
+    return [int(row[4]) if row[4].isdigit() else row[4] for row in rows]
 
 
 def produce_slowly(bootstrap: str, topic: str, values: list[str], done: threading.Event) -> None:
@@ -163,6 +183,8 @@ def run(cluster: Cluster, tmp_path: Path) -> None:
     finally:
         for worker in workers:
             worker.close()
+    wait_until(lambda: share_lags(bootstrap, group, topic) == [0, 0, 0], TIMEOUT,
+               lambda: f"every record settled: lags {share_lags(bootstrap, group, topic)}")
     committed, uncertain, counts = outcomes(workers)
     twice = {value: n for value, n in committed.items() if n > 1}
     assert twice == {}, "a record accepted more than once"
