@@ -131,7 +131,6 @@ class PartitionCopier:
         self.fenced = False
         self._stopping = False
         self._fetching: asyncio.Task[Fetched] | None = None
-        self._confirming: asyncio.Task[bool] | None = None
         self._shift: int | None = None
         self._flushed_at = 0
         self._flushed_position: int | None = None
@@ -146,14 +145,8 @@ class PartitionCopier:
         """Copy until `stop` (or until fenced, or no longer the owner)."""
         backoff = SESSION_BACKOFF_S[0]
         while not self._stopping:
-            self._confirming = asyncio.ensure_future(self._still_owner())
-            try:
-                if not await self._confirming:
-                    return
-            except asyncio.CancelledError:
-                if self._stopping:
-                    return
-                raise
+            if not await self._still_owner():
+                return
             try:
                 await self._session()
             except ProducerFencedError as error:
@@ -173,12 +166,12 @@ class PartitionCopier:
                 backoff = min(backoff * 2, SESSION_BACKOFF_S[1])
                 continue
             finally:
-                self._cancel_waits()
+                self._cancel_fetch()
             return
 
     async def _still_owner(self) -> bool:
-        """Wait for the coordinator's answer (`stop` cancels the wait): True if this process
-        owns the partition, False if it does not (its revocation is on its way)."""
+        """Wait for the coordinator's answer: True if this process owns the partition, False
+        if it does not (its revocation is on its way) or the copy is stopping."""
         backoff = SESSION_BACKOFF_S[0]
         while not self._stopping:
             ownership = await self._owner_check()
@@ -195,13 +188,12 @@ class PartitionCopier:
     async def stop(self) -> None:
         """Finish the transaction in flight, write at-least-once progress, stop fetching."""
         self._stopping = True
-        self._cancel_waits()
+        self._cancel_fetch()
 
-    def _cancel_waits(self) -> None:
-        for task in (self._fetching, self._confirming):
-            if task is not None:
-                task.cancel()
-        self._fetching = self._confirming = None
+    def _cancel_fetch(self) -> None:
+        if self._fetching is not None:
+            self._fetching.cancel()
+            self._fetching = None
 
     # --- a session -------------------------------------------------------------------------
 
