@@ -12,29 +12,23 @@ next fetch is already under way while a transaction is written.
 With `exactly.once.support=disabled` the producer is idempotent only; progress is written
 after the data is acknowledged, every `offset.flush.interval.ms` and when stopping.
 
-A source read error is retried inside the session, with the consumer's backoff, as a
-consumer's poll does: the producer and its epoch stay. Any error the producer does not retry
-itself ends the session; the next one starts from what the target has committed, so nothing
-is copied twice. PRODUCER_FENCED ends the copy: another process owns the partition now.
-Before every session the group coordinator must confirm that this process still owns the
-partition (`OwnerCheck`): a process resumed after a pause past its session timeout must not
-fence the partition's new owner before it has heard of its revocation.
+Any error the producer does not retry itself ends the session; the next one starts from
+what the target has committed, so nothing is copied twice. PRODUCER_FENCED ends the copy:
+another process owns the partition now.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from odradek.clock import now_ms
 from odradek.kafka_client import KafkaClientError, KafkaCluster
 from odradek.mirror.batches import ProducerStamp, Selection, select_batches, stamp_batches
 from odradek.mirror.formats import OffsetSync
 from odradek.mirror.metrics import PartitionMetrics
-from odradek.mirror.ownership import Ownership
 from odradek.mirror.producer import MirrorProducer, ProducerError, ProducerFencedError
 from odradek.mirror.progress import Progress, partition_for, progress_key, stretch_starts
 from odradek.mirror.reader import (
@@ -52,35 +46,12 @@ log = logging.getLogger("odradek.mirror.copier")
 
 SESSION_BACKOFF_S = (0.1, 10.0)
 """First and longest pause before a new session after a failed one."""
-READ_BACKOFF_S = (0.1, 1.0)
-"""The consumer's retry.backoff.ms and retry.backoff.max.ms: between source read retries."""
 SYNCS_PARTITION = 0
 """MM2's OffsetSyncWriter writes every sync to partition 0."""
 
 Sync = tuple[int, int]
 SyncSink = Callable[[str, int, list[Sync]], None]
 """(source topic, partition, syncs): offset syncs to write outside the transaction."""
-OwnerCheck = Callable[[], Awaitable[Ownership]]
-"""Asks the group coordinator whether this process still owns the partition."""
-T = TypeVar("T")
-
-
-async def read_retrying(read: Callable[[], Awaitable[T]]) -> T:
-    """`read` until it answers: a ReadError (the partition has no leader, a broker is away)
-    is retried with the consumer's backoff; OffsetOutOfRange is the caller's to handle."""
-    backoff = READ_BACKOFF_S[0]
-    failure = None
-    while True:
-        try:
-            return await read()
-        except OffsetOutOfRange:
-            raise
-        except ReadError as error:
-            if str(error) != failure:
-                log.info("%s; retrying", error)
-                failure = str(error)
-        await asyncio.sleep(backoff)
-        backoff = min(backoff * 2, READ_BACKOFF_S[1])
 
 
 @dataclass(frozen=True)
@@ -104,7 +75,7 @@ class CopySettings:
 class PartitionCopier:
     def __init__(self, settings: CopySettings, topic: str, partition: int, target_topic: str,
                  source: KafkaCluster, target: KafkaCluster, metrics: PartitionMetrics,
-                 write_syncs: SyncSink | None, owner_check: OwnerCheck) -> None:
+                 write_syncs: SyncSink | None) -> None:
         self.settings = settings
         self.topic = topic
         self.partition = partition
@@ -113,7 +84,6 @@ class PartitionCopier:
         self.target = target
         self.metrics = metrics
         self._write_syncs = write_syncs
-        self._owner_check = owner_check
         self.reader = PartitionReader(source, topic, partition, settings.fetch_max_bytes)
         self._key = progress_key(settings.source, topic, partition)
         self._progress_tp = (settings.progress_topic,
@@ -142,11 +112,9 @@ class PartitionCopier:
         return f"{self.topic}-{self.partition}"
 
     async def run(self) -> None:
-        """Copy until `stop` (or until fenced, or no longer the owner)."""
+        """Copy until `stop` (or until fenced)."""
         backoff = SESSION_BACKOFF_S[0]
         while not self._stopping:
-            if not await self._still_owner():
-                return
             try:
                 await self._session()
             except ProducerFencedError as error:
@@ -169,22 +137,6 @@ class PartitionCopier:
                 self._cancel_fetch()
             return
 
-    async def _still_owner(self) -> bool:
-        """Wait for the coordinator's answer: True if this process owns the partition, False
-        if it does not (its revocation is on its way) or the copy is stopping."""
-        backoff = SESSION_BACKOFF_S[0]
-        while not self._stopping:
-            ownership = await self._owner_check()
-            if ownership is Ownership.OWNER:
-                return True
-            if ownership is Ownership.NOT_OWNER:
-                log.warning("%s: the group no longer assigns this partition to this process; "
-                            "not starting a session", self.name)
-                return False
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, SESSION_BACKOFF_S[1])
-        return False
-
     async def stop(self) -> None:
         """Finish the transaction in flight, write at-least-once progress, stop fetching."""
         self._stopping = True
@@ -201,7 +153,7 @@ class PartitionCopier:
         await self.producer.init()
         committed = await self._read_progress()
         if committed is None:
-            self.position = await read_retrying(lambda: self.reader.offset(EARLIEST))
+            self.position = await self.reader.offset(EARLIEST)
         else:
             self.position = committed.offset + 1
             if committed.offset_syncs and self._write_syncs is not None:
@@ -223,7 +175,7 @@ class PartitionCopier:
                     break
                 raise
             except OffsetOutOfRange:
-                start = await read_retrying(lambda: self.reader.offset(EARLIEST))
+                start = await self.reader.offset(EARLIEST)
                 log.warning("%s: upstream offset %d is no longer in the source log; copying "
                             "from its start, %d", self.name, self.position, start)
                 self.position = start
@@ -237,7 +189,7 @@ class PartitionCopier:
             await self._flush_progress(force=True)
 
     def _fetch(self, offset: int) -> asyncio.Task[Fetched]:
-        return asyncio.ensure_future(read_retrying(lambda: self.reader.fetch(offset)))
+        return asyncio.ensure_future(self.reader.fetch(offset))
 
     async def _copy(self, selection: Selection) -> None:
         assert self.position is not None

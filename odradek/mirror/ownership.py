@@ -6,10 +6,7 @@ The consumer itself never fetches: each assignment is paused at once. Its poll l
 a thread and hands assignments and revocations to the event loop, waiting for a revocation
 to finish (the copier's transaction in flight is committed first). Exactly-once across a
 rebalance rests on the per-partition transactional ids, not on the group: a new owner's
-InitProducerId fences the old one. So a copier starts a session (InitProducerId) only after
-the coordinator confirms this member still owns the partition (`verdict`): a process resumed
-after a pause past its session timeout learns that it was removed before it could fence the
-partition's rightful owner, as a Connect task only initialises its producer when assigned.
+InitProducerId fences the old one.
 """
 
 from __future__ import annotations
@@ -19,56 +16,26 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from enum import Enum
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, TopicPartition
 
 log = logging.getLogger("odradek.mirror.ownership")
 
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 3_000
 """Kafka Connect's worker group defaults (DistributedConfig)."""
-DESCRIBE_TIMEOUT_S = 30.0
-_CONSUMER_ONLY_KEYS = ("session.timeout.ms", "heartbeat.interval.ms", "group.id",
-                       "enable.auto.commit", "auto.offset.reset")
 _CLIENT_KEYS = ("bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.mechanisms",
                 "sasl.username", "sasl.password", "client.id", "session.timeout.ms",
                 "heartbeat.interval.ms")
 
-TP = tuple[str, int]
-Partitions = list[TP]
+Partitions = list[tuple[str, int]]
 Handler = Callable[[Partitions], Coroutine[Any, Any, None]]
 
 
 def group_id(source: str, target: str) -> str:
     return f"mirror-{source}->{target}"
-
-
-class Ownership(Enum):
-    OWNER = "owner"
-    """The coordinator's stable generation assigns the partition to this member."""
-    NOT_OWNER = "not owner"
-    """This member is out of the group, or the partition is another member's."""
-    UNKNOWN = "unknown"
-    """A rebalance is under way, or the coordinator did not answer: ask again later."""
-
-
-def verdict(state: ConsumerGroupState | None, assignments: Mapping[str, Iterable[TP]],
-            member_id: str, partition: TP) -> Ownership:
-    """Whether `member_id` owns `partition`, from the group's state and its members'
-    assignments as DescribeGroups reports them (state None: no answer)."""
-    if state is None or state in (ConsumerGroupState.PREPARING_REBALANCING,
-                                  ConsumerGroupState.COMPLETING_REBALANCING,
-                                  ConsumerGroupState.UNKNOWN):
-        return Ownership.UNKNOWN
-    if state != ConsumerGroupState.STABLE or not member_id:
-        return Ownership.NOT_OWNER
-    owned = assignments.get(member_id)
-    return Ownership.OWNER if owned is not None and partition in set(owned) else \
-        Ownership.NOT_OWNER
 
 
 class GroupOwnership:
@@ -90,9 +57,6 @@ class GroupOwnership:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.member_id = ""
-        self._assigned_member = ""
-        """The member id the latest assignment went to."""
-        self._admin: AdminClient | None = None
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -110,27 +74,6 @@ class GroupOwnership:
         self._running = False
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
-
-    async def confirm(self, partition: TP) -> Ownership:
-        """Ask the group coordinator whether this process still owns `partition` (a target
-        topic partition) in the group's current generation."""
-        return await asyncio.to_thread(self._describe, partition)
-
-    def _describe(self, partition: TP) -> Ownership:
-        if self._admin is None:
-            self._admin = AdminClient({k: v for k, v in self._config.items()
-                                       if k not in _CONSUMER_ONLY_KEYS})
-        try:
-            (future,) = self._admin.describe_consumer_groups(
-                [self.group], request_timeout=DESCRIBE_TIMEOUT_S).values()
-            group = future.result()
-        except KafkaException as error:
-            log.info("group %s: cannot describe: %s", self.group, error)
-            return verdict(None, {}, self._assigned_member, partition)
-        assignments = {member.member_id: [(p.topic, p.partition)
-                                          for p in member.assignment.topic_partitions]
-                       for member in group.members}
-        return verdict(group.state, assignments, self._assigned_member, partition)
 
     def _poll(self) -> None:
         consumer = Consumer(self._config)
@@ -155,7 +98,6 @@ class GroupOwnership:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         consumer.assign(partitions)
         consumer.pause(partitions)
-        self._assigned_member = consumer.memberid() or ""
         self._call(self._assigned, partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

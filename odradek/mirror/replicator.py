@@ -12,7 +12,6 @@ never waits behind another's. Progress lives in the target's `mm2-offsets.<sourc
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
@@ -148,7 +147,7 @@ class FlowReplicator:
             self._ownership.subscribe(list(self._by_target))
 
     async def _assigned(self, partitions: list[tuple[str, int]]) -> None:
-        assert self._settings is not None and self._ownership is not None
+        assert self._settings is not None
         for target_topic, partition in partitions:
             topic = self._by_target.get(target_topic)
             if topic is None or (topic, partition) in self._copiers:
@@ -157,8 +156,7 @@ class FlowReplicator:
                 self._settings, topic, partition, target_topic,
                 self._cluster("source", "consumer"), self._cluster("target", "producer"),
                 self.metrics.partition(target_topic, partition),
-                self._syncs.write if self._syncs is not None else None,
-                functools.partial(self._ownership.confirm, (target_topic, partition)))
+                self._syncs.write if self._syncs is not None else None)
             self._copiers[(topic, partition)] = (copier, asyncio.ensure_future(copier.run()))
         log.info("%s: copying %s", self.flow.name,
                  ", ".join(f"{t}-{p}" for t, p in sorted(self._copiers)) or "nothing")
