@@ -88,10 +88,16 @@ class MirrorProcess:
 
     def stop(self, timeout: float = 120.0) -> int:
         """SIGTERM; the exit code. A stop waits for a client call in flight, which may take
-        up to `admin.timeout.ms` (60 s) when a cluster is slow to answer."""
+        up to `admin.timeout.ms` (60 s) when a cluster is slow to answer. A process still
+        running after `timeout` is killed (it would otherwise outlive the test and reach the
+        brokers of later tests on recycled ports) and TimeoutExpired raised."""
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
 
     def kill(self) -> None:
         """kill -9."""
