@@ -88,6 +88,17 @@ async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition
                                   for key in partitions})
 
 
+def client_verdict(code: ErrorCode, abortable_supported: bool) -> ErrorCode:
+    """A verdict as Kafka's AddPartitionsToTxnManager hands it to the writer: PRODUCER_FENCED
+    as INVALID_PRODUCER_EPOCH, and TRANSACTION_ABORTABLE as INVALID_TXN_STATE to request
+    versions that predate it."""
+    if code == ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if code == ErrorCode.transaction_abortable and not abortable_supported:
+        return ErrorCode.invalid_txn_state
+    return code
+
+
 def _verdicts(partitions: list[TopicPartition], codes: dict[TopicPartition, ErrorCode]
               ) -> dict[TopicPartition, ErrorCode]:
     return {key: ErrorCode.not_enough_replicas if codes[key] in RETRIABLE else codes[key]

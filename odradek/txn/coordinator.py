@@ -237,14 +237,13 @@ class TransactionCoordinatorShard:
 
     def _abort_by_coordinator(self, out: Output, transactional_id: str,
                               txn: TransactionLogValue, now_ms: int) -> None:
-        """Kafka's prepareFenceProducerEpoch then endTransaction(ABORT) at the server's
-        transaction version 2: one bump fences the producer, the second ends the
-        transaction."""
-        fenced = min(txn.producer_epoch + 1, MAX_EPOCH)
-        aborting = replace(txn, producer_epoch=min(fenced + 1, MAX_EPOCH),
+        """Kafka 4.3's prepareFenceProducerEpoch then endTransaction(ABORT) at the server's
+        transaction version 2: the fence is only a pending transition, so the abort bumps
+        the epoch once, from the producer's, and its markers fence the producer."""
+        aborting = replace(txn, producer_epoch=min(txn.producer_epoch + 1, MAX_EPOCH),
                            state=TxnState.PREPARE_ABORT, last_update_ms=now_ms,
                            client_transaction_version=SERVER_TRANSACTION_VERSION)
-        self._prepare(out, transactional_id, aborting, fenced, now_ms)
+        self._prepare(out, transactional_id, aborting, txn.producer_epoch, now_ms)
 
     # -- AddPartitionsToTxn -----------------------------------------------------------------
 

@@ -104,6 +104,15 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+def _check_epoch(entry: ProducerEntry, producer_epoch: int) -> None:
+    if producer_epoch < entry.epoch:
+        raise ProducerStateError(
+            ErrorCode.invalid_producer_epoch,
+            f"epoch {producer_epoch} of producer {entry.producer_id} is smaller than "
+            f"the last seen epoch {entry.epoch}",
+        )
+
+
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
@@ -127,12 +136,7 @@ class ProducerStateManager:
         duplicate = entry.duplicate_of(info)
         if duplicate is not None:
             return duplicate
-        if info.producer_epoch < entry.epoch:
-            raise ProducerStateError(
-                ErrorCode.invalid_producer_epoch,
-                f"epoch {info.producer_epoch} of producer {info.producer_id} is smaller than "
-                f"the last seen epoch {entry.epoch}",
-            )
+        _check_epoch(entry, info.producer_epoch)
         if info.producer_epoch != entry.epoch:
             if info.base_sequence != 0 and entry.epoch != NO_PRODUCER_EPOCH:
                 raise ProducerStateError(
@@ -154,6 +158,15 @@ class ProducerStateManager:
             )
         return None
 
+    def check_coordinator_write(self, producer_id: int, producer_epoch: int) -> None:
+        """Validate a coordinator's own transactional batch (Kafka's AppendOrigin.COORDINATOR,
+        as TxnOffsetCommit writes): its epoch is checked, there are no sequences. A write
+        from an epoch older than the last seen, such as one delayed past its transaction's
+        abort by a newer epoch, raises ProducerStateError."""
+        entry = self.producers.get(producer_id)
+        if entry is not None:
+            _check_epoch(entry, producer_epoch)
+
     def check_marker(self, producer_id: int, producer_epoch: int,
                      coordinator_epoch: int) -> None:
         """Validate a transaction marker the coordinator asks to write (WriteTxnMarkers)."""
@@ -173,14 +186,18 @@ class ProducerStateManager:
                 f"{producer_id} is smaller than the last seen {entry.coordinator_epoch}",
             )
 
-    def in_transaction(self, producer_id: int) -> bool:
-        return producer_id in self._ongoing
+    def in_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether the producer has an ongoing transaction here (begun by that epoch, when
+        one is given)."""
+        if producer_id not in self._ongoing:
+            return False
+        return producer_epoch is None or self.producers[producer_id].epoch == producer_epoch
 
     def start_verification(self, producer_id: int) -> object:
         """A guard for a transaction verification about to be asked for (KIP-890): any
-        batch or marker of the producer appended meanwhile invalidates it."""
-        guard = self._guards[producer_id] = object()
-        return guard
+        batch or marker of the producer appended meanwhile invalidates it. Verifications in
+        flight together share one guard, as Kafka's verification state entry is shared."""
+        return self._guards.setdefault(producer_id, object())
 
     def still_verified(self, producer_id: int, guard: object) -> bool:
         return self._guards.get(producer_id) is guard

@@ -8,7 +8,6 @@ output ends in `-h<hops>`, the number of stages it went through.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 import time
@@ -323,19 +322,30 @@ class TransformStage(TransactionalProducer):
                 "group": self.group, "offsets": self.offsets}
 
     def rewind(self) -> None:
-        try:
-            committed = self.consumer.committed(self.consumer.assignment(), CALL_TIMEOUT)
-        except KafkaException:
-            committed = [TopicPartition(p.topic, p.partition, OFFSET_BEGINNING)
-                         for p in self.consumer.assignment()]
-        self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in committed],
-                                    time.monotonic()))
-        for partition in committed:
-            if partition.offset < 0:
-                partition.offset = OFFSET_BEGINNING
-            # revoked meanwhile: the next owner starts from the committed offset
-            with contextlib.suppress(KafkaException):
-                self.consumer.seek(partition)
+        """Seek every assigned partition back to the group's committed offset (its
+        beginning when there is none), as an exactly-once application must after a failed
+        transaction. An answer that does not come is asked for again, never guessed:
+        guessing re-processes committed input or skips uncommitted input."""
+        while not self.stop.is_set():
+            try:
+                committed = self.consumer.committed(self.consumer.assignment(), CALL_TIMEOUT)
+                for partition in committed:
+                    if partition.error is not None:
+                        raise KafkaException(partition.error)
+                    if partition.offset < 0:
+                        partition.offset = OFFSET_BEGINNING
+                    if (partition.topic, partition.partition) in self.assigned():
+                        self.consumer.seek(partition)  # a revoked one's next owner rewinds
+            except KafkaException as error:
+                self.history.add(Failure(self.name, "", f"rewinding: {error.args[0]}",
+                                         time.monotonic()))
+                continue
+            self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in committed],
+                                        time.monotonic()))
+            return
+
+    def assigned(self) -> set[tuple[str, int]]:
+        return {(p.topic, p.partition) for p in self.consumer.assignment()}
 
     def finish(self) -> None:
         super().finish()
@@ -363,16 +373,25 @@ class Reader(Client):
             config.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
         self.consumer = Consumer(quiet(config))
         if self.group is None:
-            metadata = AdminClient(quiet({"bootstrap.servers": self.bootstrap})).list_topics(
-                timeout=CALL_TIMEOUT)
-            partitions = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics
-                          for p in metadata.topics[t].partitions]
+            partitions = self.all_partitions()
             self.history.add(Assignment(self.name, [(p.topic, p.partition)
                                                     for p in partitions], time.monotonic()))
             self.consumer.assign(partitions)
         else:
             self.consumer.subscribe(self.topics, on_assign=self.on_rebalance,
                                     on_revoke=self.on_rebalance, on_lost=self.on_rebalance)
+
+    def all_partitions(self) -> list[TopicPartition]:
+        """Every partition of the topics from their beginning, once a broker's metadata
+        lists them all (a broker may not have applied the topics' creation yet)."""
+        admin = AdminClient(quiet({"bootstrap.servers": self.bootstrap}))
+        while True:
+            topics = admin.list_topics(timeout=CALL_TIMEOUT).topics
+            if all(t in topics and topics[t].error is None and topics[t].partitions
+                   for t in self.topics) or self.stop.is_set():
+                return [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics
+                        if t in topics for p in topics[t].partitions]
+            self.stop.wait(0.5)
 
     def on_rebalance(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.history.add(Assignment(self.name, [(p.topic, p.partition) for p in partitions],

@@ -149,6 +149,39 @@ def test_markers_from_a_stale_epoch_or_coordinator_are_refused() -> None:
     log.state.check_marker(7, 3, 5)
 
 
+def test_a_coordinator_write_from_an_epoch_fenced_by_a_marker_is_refused() -> None:
+    """The campaign's lost offsets: a TxnOffsetCommit delayed past its transaction's abort
+    (written with the bumped epoch) must not open a transaction the next commit applies."""
+    log = Partition()
+    log.state.check_coordinator_write(1000, 1)  # unknown producer: accepted
+    log.produce(batch(1000, 1, -1, transactional=True))
+    log.marker(1000, 3, commit=False)
+    with pytest.raises(ProducerStateError) as refused:
+        log.state.check_coordinator_write(1000, 1)
+    assert refused.value.error_code == ErrorCode.invalid_producer_epoch
+    log.state.check_coordinator_write(1000, 3)
+    log.state.check_coordinator_write(1000, 4)
+
+
+def test_an_ongoing_transaction_is_matched_by_producer_and_epoch() -> None:
+    log = Partition()
+    log.produce(batch(9, 2, -1, transactional=True))
+    assert log.state.in_transaction(9) and log.state.in_transaction(9, 2)
+    assert not log.state.in_transaction(9, 1) and not log.state.in_transaction(8)
+    log.marker(9, 2, commit=True)
+    assert not log.state.in_transaction(9) and not log.state.in_transaction(9, 2)
+
+
+def test_verifications_in_flight_share_a_guard_that_any_append_invalidates() -> None:
+    log = Partition()
+    first = log.state.start_verification(5)
+    assert log.state.start_verification(5) is first
+    assert log.state.still_verified(5, first)
+    log.produce(batch(5, 0, 0, transactional=True))
+    assert not log.state.still_verified(5, first)
+    assert log.state.start_verification(5) is not first
+
+
 def test_a_snapshot_restores_deduplication_and_open_transactions() -> None:
     log = Partition()
     log.produce(batch(7, 1, 0, count=4))

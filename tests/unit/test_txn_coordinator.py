@@ -138,9 +138,10 @@ def test_an_ongoing_transaction_is_aborted_to_fence_the_previous_incarnation() -
     pid, epoch = started(h)
     out = h.init(now=10)
     assert h.response(out)["error_code"] == ErrorCode.concurrent_transactions
-    # Fenced (epoch + 1), then ended at transaction version 2 (+ 1 more).
-    assert h.txn.state == TxnState.PREPARE_ABORT and h.txn.producer_epoch == epoch + 2
-    assert out.markers == [MarkerJob(TID, pid, epoch + 2, 7, False, (A0, A1))]
+    # Kafka 4.3: the fence is a pending transition; the abort at transaction version 2
+    # bumps the producer's epoch once, and its markers carry the bumped epoch.
+    assert h.txn.state == TxnState.PREPARE_ABORT and h.txn.producer_epoch == epoch + 1
+    assert out.markers == [MarkerJob(TID, pid, epoch + 1, 7, False, (A0, A1))]
     # The old incarnation is fenced; the new one waits for the abort.
     assert h.response(h.add(pid, epoch, [B0]))["error_code"] == ErrorCode.producer_fenced
     assert h.response(h.end(pid, epoch, True))["error_code"] == ErrorCode.producer_fenced
@@ -148,7 +149,7 @@ def test_an_ongoing_transaction_is_aborted_to_fence_the_previous_incarnation() -
     h.written(out.markers[0])
     assert h.txn.state == TxnState.COMPLETE_ABORT and h.txn.partitions == ()
     assert h.response(h.init()) == {"error_code": ErrorCode.none, "producer_id": pid,
-                                    "producer_epoch": epoch + 3}
+                                    "producer_epoch": epoch + 2}
 
 
 def test_a_producer_whose_epoch_is_exhausted_gets_a_new_producer_id() -> None:
@@ -412,13 +413,16 @@ def test_a_transaction_past_its_timeout_is_aborted_with_a_bumped_epoch() -> None
     assert h.tick(61000).records == []  # the next check is at 61100
     out = h.tick(61100)
     assert out.timed_out == 1 and h.shard.timed_out_aborts == 1
-    assert h.txn.state == TxnState.PREPARE_ABORT and h.txn.producer_epoch == epoch + 2
-    assert out.markers == [MarkerJob(TID, pid, epoch + 2, 7, False, (A0, A1))]
+    assert h.txn.state == TxnState.PREPARE_ABORT and h.txn.producer_epoch == epoch + 1
+    assert out.markers == [MarkerJob(TID, pid, epoch + 1, 7, False, (A0, A1))]
     assert h.shard.ongoing_count() == 0
     h.written(out.markers[0])
     assert h.response(h.end(pid, epoch, False))["error_code"] == ErrorCode.producer_fenced
-    assert h.response(h.end(pid, epoch, False, version=2))["error_code"] == \
-        ErrorCode.producer_fenced
+    # At transaction version 2 the producer's own abort reads as a retry of the
+    # coordinator's (Kafka 4.3's retryOnEpochBump); its commit cannot happen.
+    assert h.response(h.end(pid, epoch, False, version=2))["error_code"] == ErrorCode.none
+    assert h.response(h.end(pid, epoch, True, version=2))["error_code"] == \
+        ErrorCode.invalid_txn_state
 
 
 def test_idle_transactional_ids_expire_with_a_tombstone() -> None:

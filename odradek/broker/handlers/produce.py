@@ -20,7 +20,7 @@ from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.server import ConnectionAbort
-from odradek.broker.txn_verification import verify
+from odradek.broker.txn_verification import client_verdict, verify
 from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
@@ -108,7 +108,8 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                             [(u.topic, u.answer["index"]) for u in unverified])
     for item in unverified:
         index = item.answer["index"]
-        code = _verdict_for_client(verdicts[(item.topic, index)], context.version)
+        code = client_verdict(verdicts[(item.topic, index)],
+                              context.version >= FIRST_TRANSACTION_ABORTABLE_VERSION)
         log_ = broker.partition(item.topic, index)
         if code == ErrorCode.none and (
                 log_ is None or not log_.producers.still_verified(item.producer_id, item.guard)):
@@ -149,15 +150,6 @@ def _keyless_refusal(topic: str, index: int, log_: PartitionLog, records: bytes,
     answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": problem}
                                for i in keyless]
     return answer
-
-
-def _verdict_for_client(code: ErrorCode, version: int) -> ErrorCode:
-    """The coordinator's verdict as Kafka's AddPartitionsToTxnManager hands it to producers."""
-    if code == ErrorCode.producer_fenced:
-        return ErrorCode.invalid_producer_epoch
-    if code == ErrorCode.transaction_abortable and version < FIRST_TRANSACTION_ABORTABLE_VERSION:
-        return ErrorCode.invalid_txn_state
-    return code
 
 
 def _finish(context: RequestContext, request: Any, responses: list[dict[str, Any]],

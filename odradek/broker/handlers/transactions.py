@@ -5,6 +5,7 @@ leaders), DescribeTransactions, ListTransactions and DescribeProducers."""
 from __future__ import annotations
 
 import datetime
+import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -12,19 +13,24 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.access import CLUSTER, TOPIC, TXN, Op
-from odradek.broker.coordinator_runtime import CoordinatorUnavailable
+from odradek.broker.coordinator_runtime import CoordinatorUnavailable, NotCoordinator
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.producer_ids import ProducerIdsUnavailable
+from odradek.broker.txn_verification import client_verdict, verify
 from odradek.clock import now_ms
-from odradek.group.coordinator import CommitPartition, OffsetCommitRequest
+from odradek.group.classic import Output
+from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.metadata.image import INTERNAL_TOPICS, OFFSETS_TOPIC
-from odradek.txn.producer_state import NO_SEQUENCE
+from odradek.txn.producer_state import NO_SEQUENCE, ProducerStateError
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 FIRST_EPOCH_BUMPING_END_TXN_VERSION = 5
 """EndTxn v5 (KIP-890 part 2): the coordinator bumps the epoch at every transaction's end."""
+FIRST_TRANSACTION_ABORTABLE_TXN_OFFSET_COMMIT = 4
+"""TxnOffsetCommit v4 on takes TRANSACTION_ABORTABLE from a failed verification (KIP-890)."""
 TXN_OFFSET_COMMIT_API_VERSION = 8
 """TxnOffsetCommit checks generations as OffsetCommit v8 does."""
+log = logging.getLogger("odradek.broker.transactions")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 _NO_TIME = _EPOCH
 """-1 ms: Kafka's "no timestamp" in a field kio types as a datetime."""
@@ -180,7 +186,11 @@ def refuse_txn_offset_commit(request: Any, code: ErrorCode) -> Mapping[str, Any]
 
 async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Result:
     """Offsets written into the producer's transaction; they apply when it commits. Topics
-    without READ are refused."""
+    without READ are refused. As Kafka's group coordinator does, the offsets partition is
+    first verified to be in the producer's ongoing transaction (KIP-890), and the write is
+    refused if a newer epoch of the producer has reached that partition meanwhile: a
+    TxnOffsetCommit delayed past its transaction's abort must not leave offsets that the
+    producer's next commit would apply."""
     readable = context.allowed_names(Op.READ, TOPIC, (t.name for t in request.topics))
     partitions = [
         CommitPartition(t.name, p.partition_index, p.committed_offset,
@@ -193,10 +203,14 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
         tuple(partitions), TXN_OFFSET_COMMIT_API_VERSION)
     groups = context.services.groups
     await groups.ensure_loaded()
+    errors: dict[tuple[str, int], ErrorCode]
     try:
-        errors = await groups.run(request.group_id, lambda shard, now: (
-            shard.commit_transactional_offsets(commit, request.producer_id,
-                                               request.producer_epoch, now)))
+        code, guard = await _verify_offsets_partition(context, request)
+        if code != ErrorCode.none:
+            errors = {(p.topic, p.partition): code for p in partitions}
+        else:
+            errors = await groups.run(request.group_id, lambda shard, now: (
+                _commit_in_transaction(context, request, commit, guard, shard, now)))
     except CoordinatorUnavailable as error:
         errors = {(p.topic, p.partition): error.error_code for p in partitions}
     return {"topics": [
@@ -206,6 +220,56 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
              if t.name in readable else ErrorCode.topic_authorization_failed}
             for p in t.partitions]}
         for t in request.topics]}
+
+
+async def _verify_offsets_partition(context: RequestContext, request: Any
+                                    ) -> tuple[ErrorCode, object | None]:
+    """(verdict, guard): whether the group's offsets partition is in the producer's ongoing
+    transaction, asked of the transaction coordinator unless this partition's log already
+    holds that transaction (Kafka's verification guard is then its sentinel: None)."""
+    broker = context.broker
+    partition, _ = context.services.groups.shard_for(request.group_id)
+    log_ = broker.partition(OFFSETS_TOPIC, partition)
+    if log_ is None:
+        raise NotCoordinator()
+    if (not broker.config["transaction.partition.verification.enable"]
+            or log_.producers.in_transaction(request.producer_id, request.producer_epoch)):
+        return ErrorCode.none, None
+    guard = log_.producers.start_verification(request.producer_id)
+    verdicts = await verify(broker, context.services.txns, request.transactional_id,
+                            request.producer_id, request.producer_epoch,
+                            [(OFFSETS_TOPIC, partition)])
+    code = client_verdict(verdicts[(OFFSETS_TOPIC, partition)],
+                          context.version >= FIRST_TRANSACTION_ABORTABLE_TXN_OFFSET_COMMIT)
+    # Kafka's group coordinator answers a retriable verification failure as it answers
+    # NOT_ENOUGH_REPLICAS on its own writes
+    if code == ErrorCode.not_enough_replicas:
+        code = ErrorCode.coordinator_not_available
+    return code, guard
+
+
+def _commit_in_transaction(context: RequestContext, request: Any, commit: OffsetCommitRequest,
+                           guard: object | None, shard: GroupCoordinatorShard, now: int
+                           ) -> tuple[dict[tuple[str, int], ErrorCode], Output]:
+    """The shard's TxnOffsetCommit, unless the offsets partition's producer state refuses
+    the write, checked in the same step as the append that follows."""
+    partition, _ = context.services.groups.shard_for(request.group_id)
+    log_ = context.broker.partition(OFFSETS_TOPIC, partition)
+    if log_ is None:
+        raise NotCoordinator()
+    producers = log_.producers
+    try:
+        producers.check_coordinator_write(request.producer_id, request.producer_epoch)
+    except ProducerStateError as error:
+        log.info("refused TxnOffsetCommit of group %s: %s", request.group_id, error.message)
+        return {(p.topic, p.partition): error.error_code for p in commit.partitions}, Output()
+    if (guard is not None
+            and not producers.in_transaction(request.producer_id, request.producer_epoch)
+            and not producers.still_verified(request.producer_id, guard)):
+        return ({(p.topic, p.partition): ErrorCode.invalid_txn_state
+                 for p in commit.partitions}, Output())
+    return shard.commit_transactional_offsets(commit, request.producer_id,
+                                              request.producer_epoch, now)
 
 
 def refuse_write_txn_markers(request: Any, code: ErrorCode) -> Mapping[str, Any]:

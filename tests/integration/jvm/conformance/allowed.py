@@ -133,10 +133,11 @@ ALLOWED: list[Allowed] = [
     Allowed("end_txn.error_code", "the same: a second EndTxn meets Kafka's PrepareCommit "
             "(CONCURRENT_TRANSACTIONS), Odradek's CompleteCommit (INVALID_TXN_STATE)",
             DIFFERENCE, scenario="end_txn"),
-    Allowed("txn_offset_commit.topics.*.error_code", "TxnOffsetCommit with another producer "
-            "epoch: Kafka's group coordinator checks it against the transaction "
-            "(INVALID_PRODUCER_EPOCH), Odradek's does not yet", DIFFERENCE,
-            scenario="txn_offset_commit"),
+    Allowed("txn_offset_commit.topics.*.error_code", "TxnOffsetCommit v5 without "
+            "AddOffsetsToTxn: Kafka at transaction.version 2 adds the offsets partition to "
+            "the transaction itself (KIP-890 part 2); Odradek advertises no transaction.version "
+            "and verifies as in version 1 (TRANSACTION_ABORTABLE)", DIFFERENCE,
+            versions=(5, 5), scenario="txn_offset_commit"),
     Allowed("offset_fetch.groups.*.partitions.*.metadata", "an unauthorized partition's "
             "metadata: Kafka \"\", Odradek null", DIFFERENCE, scenario="authorization"),
     Allowed("produce.*", "Produce v12 with transaction.version 2 (KIP-890 part 2) adds the "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.jvm.conformance.data_plane import init_producer_id, produce
+from tests.integration.jvm.conformance.groups import fetch_offsets
 from tests.integration.jvm.conformance.scenario import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -25,6 +26,9 @@ from tests.integration.jvm.conformance.scenario import (
 from tests.integration.jvm.conformance.steps import Batch, Name, Ref, Step
 
 PID, EPOCH = Ref("pid", "producer_id"), Ref("pid", "producer_epoch")
+BUMPED = Ref("bumped", "producer_epoch")
+"""The epoch InitProducerId gives the same transactional id again, after aborting its
+ongoing transaction."""
 
 
 def add_partitions(epoch: Any = EPOCH, topic: str = "t", version: int | None = None,
@@ -113,6 +117,17 @@ SCENARIOS = [
         txn_commit(epoch=6),
         txn_commit(),
         end_txn(True, version=3),
+    )),
+    Scenario("txn_offset_commit_fenced", TXN_OFFSET_COMMIT, (
+        # the fault campaign's lost offsets: a TxnOffsetCommit delayed past its transaction's
+        # abort must be refused, or the producer's next commit applies its offsets
+        *SETUP,
+        add_offsets(version=3),
+        init_producer_id("txn", name="bumped"),
+        txn_commit(),
+        add_offsets(epoch=BUMPED, version=3),
+        end_txn(True, epoch=BUMPED, version=3),
+        fetch_offsets(version=8),
     )),
     Scenario("write_txn_markers", WRITE_TXN_MARKERS, (
         *create_topic("t"),
