@@ -101,6 +101,10 @@ class ReplicaFetcher:
                         connection = await BrokerConnection.connect(
                             self.host, self.port, f"replica-fetcher-{self.broker.node_id}",
                             self.request_timeout_s, self.broker.inter_broker_security)
+                        # Connecting waits on the leader (a paused one for as long as it
+                        # is paused): a partition followed elsewhere since must not be
+                        # fetched here at its old epoch and its new log end
+                        ready = self._still_followed(ready)
                     truncating = {k: s for k, s in ready.items() if s.truncating}
                     if truncating:
                         await self._truncate(connection, truncating)
@@ -115,6 +119,11 @@ class ReplicaFetcher:
         finally:
             if connection is not None:
                 connection.close()
+
+    def _still_followed(self, ready: dict[TopicPartition, _Following]
+                        ) -> dict[TopicPartition, _Following]:
+        return {key: following for key, following in ready.items()
+                if self.partitions.get(key) is following}
 
     async def _idle(self) -> None:
         """Wait for a partition to be added or a retry to come due."""
@@ -250,6 +259,9 @@ class ReplicaFetcher:
             log.error("%s-%d: fetch from %d failed: %s", *key, self.leader_id,
                       ErrorCode(code).name.upper())
             self._retry_later(following, self.backoff_s)
+            return
+        if answer.diverging_epoch.epoch >= 0:  # our log diverges from the leader's here
+            following.truncating = True
             return
         records = answer.records
         if records:

@@ -2,8 +2,9 @@
 
 The generic codec builds dataclasses and copies every records blob into one buffer; this
 writes the fixed fields with struct and returns a list of buffers for `writelines`. It
-covers Fetch v4-v17; of the tagged fields it writes only the leader hints of KIP-951
-(a partition's current leader from v12, the leaders' endpoints from v16). Tests check it byte
+covers Fetch v4-v17; of the tagged fields it writes a follower's diverging epoch (v12) and
+the leader hints of KIP-951 (a partition's current leader from v12, the leaders' endpoints
+from v16). Tests check it byte
 for byte against kio's encoding of the same response.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 FIRST_FLEXIBLE_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_NODE_ENDPOINTS_VERSION = 16
+_DIVERGING_EPOCH_TAG = 0
 _CURRENT_LEADER_TAG = 1
 _NODE_ENDPOINTS_TAG = 0
 _UNKNOWN_LEADER = (-1, -1)
@@ -29,6 +31,7 @@ _INT32 = struct.Struct(">i")
 _ABORTED = struct.Struct(">qq")
 _TOP_V7 = struct.Struct(">ihi")
 _LEADER = struct.Struct(">ii")
+_EPOCH_END = struct.Struct(">iq")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -50,6 +53,9 @@ class FetchedPartition:
     (null) for read_uncommitted."""
     preferred_read_replica: int = -1
     """The replica a consumer should fetch from instead (KIP-392, v11+); -1: this one."""
+    diverging_epoch: tuple[int, int] | None = None
+    """(epoch, end offset) of the leader's log where a follower's diverges from it (v12+):
+    the follower truncates before it fetches again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +93,26 @@ def _string(text: str, flexible: bool) -> bytes:
 
 def _tagged(tag: int, data: bytes) -> bytes:
     """One tagged field, in a section that holds only it."""
-    return b"\x01" + _uvarint(tag) + _uvarint(len(data)) + data
+    return _tag_section([(tag, data)])
+
+
+def _tag_section(fields: Sequence[tuple[int, bytes]]) -> bytes:
+    """A tagged-field section holding `fields`, in increasing tag order."""
+    section = bytearray(_uvarint(len(fields)))
+    for tag, data in fields:
+        section += _uvarint(tag) + _uvarint(len(data)) + data
+    return bytes(section)
+
+
+def _partition_tags(partition: FetchedPartition) -> bytes:
+    fields = []
+    if partition.diverging_epoch is not None:
+        fields.append((_DIVERGING_EPOCH_TAG, _EPOCH_END.pack(*partition.diverging_epoch)
+                       + b"\x00"))
+    leader = partition.current_leader
+    if leader is not None and leader != _UNKNOWN_LEADER:
+        fields.append((_CURRENT_LEADER_TAG, _LEADER.pack(*leader) + b"\x00"))
+    return _tag_section(fields)
 
 
 def _endpoints(nodes: Sequence[NodeEndpoint]) -> bytes:
@@ -154,9 +179,7 @@ def encode_fetch_body(
                 parts.append(records)
                 pending = bytearray()
             if flexible:
-                leader = partition.current_leader
-                pending += (b"\x00" if leader is None or leader == _UNKNOWN_LEADER
-                            else _tagged(_CURRENT_LEADER_TAG, _LEADER.pack(*leader) + b"\x00"))
+                pending += _partition_tags(partition)
         if flexible:
             pending += b"\x00"
     if flexible:

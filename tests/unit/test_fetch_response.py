@@ -29,6 +29,8 @@ partitions = st.builds(
     aborted_transactions=st.one_of(st.none(), st.lists(
         st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)), max_size=3)),
     preferred_read_replica=st.integers(-1, 5),
+    diverging_epoch=st.one_of(st.none(), st.tuples(st.integers(0, 2**31 - 1),
+                                                   st.integers(-1, 2**40))),
 )
 endpoints = st.lists(st.builds(
     NodeEndpoint, node_id=st.integers(0, 5), host=st.text(alphabet="h.0-9", min_size=1),
@@ -67,6 +69,9 @@ def kio_bytes(version: int, topic_list: list[FetchedTopic], error_code: int, ses
                             for producer_id, first_offset in p.aborted_transactions],
                         "preferred_read_replica": p.preferred_read_replica,
                         "records": p.records,
+                        **({"diverging_epoch": {"epoch": p.diverging_epoch[0],
+                                                "end_offset": p.diverging_epoch[1]}}
+                           if p.diverging_epoch is not None else {}),
                         **({"current_leader": {"leader_id": p.current_leader[0],
                                                "leader_epoch": p.current_leader[1]}}
                            if p.current_leader is not None else {}),

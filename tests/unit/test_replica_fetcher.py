@@ -11,7 +11,7 @@ from typing import Any
 
 from odradek.broker.replica_fetcher import EPOCH_RETRY_S, ReplicaFetcher
 from odradek.config import BrokerConfig
-from odradek.kafka_client import PLAINTEXT_CLIENT
+from odradek.kafka_client import PLAINTEXT_CLIENT, BrokerConnection
 from odradek.replication.throttle import ByteRate
 
 SPIN_LIMIT = 1000
@@ -65,3 +65,57 @@ def test_a_followed_partition_without_a_log_is_retried_not_spun_on() -> None:
     lookups, error = asyncio.run(follow_a_partition_without_a_log(window_s=20 * EPOCH_RETRY_S))
     assert error is None
     assert 1 <= lookups <= SPIN_LIMIT
+
+
+class RecordingConnection:
+    """What the fetcher sends once its connection opens; nothing is ever answered."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    async def send(self, request: Any, timeout: float) -> Any:
+        self.requests.append(request)
+        await asyncio.sleep(timeout)
+        raise AssertionError("unreachable: the test stops the fetcher first")
+
+    def close(self) -> None:
+        pass
+
+
+async def followed_elsewhere_while_connecting() -> list[Any]:
+    """The fault campaign's lost writes: the fetcher picks its partitions, then waits for a
+    connection to a leader frozen with SIGSTOP; meanwhile the partition is followed at a new
+    leader and its log grows with that leader's records. Returns what the fetcher sent to the
+    old leader once it came back."""
+    leader_back = asyncio.Event()
+    connection = RecordingConnection()
+
+    async def connect(*_args: Any, **_kwargs: Any) -> RecordingConnection:
+        await leader_back.wait()
+        return connection
+
+    log_ = SimpleNamespace(log_end_offset=545, log_start_offset=0, high_watermark=545,
+                           leader_epochs=SimpleNamespace(latest_epoch=1))
+    logs = SimpleNamespace(get=lambda topic, partition: log_)
+    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs,
+                                  inter_broker_security=PLAINTEXT_CLIENT)
+    original = BrokerConnection.connect
+    BrokerConnection.connect = connect  # type: ignore[method-assign,assignment]
+    try:
+        fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=9,
+                                 throttle=lambda key, now_ms: None, quota=ByteRate())
+        fetcher.add(("orders", 0), leader_epoch=1)
+        await asyncio.sleep(0.05)  # the fetcher is now waiting on the connection
+        fetcher.remove(("orders", 0))  # followed at the new leader instead...
+        log_.log_end_offset, log_.leader_epochs.latest_epoch = 552, 2  # ...which it copies
+        leader_back.set()
+        await asyncio.sleep(2 * EPOCH_RETRY_S)
+        fetcher.stop()
+        await fetcher.stopped()
+    finally:
+        BrokerConnection.connect = original  # type: ignore[method-assign]
+    return connection.requests
+
+
+def test_a_partition_followed_elsewhere_meanwhile_is_not_fetched_from_the_old_leader() -> None:
+    assert asyncio.run(followed_elsewhere_while_connecting()) == []

@@ -30,7 +30,8 @@ from odradek.broker.broker import Broker
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.clock import now_ms
-from odradek.log.partition import OffsetOutOfRangeError
+from odradek.log.leader_epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
 from odradek.protocol.fetch_response import (
     FIRST_TOPIC_ID_VERSION,
     FetchedPartition,
@@ -64,6 +65,8 @@ class _Wanted:
     read_committed: bool
     log_start_offset: int
     """A follower's own log start offset (-1 from consumers and before v5)."""
+    last_fetched_epoch: int = -1
+    """The epoch of the last record in the fetcher's log (v12+; -1 unknown)."""
     refused: bool = False
     """The fetcher may not read it: TOPIC_AUTHORIZATION_FAILED."""
 
@@ -196,7 +199,7 @@ def _wanted_partitions(broker: Broker, request: Any, version: int) -> list[_Want
         wanted += [
             _Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
                     getattr(p, "current_leader_epoch", -1), read_committed,
-                    getattr(p, "log_start_offset", -1))
+                    getattr(p, "log_start_offset", -1), getattr(p, "last_fetched_epoch", -1))
             for p in topic.partitions
         ]
     return wanted
@@ -306,6 +309,10 @@ def _read_partition(
     replica_id = fetcher.replica_id
     throttle = None
     if replica_id >= 0:
+        if leading and item.last_fetched_epoch >= 0:
+            diverged = _divergence(log_, item)
+            if diverged is not None:
+                return diverged
         if item.fetch_offset <= log_.log_end_offset:
             replicas.record_follower_fetch(key, replica_id, item.fetch_offset,
                                            item.log_start_offset, now)
@@ -345,6 +352,27 @@ def _read_partition(
     if throttle is not None:
         replicas.leader_quota.record(len(result.records), now)
     return partition
+
+
+def _divergence(log_: PartitionLog, item: _Wanted) -> FetchedPartition | None:
+    """A follower's fetch whose log has diverged from the leader's (Kafka's
+    validateFetchOffsetAndMaybeGetDivergingEpoch): where its last fetched epoch ends here, and
+    no records. Its fetch offset says nothing of what it holds, so it must not move the high
+    watermark: a follower that follows a newer leader, and fetches here at the old epoch with
+    that leader's records, would otherwise acknowledge records it does not have."""
+    if item.fetch_offset < log_.log_start_offset:
+        return None  # out of range whatever the epochs say, as in Kafka
+    epoch, end_offset = log_.leader_epochs.end_offset_for(item.last_fetched_epoch,
+                                                          log_.log_end_offset)
+    answer = FetchedPartition(item.partition, ErrorCode.none, log_.high_watermark,
+                              log_.last_stable_offset, log_.log_start_offset)
+    if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_OFFSET:
+        answer.error_code = ErrorCode.offset_out_of_range
+        return answer
+    if epoch < item.last_fetched_epoch or end_offset < item.fetch_offset:
+        answer.diverging_epoch = (epoch, end_offset)
+        return answer
+    return None
 
 
 def node_endpoints(broker: Broker, node_ids: set[int], listener: str) -> list[NodeEndpoint]:
