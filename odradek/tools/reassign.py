@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.metadata.records import ConfigResourceType
 from odradek.tools.common import ToolError, add_client_options, read_json_file, runs
 from odradek.tools.log_dirs import describe_log_dirs
 from odradek.tools.reassign_plan import (
@@ -43,7 +44,7 @@ from odradek.tools.reassign_plan import (
     reassignment_json,
     status_line,
 )
-from odradek.tools.wire import BROKER_RESOURCE, WireClient, alter_configs, check
+from odradek.tools.wire import WireClient, alter_configs, check
 
 ALTER_REASSIGNMENTS = (45, 0)
 LIST_REASSIGNMENTS = (46, 0)
@@ -273,7 +274,7 @@ async def set_throttles(client: WireClient, partition_moves: Mapping[Partition, 
         topic: {LEADER_THROTTLED_REPLICAS: leader[topic],
                 FOLLOWER_THROTTLED_REPLICAS: follower[topic]}
         for topic in sorted(leader)})
-    await _alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, ConfigResourceType.BROKER, {
         str(broker): {LEADER_THROTTLED_RATE: str(rate), FOLLOWER_THROTTLED_RATE: str(rate)}
         for broker in reassigning_brokers(partition_moves)})
 
@@ -285,7 +286,7 @@ async def clear_throttles(client: WireClient, targets: Assignment) -> None:
     brokers = sorted(live | {b for r in targets.values() for b in r})
     say(f"Clearing broker-level throttles on {plural(len(brokers), 'broker')} "
         + ",".join(map(str, brokers)))
-    await _alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, ConfigResourceType.BROKER, {
         str(b): dict.fromkeys(BROKER_THROTTLES) for b in brokers if b in live})
     topics = sorted({p.topic for p in targets})
     say(f"Clearing topic-level throttles on {plural(len(topics), 'topic')} " + ",".join(topics))
