@@ -16,6 +16,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import (
+    API_VERSIONS,
+    DESCRIBE_CONFIGS,
+    LIST_CONFIG_RESOURCES,
+    LIST_GROUPS,
+)
 from odradek.metadata.records import ConfigResourceType
 from odradek.tools import scram_users
 from odradek.tools.common import (
@@ -48,10 +54,6 @@ from odradek.tools.quota_entities import (
 from odradek.tools.quota_entities import completed_line as quota_completed
 from odradek.tools.wire import WireClient, alter_configs, check, send_about
 
-DESCRIBE_CONFIGS = (32, 4)
-LIST_GROUPS = (16, 4)
-API_VERSIONS = (18, 0)
-LIST_CONFIG_RESOURCES = (74, 1)
 CLIENT_ID = "odradek-configs"
 
 

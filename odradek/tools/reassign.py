@@ -15,6 +15,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS,
+)
 from odradek.metadata.records import ConfigResourceType
 from odradek.tools.common import ToolError, add_client_options, read_json_file, runs
 from odradek.tools.log_dirs import describe_log_dirs
@@ -46,8 +50,6 @@ from odradek.tools.reassign_plan import (
 )
 from odradek.tools.wire import WireClient, alter_configs, check
 
-ALTER_REASSIGNMENTS = (45, 0)
-LIST_REASSIGNMENTS = (46, 0)
 TOPIC_RESOURCE = 2
 CLIENT_ID = "reassign-partitions-tool"
 POLL_SECONDS = 0.5
@@ -178,7 +180,8 @@ async def partition_assignment(client: WireClient, partitions: Iterable[Partitio
 
 
 async def ongoing_reassignments(client: WireClient) -> dict[Partition, Ongoing]:
-    response = await client.send(LIST_REASSIGNMENTS, {"timeout": _ms(client), "topics": None})
+    response = await client.send(LIST_PARTITION_REASSIGNMENTS,
+                                 {"timeout": _ms(client), "topics": None})
     check(response.error_code, "listing the partition reassignments", response.error_message)
     return {Partition(t.name, p.partition_index): Ongoing(
                 list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
@@ -192,7 +195,7 @@ async def alter_reassignments(client: WireClient,
     for partition in sorted(targets):
         by_topic.setdefault(partition.topic, []).append(
             {"partition_index": partition.partition, "replicas": targets[partition]})
-    response = await client.send(ALTER_REASSIGNMENTS, {
+    response = await client.send(ALTER_PARTITION_REASSIGNMENTS, {
         "timeout": _ms(client),
         "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]})
     check(response.error_code, "reassigning partitions", response.error_message)

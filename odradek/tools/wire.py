@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.config import InvalidConfigError
 from odradek.kafka_client import Address, KafkaClientError, KafkaCluster, client_security
+from odradek.kafka_client.request_versions import INCREMENTAL_ALTER_CONFIGS
 from odradek.kafka_client.spelling import kafka_spelling
 from odradek.metadata.records import ConfigResourceType
 from odradek.protocol.codec import build_request
@@ -133,7 +134,6 @@ def check(code: int, what: str, message: str | None = None) -> None:
     raise ToolError(f"{what}: {name}{detail}")
 
 
-INCREMENTAL_ALTER_CONFIGS = (44, 1)
 SET, DELETE = 0, 1
 
 
