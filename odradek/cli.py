@@ -9,11 +9,14 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from odradek.config import BrokerConfig, InvalidConfigError, load_properties
 from odradek.service_runtime import StartupError
 from odradek.tools.common import key_value
+
+if TYPE_CHECKING:
+    from odradek.log.segment_swap import SwapHook
 
 Runner = Callable[[BrokerConfig, bool], None]
 
@@ -56,13 +59,6 @@ def _add_node_parser(
     return parser
 
 
-def _add_test_hooks(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--test-pause-cleaner", choices=("staged", "committed"),
-                        help="for crash tests only: stop the broker for good at this point of "
-                        "the first log cleaner swap that reaches it (after touching "
-                        "cleaner-paused-POINT in the partition dir), to be killed there")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -71,9 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--data-dir", help="log directory (log.dir); default ./data")
     dev.add_argument("--port", type=int, help="Kafka listener port; default 9092")
     dev.add_argument("--host", default="127.0.0.1", help="listener address with --port")
-    _add_test_hooks(dev)
-    _add_test_hooks(_add_node_parser(commands, "broker", "run a broker of a multi-node "
-                                     "cluster (needs controller.quorum.voters)", "broker"))
+    _add_node_parser(commands, "broker", "run a broker of a multi-node cluster (needs "
+                     "controller.quorum.voters)", "broker")
     _add_node_parser(commands, "controller", "run a controller (a Raft voter of "
                      "controller.quorum.voters)", "controller")
     from odradek.cluster_cli.cli import add_cluster_parser
@@ -116,20 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runner(args: argparse.Namespace) -> Runner:
+def _runner(args: argparse.Namespace, at_swap_point: SwapHook | None) -> Runner:
     if args.runner == "controller":
         from odradek.controller.app import run_controller
 
         return run_controller
     from odradek.broker.app import run_broker, run_combined
-    from odradek.broker.log_cleaner import pause_cleaning_at
 
-    pause = args.test_pause_cleaner
     return partial(run_combined if args.runner == "combined" else run_broker,
-                   at_swap_point=pause_cleaning_at(pause) if pause else None)
+                   at_swap_point=at_swap_point)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, at_swap_point: SwapHook | None = None) -> int:
+    """`at_swap_point` is a crash test's hook into the log cleaner's swaps, for a broker
+    (tests/integration/paused_cleaner.py); the command line has no way to set it."""
     args = build_parser().parse_args(argv)
     runner_name = getattr(args, "runner", None)
     if runner_name is None:
@@ -140,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        _runner(args)(node_config(args), args.event_loop == "uvloop")
+        _runner(args, at_swap_point)(node_config(args), args.event_loop == "uvloop")
     except (InvalidConfigError, OSError) as error:
         print(f"odradek: invalid configuration: {error}", file=sys.stderr)
         return 2

@@ -10,14 +10,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from odradek.kafka_client.request_versions import (
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    FIND_COORDINATOR,
+    LIST_TRANSACTIONS,
+    WRITE_TXN_MARKERS,
+)
 from odradek.tools.common import ToolError, add_client_options, print_rows, runs
 from odradek.tools.wire import WireClient, check
 
-FIND_COORDINATOR = (10, 4)
-DESCRIBE_PRODUCERS = (61, 0)
-DESCRIBE_TRANSACTIONS = (65, 0)
-LIST_TRANSACTIONS = (66, 1)
-WRITE_TXN_MARKERS = (27, 1)
 TRANSACTION_KEY = 1
 CLIENT_ID = "odradek-transactions"
 

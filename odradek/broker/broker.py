@@ -28,10 +28,10 @@ from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import (
     NO_LEADER,
     ConfigRecord,
+    ConfigResourceType,
     MetadataRecord,
     PartitionChangeRecord,
     RemoveTopicRecord,
-    ResourceType,
 )
 
 log = logging.getLogger("odradek.broker")
@@ -166,13 +166,13 @@ class Broker:
                 detached.append(self.logs.detach(name, record.partition))
             self.metadata.replay(record)
             match record:
-                case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
+                case ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=topic):
                     reconfigured.add(topic)
-                case ConfigRecord(resource_type=ResourceType.BROKER):
+                case ConfigRecord(resource_type=ConfigResourceType.BROKER):
                     self.config.set_dynamic({record.name: record.value}, record.resource_name)
                     reconfigured.update(self.metadata.topics)
                     self._group_configs.clear()
-                case ConfigRecord(resource_type=ResourceType.GROUP, resource_name=group):
+                case ConfigRecord(resource_type=ConfigResourceType.GROUP, resource_name=group):
                     self._group_configs.pop(group, None)
         if snapshot:
             reconfigured.update(self.metadata.topics)

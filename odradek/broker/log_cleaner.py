@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 
 from odradek.broker.broker import Broker
 from odradek.broker.cleaner_figures import CleanerFigures, LastCleaning
@@ -29,29 +27,17 @@ from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_lo
 from odradek.log.cleaning_plan import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
 from odradek.log.segment import LogSegment
-from odradek.log.segment_swap import SwapHook, SwapPoint, finish_swap
+from odradek.log.segment_swap import SwapHook, finish_swap
 
 log = logging.getLogger("odradek.broker.log_cleaner")
 
 TopicPartition = tuple[str, int]
 
 
-def pause_cleaning_at(point: SwapPoint) -> SwapHook:
-    """For crash tests only (`odradek dev|broker --test-pause-cleaner POINT`): at `point` of
-    a swap, mark the partition dir with `cleaner-paused-<point>` and hold the event loop for
-    good, so that the test can kill -9 the broker there with nothing else moving."""
-
-    def pause(directory: Path, reached: SwapPoint) -> None:
-        if reached == point:
-            (directory / f"cleaner-paused-{point}").touch()
-            threading.Event().wait()
-
-    return pause
-
-
 class LogCleaner:
     def __init__(self, broker: Broker, at_swap_point: SwapHook | None = None) -> None:
-        """`at_swap_point` is a crash test's hook into the swaps (`pause_cleaning_at`)."""
+        """`at_swap_point` is a crash test's hook into the swaps
+        (tests/integration/paused_cleaner.py)."""
         self.broker = broker
         self.at_swap_point = at_swap_point
         config = broker.config

@@ -9,9 +9,9 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.kafka_client import BrokerConnectionError, ConnectionPool
+from odradek.kafka_client.request_versions import LIST_OFFSETS
 from odradek.protocol.codec import build_request
 
-LIST_OFFSETS = (2, 7)
 LATEST = -1
 
 

@@ -22,6 +22,7 @@ from odradek.broker.file_deletion import delete_later
 from odradek.broker.partitions import TopicPartition
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError, SaslAuthenticationError
+from odradek.kafka_client.request_versions import FETCH, OFFSET_FOR_LEADER_EPOCH
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
 from odradek.protocol.codec import build_request
@@ -33,9 +34,6 @@ log = logging.getLogger("odradek.broker.fetcher")
 
 EPOCH_RETRY_S = 0.05
 """Pause before asking again when the leader has not yet caught up with the metadata."""
-FETCH_KEY, FETCH_VERSION = 1, 12
-"""Fetch v12: topic names, replica_id in the body (as Kafka's fetchers before KIP-903)."""
-OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION = 23, 4
 _RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch,
               ErrorCode.fenced_leader_epoch, ErrorCode.unknown_topic_or_partition}
 
@@ -160,7 +158,7 @@ class ReplicaFetcher:
             topics.setdefault(topic, []).append({
                 "partition": index, "current_leader_epoch": following.leader_epoch,
                 "leader_epoch": latest})
-        request = build_request(OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+        request = build_request(*OFFSET_FOR_LEADER_EPOCH, {
             "replica_id": self.broker.node_id,
             "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
         response = await connection.send(request, self.request_timeout_s)
@@ -218,7 +216,7 @@ class ReplicaFetcher:
         if not topics:
             await asyncio.sleep(EPOCH_RETRY_S)
             return
-        request = build_request(FETCH_KEY, FETCH_VERSION, {
+        request = build_request(*FETCH, {
             "replica_id": self.broker.node_id, "max_wait": self.max_wait_ms,
             "min_bytes": self.min_bytes, "max_bytes": self.response_max_bytes,
             "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})

@@ -16,6 +16,7 @@ from odradek.broker.partitions import TopicPartition
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.clock import now_ms
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.kafka_client.request_versions import WRITE_TXN_MARKERS
 from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.protocol.codec import build_request
 from odradek.protocol.control import build_marker_batch
@@ -25,8 +26,6 @@ from odradek.txn.producer_state import ProducerStateError
 
 log = logging.getLogger("odradek.broker.txn_markers")
 
-WRITE_TXN_MARKERS_KEY = 27
-WRITE_TXN_MARKERS_VERSION = 1
 RETRY_BACKOFF_S = 0.1
 
 
@@ -133,7 +132,7 @@ class MarkerSender:
         topics: dict[str, list[int]] = defaultdict(list)
         for topic, partition in keys:
             topics[topic].append(partition)
-        request = build_request(WRITE_TXN_MARKERS_KEY, WRITE_TXN_MARKERS_VERSION, {"markers": [{
+        request = build_request(*WRITE_TXN_MARKERS, {"markers": [{
             "producer_id": job.producer_id, "producer_epoch": job.producer_epoch,
             "transaction_result": job.commit, "coordinator_epoch": job.coordinator_epoch,
             "topics": [{"name": name, "partition_indexes": sorted(parts)}

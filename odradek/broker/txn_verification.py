@@ -13,12 +13,11 @@ from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from odradek.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.kafka_client.request_versions import ADD_PARTITIONS_TO_TXN_VERIFY
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.broker.txn_verification")
 
-ADD_PARTITIONS_TO_TXN_KEY = 24
-VERIFY_VERSION = 4
 TopicPartition = tuple[str, int]
 RETRIABLE = frozenset({
     ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
@@ -62,7 +61,7 @@ async def _verify_remotely(broker: Broker, txn_topic: str, coordinator_partition
     topics: dict[str, list[int]] = {}
     for topic, partition in partitions:
         topics.setdefault(topic, []).append(partition)
-    request = build_request(ADD_PARTITIONS_TO_TXN_KEY, VERIFY_VERSION, {"transactions": [{
+    request = build_request(*ADD_PARTITIONS_TO_TXN_VERIFY, {"transactions": [{
         "transactional_id": transactional_id, "producer_id": producer_id,
         "producer_epoch": producer_epoch, "verify_only": True,
         "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],

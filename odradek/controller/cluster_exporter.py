@@ -29,17 +29,19 @@ from odradek.controller.exporter_series import (
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.raft_driver import RaftDriver
 from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity, ConnectionPool, KafkaClientError
+from odradek.kafka_client.request_versions import (
+    CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    LIST_OFFSETS,
+    OFFSET_FETCH,
+)
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.controller.exporter")
 
 TIMEOUT_S = 5.0
 """For each request to a broker, and (twice over) for the whole look at the cluster."""
-LIST_OFFSETS = (2, 7)
-OFFSET_FETCH = (9, 8)
-DESCRIBE_GROUPS = (15, 5)
-LIST_GROUPS = (16, 5)
-CONSUMER_GROUP_DESCRIBE = (69, 0)
 LATEST, EARLIEST = -1, -2
 Address = tuple[str, int]
 

@@ -21,7 +21,7 @@ from odradek.listeners import Endpoint
 from odradek.metadata import scram_control
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
-from odradek.metadata.records import MetadataRecord, ResourceType, encode_batch
+from odradek.metadata.records import ConfigResourceType, MetadataRecord, encode_batch
 from odradek.raft.types import NotLeaderError
 from odradek.rpc import controller_pb2 as pb
 from odradek.rpc import controller_pb2_grpc
@@ -236,9 +236,9 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                       changes: dict[str, str | None] = changes
                       ) -> tuple[list[MetadataRecord], None]:
                 controller = self.machine.controller
-                if resource.resource_type == ResourceType.TOPIC:
+                if resource.resource_type == ConfigResourceType.TOPIC:
                     return controller.alter_topic_configs(resource.resource_name, changes), None
-                if resource.resource_type == ResourceType.GROUP:
+                if resource.resource_type == ConfigResourceType.GROUP:
                     return controller.alter_group_configs(resource.resource_name, changes), None
                 return controller.alter_broker_configs(resource.resource_name, changes), None
 

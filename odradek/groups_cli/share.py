@@ -12,11 +12,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.groups_cli.model import GroupsError
+from odradek.kafka_client.request_versions import (
+    FIND_COORDINATOR,
+    LIST_GROUPS,
+    SHARE_GROUP_DESCRIBE,
+)
 from odradek.tools.wire import WireClient
 
-LIST_GROUPS = (16, 5)
-FIND_COORDINATOR = (10, 4)
-SHARE_GROUP_DESCRIBE = (77, 1)
 SHARE = "share"
 
 

@@ -12,11 +12,12 @@ from kio.schema.errors import ErrorCode
 
 from odradek.groups_cli.model import MISSING, GroupsError, Partition
 from odradek.groups_cli.share import find_group_coordinator, table, width
+from odradek.kafka_client.request_versions import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+)
 from odradek.tools.wire import WireClient
-
-DESCRIBE_OFFSETS = (90, 1)
-ALTER_OFFSETS = (91, 0)
-DELETE_OFFSETS = (92, 0)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def _known(value: int) -> int | None:
 async def share_offsets(client: WireClient, group_id: str) -> list[ShareOffset]:
     """Every share-partition of the group with state, sorted."""
     coordinator = await find_group_coordinator(client, group_id)
-    answer = await client.send_to_broker(coordinator.node_id, DESCRIBE_OFFSETS, {
+    answer = await client.send_to_broker(coordinator.node_id, DESCRIBE_SHARE_GROUP_OFFSETS, {
         "groups": [{"group_id": group_id, "topics": None}]})
     (group,) = answer.groups
     if group.error_code != ErrorCode.none:
@@ -86,7 +87,7 @@ async def alter_share_offsets(client: WireClient, group_id: str,
         topics.setdefault(p.topic, []).append({"partition_index": p.partition,
                                                "start_offset": offset})
     coordinator = await find_group_coordinator(client, group_id)
-    answer = await client.send_to_broker(coordinator.node_id, ALTER_OFFSETS, {
+    answer = await client.send_to_broker(coordinator.node_id, ALTER_SHARE_GROUP_OFFSETS, {
         "group_id": group_id,
         "topics": [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]})
     if answer.error_code != ErrorCode.none:
@@ -105,7 +106,7 @@ async def delete_share_offsets(client: WireClient, group_id: str, topics: Iterab
     Admin reports it, a request-level error is every topic's."""
     wanted = sorted(set(topics))
     coordinator = await find_group_coordinator(client, group_id)
-    answer = await client.send_to_broker(coordinator.node_id, DELETE_OFFSETS, {
+    answer = await client.send_to_broker(coordinator.node_id, DELETE_SHARE_GROUP_OFFSETS, {
         "group_id": group_id, "topics": [{"topic_name": t} for t in wanted]})
     if answer.error_code != ErrorCode.none:
         message = answer.error_message or answer.error_code.name.upper()

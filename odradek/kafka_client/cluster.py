@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from odradek.kafka_client.request_versions import METADATA
 from odradek.protocol.codec import build_request
 
 from .connection import BrokerConnection, BrokerConnectionError, KafkaClientError
 from .security import PLAINTEXT_CLIENT, ClientSecurity
 
 Address = tuple[str, int]
-METADATA = (3, 12)
 
 
 class UnknownBrokerError(KafkaClientError, LookupError):

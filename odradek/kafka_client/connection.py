@@ -17,13 +17,12 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
+from odradek.kafka_client.request_versions import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from odradek.kafka_client.security import PLAINTEXT_CLIENT, ClientSecurity
 from odradek.protocol.codec import INT32, build_request, encode_body, is_flexible
 from odradek.protocol.guard import skip_tagged_fields
 
 _HEADER = struct.Struct(">hhih")
-SASL_HANDSHAKE = (17, 1)
-SASL_AUTHENTICATE = (36, 2)
 REAUTHENTICATE_AT = 0.85
 """The share of a SASL session's lifetime after which the client authenticates again."""
 

@@ -438,11 +438,6 @@ class LogSegment:
             renamed.append(target)
         return renamed
 
-    def delete_files(self) -> None:
-        self.close()
-        for path in self.paths():
-            path.unlink(missing_ok=True)
-
     def __repr__(self) -> str:
         return (
             f"LogSegment(base_offset={self.base_offset}, size={self.size}, "

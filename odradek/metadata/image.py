@@ -19,6 +19,7 @@ from odradek.metadata.records import (
     AccessControlEntryRecord,
     ClientQuotaRecord,
     ConfigRecord,
+    ConfigResourceType,
     EntityData,
     FenceBrokerRecord,
     MetadataRecord,
@@ -29,7 +30,6 @@ from odradek.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
-    ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -42,10 +42,10 @@ from odradek.security.acls import (
     AclPermissionType,
     InvalidAclError,
     PatternType,
+    ResourceType,
     validate_filter,
     validate_new_acl,
 )
-from odradek.security.acls import ResourceType as AclResourceType
 from odradek.security.client_quotas import Entity
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -162,14 +162,14 @@ class ClusterMetadata:
             case RemoveTopicRecord(topic_id=topic_id):
                 name = self.topic_names_by_id.pop(topic_id)
                 del self.topics[name]
-            case ConfigRecord(resource_type=ResourceType.TOPIC, resource_name=topic):
+            case ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=topic):
                 self._apply_config(self.topics[topic].configs, record)
-            case ConfigRecord(resource_type=ResourceType.BROKER, resource_name=resource):
+            case ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name=resource):
                 configs = self.broker_configs.setdefault(resource, {})
                 self._apply_config(configs, record)
                 if not configs:
                     del self.broker_configs[resource]
-            case ConfigRecord(resource_type=ResourceType.GROUP, resource_name=group):
+            case ConfigRecord(resource_type=ConfigResourceType.GROUP, resource_name=group):
                 configs = self.group_configs.setdefault(group, {})
                 self._apply_config(configs, record)
                 if not configs:
@@ -261,12 +261,12 @@ class ClusterMetadata:
         if self.next_producer_id:
             records.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
         records += [
-            ConfigRecord(ResourceType.BROKER, resource, key, value)
+            ConfigRecord(ConfigResourceType.BROKER, resource, key, value)
             for resource, configs in sorted(self.broker_configs.items())
             for key, value in sorted(configs.items())
         ]
         records += [
-            ConfigRecord(ResourceType.GROUP, group, key, value)
+            ConfigRecord(ConfigResourceType.GROUP, group, key, value)
             for group, configs in sorted(self.group_configs.items())
             for key, value in sorted(configs.items())
         ]
@@ -281,7 +281,7 @@ class ClusterMetadata:
             records.append(TopicRecord(state.name, state.topic_id))
             records += [state.partitions[p] for p in sorted(state.partitions)]
             records += [
-                ConfigRecord(ResourceType.TOPIC, state.name, key, value)
+                ConfigRecord(ConfigResourceType.TOPIC, state.name, key, value)
                 for key, value in sorted(state.configs.items())
             ]
         return records
@@ -378,7 +378,7 @@ class ClusterMetadata:
         records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
         records += self._new_partitions(topic_id, 0, replica_sets)
         records += [
-            ConfigRecord(ResourceType.TOPIC, name, key, value)
+            ConfigRecord(ConfigResourceType.TOPIC, name, key, value)
             for key, value in sorted(configs.items())
         ]
         return records
@@ -477,7 +477,7 @@ class ClusterMetadata:
             raise MetadataError(
                 ErrorCode.invalid_config, f"Unknown topic config name: {', '.join(unknown)}"
             )
-        return [ConfigRecord(ResourceType.TOPIC, name, k, v) for k, v in changes.items()]
+        return [ConfigRecord(ConfigResourceType.TOPIC, name, k, v) for k, v in changes.items()]
 
     def alter_client_quotas(
         self, target: Entity, changes: Mapping[str, float | None]
@@ -494,7 +494,7 @@ class ClusterMetadata:
         """Records for the dynamic configs of a broker resource ("" for the cluster default,
         else a node id); validation is the caller's."""
         return [
-            ConfigRecord(ResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
+            ConfigRecord(ConfigResourceType.BROKER, resource_name, k, v) for k, v in changes.items()
         ]
 
     def alter_group_configs(
@@ -510,7 +510,7 @@ class ClusterMetadata:
             validate_group_configs(_merged(self.group_configs.get(group, {}), changes), broker)
         except InvalidConfigError as error:
             raise MetadataError(ErrorCode.invalid_config, str(error)) from None
-        return [ConfigRecord(ResourceType.GROUP, group, k, v) for k, v in changes.items()]
+        return [ConfigRecord(ConfigResourceType.GROUP, group, k, v) for k, v in changes.items()]
 
     def create_acls(
         self, acls: Sequence[AclBinding], new_id: Callable[[], str]
@@ -563,7 +563,7 @@ def _merged(configs: Mapping[str, str], changes: Mapping[str, str | None]) -> di
 
 
 def _binding(record: AccessControlEntryRecord) -> AclBinding:
-    return AclBinding(AclResourceType(record.resource_type), record.resource_name,
+    return AclBinding(ResourceType(record.resource_type), record.resource_name,
                       PatternType(record.pattern_type), record.principal, record.host,
                       AclOperation(record.operation), AclPermissionType(record.permission_type))
 

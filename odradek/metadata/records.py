@@ -16,11 +16,14 @@ NO_LEADER = -1
 """The leader of an offline partition."""
 
 
-class ResourceType(enum.IntEnum):
-    """Kafka's config resource types."""
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's config resource types (ConfigResource.Type, without UNKNOWN). Not the ACL
+    resource types (security/acls.py ResourceType): Kafka numbers those apart."""
 
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
     GROUP = 32
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.kafka_client import KafkaClientError, KafkaCluster
+from odradek.kafka_client.request_versions import CREATE_ACLS, DESCRIBE_ACLS
 from odradek.mirror.acl_rules import ANY_TOPIC_ACL, topic_acls_to_sync
 from odradek.mirror.client_security import flow_security
 from odradek.mirror.clients import ClusterHealth, ClusterUnavailable
@@ -29,8 +30,6 @@ from odradek.security.acls import (
 )
 
 log = logging.getLogger("odradek.mirror.acls")
-DESCRIBE_ACLS = (29, 3)
-CREATE_ACLS = (30, 3)
 
 
 class TopicAclSync:

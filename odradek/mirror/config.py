@@ -339,10 +339,6 @@ class Flow:
     def emit_heartbeats_interval_ms(self) -> int:
         return self._interval_ms("emit.heartbeats.enabled", "emit.heartbeats.interval.seconds")
 
-    @property
-    def admin_timeout_ms(self) -> int:
-        return self._int("admin.timeout.ms")
-
 
 @dataclass(frozen=True)
 class MirrorConfig:

@@ -20,15 +20,17 @@ from typing import Any, TypeVar
 from kio.schema.errors import ErrorCode
 
 from odradek.kafka_client import Address, KafkaClientError, KafkaCluster
+from odradek.kafka_client.request_versions import (
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    PRODUCE,
+)
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror.producer")
 
-PRODUCE = (0, 9)
-FIND_COORDINATOR = (10, 4)
-INIT_PRODUCER_ID = (22, 4)
-ADD_PARTITIONS_TO_TXN = (24, 3)
-END_TXN = (26, 3)
 TRANSACTION_KEY_TYPE = 1
 ACKS_ALL = -1
 PRODUCE_TIMEOUT_MS = 30_000

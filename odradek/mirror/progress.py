@@ -18,15 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 CONNECTOR = "MirrorSourceConnector"
-OFFSET_STORAGE_PARTITIONS = 25
-"""Connect's `offset.storage.partitions` default."""
-OFFSET_STORAGE_REPLICATION_FACTOR = 3
-"""Connect's `offset.storage.replication.factor` default."""
-
-
-def offsets_topic(source: str) -> str:
-    """MirrorMakerConfig's `offset.storage.topic` for flows from `source`."""
-    return f"mm2-offsets.{source}.internal"
 
 
 def progress_key(source: str, topic: str, partition: int) -> bytes:

@@ -13,13 +13,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.kafka_client import KafkaClientError, KafkaCluster
+from odradek.kafka_client.request_versions import FETCH, LIST_OFFSETS
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror.reader")
 
-FETCH = (1, 12)
-"""Fetch v12: topic names (v13 on names topic ids), flexible, KIP-951 leader hints."""
-LIST_OFFSETS = (2, 7)
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 EARLIEST, LATEST = -2, -1
 FETCH_MAX_WAIT_MS = 500

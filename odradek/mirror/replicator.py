@@ -23,6 +23,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from odradek.clock import now_ms
 from odradek.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
+from odradek.kafka_client.request_versions import CREATE_TOPICS
 from odradek.mirror.client_security import flow_librdkafka_config, flow_security
 from odradek.mirror.clients import ALL_FENCED
 from odradek.mirror.config import Flow, MirrorConfig, Role, Side, TopicNotCreatable
@@ -35,7 +36,6 @@ from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror.replicator")
 
-CREATE_TOPICS = (19, 5)
 REQUEST_TIMEOUT_S = 30.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 120_000

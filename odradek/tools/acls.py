@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from odradek.kafka_client.request_versions import DESCRIBE_ACLS
 from odradek.security.acls import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -38,7 +39,6 @@ Op = AclOperation
 Resource = tuple[ResourceType, str, PatternType]
 Entry = tuple[str, str, AclOperation, str]
 """(principal, host, operation, ALLOW or DENY)"""
-DESCRIBE_ACLS = (29, 3)
 CLIENT_ID = "odradek-acls"
 HEADER = ("RESOURCE_TYPE", "NAME", "PATTERN_TYPE", "PRINCIPAL", "HOST", "OPERATION",
           "PERMISSION")

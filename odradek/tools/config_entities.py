@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.metadata.records import ConfigResourceType
 from odradek.tools.common import ToolError, parse_key_values
 from odradek.tools.quota_entities import QUOTA_TYPES, QuotaEntity, quota_entity
 
@@ -20,7 +21,8 @@ UNSUPPORTED_TYPES = {
     "client-metrics": "client metrics subscriptions",
 }
 ENTITY_TYPES = (*SUPPORTED_TYPES, *UNSUPPORTED_TYPES)
-RESOURCE_TYPES = {"topics": 2, "brokers": 4, "groups": 32}
+RESOURCE_TYPES = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER,
+                  "groups": ConfigResourceType.GROUP}
 """The DescribeConfigs/IncrementalAlterConfigs resource type of each entity type."""
 SOURCES = {
     0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",

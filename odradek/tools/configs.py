@@ -16,6 +16,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import (
+    API_VERSIONS,
+    DESCRIBE_CONFIGS,
+    LIST_CONFIG_RESOURCES,
+    LIST_GROUPS,
+)
+from odradek.metadata.records import ConfigResourceType
 from odradek.tools import scram_users
 from odradek.tools.common import (
     ToolError,
@@ -47,11 +54,6 @@ from odradek.tools.quota_entities import (
 from odradek.tools.quota_entities import completed_line as quota_completed
 from odradek.tools.wire import WireClient, alter_configs, check, send_about
 
-DESCRIBE_CONFIGS = (32, 4)
-LIST_GROUPS = (16, 4)
-API_VERSIONS = (18, 0)
-LIST_CONFIG_RESOURCES = (74, 1)
-GROUP_RESOURCE = 32
 CLIENT_ID = "odradek-configs"
 
 
@@ -157,7 +159,7 @@ async def _groups_with_configs(client: WireClient, broker: int) -> set[str]:
     if not any(a.api_key == key and a.max_version >= 1 for a in versions.api_keys):
         return set()
     listed = await client.send_to_broker(broker, LIST_CONFIG_RESOURCES,
-                                         {"resource_types": [GROUP_RESOURCE]})
+                                         {"resource_types": [ConfigResourceType.GROUP]})
     if listed.error_code in (ErrorCode.unsupported_version,
                              ErrorCode.cluster_authorization_failed):
         return set()

@@ -11,10 +11,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import DESCRIBE_LOG_DIRS
 from odradek.tools.common import ToolError, add_client_options, print_json, runs
 from odradek.tools.wire import WireClient, check
 
-DESCRIBE_LOG_DIRS = (35, 4)
 CLIENT_ID = "log-dirs-tool"
 
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import DESCRIBE_QUORUM
 from odradek.metadata.image import METADATA_TOPIC
 from odradek.tools.common import ToolError, add_client_options, print_json, runs, table
 from odradek.tools.wire import WireClient, check
 
-DESCRIBE_QUORUM = (55, 1)
 CLIENT_ID = "odradek-quorum"
 UNKNOWN = -1
 RETRIABLE = frozenset({ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from odradek.kafka_client.request_versions import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from odradek.security.client_quotas import CLIENT_ID, QUOTA_KEYS, USER
 from odradek.security.scram import ScramMechanism
 from odradek.tools.common import ToolError
@@ -17,8 +18,6 @@ from odradek.tools.wire import WireClient, check
 QUOTA_TYPES = {"users": USER, "clients": CLIENT_ID}
 """kafka-configs' entity types and the quota entity types they name."""
 SCRAM_MECHANISMS = tuple(m.mechanism_name for m in ScramMechanism)
-DESCRIBE_CLIENT_QUOTAS = (48, 1)
-ALTER_CLIENT_QUOTAS = (49, 1)
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 _LABELS = {USER: "user-principal", CLIENT_ID: "client-id"}
 

@@ -15,6 +15,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS,
+)
+from odradek.metadata.records import ConfigResourceType
 from odradek.tools.common import ToolError, add_client_options, read_json_file, runs
 from odradek.tools.log_dirs import describe_log_dirs
 from odradek.tools.reassign_plan import (
@@ -43,10 +48,8 @@ from odradek.tools.reassign_plan import (
     reassignment_json,
     status_line,
 )
-from odradek.tools.wire import BROKER_RESOURCE, WireClient, alter_configs, check
+from odradek.tools.wire import WireClient, alter_configs, check
 
-ALTER_REASSIGNMENTS = (45, 0)
-LIST_REASSIGNMENTS = (46, 0)
 TOPIC_RESOURCE = 2
 CLIENT_ID = "reassign-partitions-tool"
 POLL_SECONDS = 0.5
@@ -177,7 +180,8 @@ async def partition_assignment(client: WireClient, partitions: Iterable[Partitio
 
 
 async def ongoing_reassignments(client: WireClient) -> dict[Partition, Ongoing]:
-    response = await client.send(LIST_REASSIGNMENTS, {"timeout": _ms(client), "topics": None})
+    response = await client.send(LIST_PARTITION_REASSIGNMENTS,
+                                 {"timeout": _ms(client), "topics": None})
     check(response.error_code, "listing the partition reassignments", response.error_message)
     return {Partition(t.name, p.partition_index): Ongoing(
                 list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
@@ -191,7 +195,7 @@ async def alter_reassignments(client: WireClient,
     for partition in sorted(targets):
         by_topic.setdefault(partition.topic, []).append(
             {"partition_index": partition.partition, "replicas": targets[partition]})
-    response = await client.send(ALTER_REASSIGNMENTS, {
+    response = await client.send(ALTER_PARTITION_REASSIGNMENTS, {
         "timeout": _ms(client),
         "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]})
     check(response.error_code, "reassigning partitions", response.error_message)
@@ -273,7 +277,7 @@ async def set_throttles(client: WireClient, partition_moves: Mapping[Partition, 
         topic: {LEADER_THROTTLED_REPLICAS: leader[topic],
                 FOLLOWER_THROTTLED_REPLICAS: follower[topic]}
         for topic in sorted(leader)})
-    await _alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, ConfigResourceType.BROKER, {
         str(broker): {LEADER_THROTTLED_RATE: str(rate), FOLLOWER_THROTTLED_RATE: str(rate)}
         for broker in reassigning_brokers(partition_moves)})
 
@@ -285,7 +289,7 @@ async def clear_throttles(client: WireClient, targets: Assignment) -> None:
     brokers = sorted(live | {b for r in targets.values() for b in r})
     say(f"Clearing broker-level throttles on {plural(len(brokers), 'broker')} "
         + ",".join(map(str, brokers)))
-    await _alter_configs(client, BROKER_RESOURCE, {
+    await _alter_configs(client, ConfigResourceType.BROKER, {
         str(b): dict.fromkeys(BROKER_THROTTLES) for b in brokers if b in live})
     topics = sorted({p.topic for p in targets})
     say(f"Clearing topic-level throttles on {plural(len(topics), 'topic')} " + ",".join(topics))

@@ -18,6 +18,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client.request_versions import (
+    ALTER_USER_SCRAM_CREDENTIALS,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+)
 from odradek.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -31,8 +35,6 @@ from odradek.tools.wire import WireClient, check
 DEFAULT_ITERATIONS = 4096
 """kafka-configs' iterations when a credential names none (or -1)."""
 SALT_BYTES = 32
-DESCRIBE_USER_SCRAM_CREDENTIALS = (50, 0)
-ALTER_USER_SCRAM_CREDENTIALS = (51, 0)
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.DOTALL)
 
 

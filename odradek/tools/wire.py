@@ -16,7 +16,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.config import InvalidConfigError
 from odradek.kafka_client import Address, KafkaClientError, KafkaCluster, client_security
+from odradek.kafka_client.request_versions import INCREMENTAL_ALTER_CONFIGS
 from odradek.kafka_client.spelling import kafka_spelling
+from odradek.metadata.records import ConfigResourceType
 from odradek.protocol.codec import build_request
 from odradek.tools.common import ToolError, client_properties
 
@@ -132,8 +134,6 @@ def check(code: int, what: str, message: str | None = None) -> None:
     raise ToolError(f"{what}: {name}{detail}")
 
 
-BROKER_RESOURCE = 4
-INCREMENTAL_ALTER_CONFIGS = (44, 1)
 SET, DELETE = 0, 1
 
 
@@ -141,7 +141,7 @@ async def send_about(client: WireClient, resource_type: int, resource_name: str 
                      api: tuple[int, int], body: Mapping[str, Any]) -> Any:
     """A request about one config resource: a broker's own configs go to that broker, as
     Kafka's admin client sends them; anything else (the cluster default too) to any broker."""
-    if resource_type == BROKER_RESOURCE and resource_name:
+    if resource_type == ConfigResourceType.BROKER and resource_name:
         return await client.send_to_broker(int(resource_name), api, body)
     return await client.send(api, body)
 

@@ -27,6 +27,8 @@ class BrokerProcess:
         self.metrics_port = free_port()
         self.overrides = {"metrics.port": str(self.metrics_port), **(overrides or {})}
         self.extra_args = extra_args or []
+        self.launcher = ODRADEK
+        """What runs `odradek` (a test-only entry point's command instead, for a hook)."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -34,7 +36,8 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        command = [*ODRADEK, "dev", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        command = [*self.launcher, "dev", "--port", str(self.port),
+                   "--data-dir", str(self.data_dir)]
         for key, value in self.overrides.items():
             command += ["--override", f"{key}={value}"]
         return command + self.extra_args

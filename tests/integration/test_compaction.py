@@ -13,8 +13,10 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from odradek.group.coordinator import partition_for
+from odradek.log.segment_swap import SwapPoint
+from tests.integration import paused_cleaner
 from tests.integration.broker_metrics import sample, scrape
-from tests.integration.broker_process import BrokerProcess
+from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import (
     TIMEOUT,
     Out,
@@ -178,13 +180,13 @@ def test_switching_to_compact_takes_effect_without_a_restart(
 
 @pytest.mark.parametrize("point", ["staged", "committed"])
 def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
-        fresh_broker: BrokerProcess, point: str) -> None:
-    """The cleaner stops for good at a test-only pause point (`--test-pause-cleaner`, holding
-    the event loop), before or after its commit point, and the broker is killed there: the
-    log reads back with the same latest value per key, and once restarted the cleaner
+        fresh_broker: BrokerProcess, point: SwapPoint) -> None:
+    """The cleaner stops for good at a test-only pause point (paused_cleaner.py, holding the
+    event loop), before or after its commit point, and the broker is killed there: the log
+    reads back with the same latest value per key, and once restarted the cleaner
     finishes the job."""
     fresh_broker.overrides.update(FAST_CLEANER)
-    fresh_broker.extra_args = ["--test-pause-cleaner", point]
+    fresh_broker.launcher = paused_cleaner.launcher(point)
     fresh_broker.start()
     bootstrap = fresh_broker.bootstrap
     topic = create_topic(bootstrap, unique("crash"), config={
@@ -198,7 +200,7 @@ def test_a_kill_in_the_middle_of_cleaning_leaves_a_readable_log(
     partition_dir = marker.parent
     assert (partition_dir / "cleaner-staging").is_dir()
     assert (partition_dir / "cleaner-swap").exists() == (point == "committed")
-    fresh_broker.extra_args = []
+    fresh_broker.launcher = ODRADEK
     marker.unlink()
     fresh_broker.start()
     assert not (partition_dir / "cleaner-staging").exists()

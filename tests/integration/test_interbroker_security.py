@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,8 @@ def test_acknowledged_writes_survive_a_leader_kill_on_a_secure_cluster(
         else:
             acked[int(message.value())] = message.offset()
 
-    def produce() -> None:
+    def produce() -> int:
+        """Produces until `stop`; returns how many records the final flush left undelivered."""
         producer = Producer(secure.alice(**{
             "acks": "all", "enable.idempotence": True, "linger.ms": 5,
             "message.timeout.ms": 30000, "request.timeout.ms": 5000}))
@@ -191,26 +193,27 @@ def test_acknowledged_writes_survive_a_leader_kill_on_a_secure_cluster(
             producer.poll(0)
             if sequence % 50 == 0:
                 time.sleep(0.01)
-        assert producer.flush(60) == 0
+        return producer.flush(60)
 
-    producing = threading.Thread(target=produce)
-    producing.start()
-    try:
-        wait_until(lambda: len(acked) >= 500, what="acknowledged records before the kill")
-        victim = f"broker-{secure.partition(TOPIC).leader}"
-        cluster.stop(victim, kill=True)
-        before = len(acked)
-        wait_until(lambda: len(acked) >= before + 500, timeout=60,
-                   what="acknowledged records after the kill")
-        cluster.start(victim)
-        wait_until(lambda: _full_isr(secure, TOPIC), timeout=60,
-                   what=f"{victim} back in the ISR", ignoring=Exception)
-        rejoined = len(acked)
-        wait_until(lambda: len(acked) >= rejoined + 200,
-                   what="acknowledged records with the full ISR again")
-    finally:
-        stop.set()
-        producing.join(90)
+    with ThreadPoolExecutor(1) as pool:
+        producing = pool.submit(produce)
+        try:
+            wait_until(lambda: len(acked) >= 500, what="acknowledged records before the kill")
+            victim = f"broker-{secure.partition(TOPIC).leader}"
+            cluster.stop(victim, kill=True)
+            before = len(acked)
+            wait_until(lambda: len(acked) >= before + 500, timeout=60,
+                       what="acknowledged records after the kill")
+            cluster.start(victim)
+            wait_until(lambda: _full_isr(secure, TOPIC), timeout=60,
+                       what=f"{victim} back in the ISR", ignoring=Exception)
+            rejoined = len(acked)
+            wait_until(lambda: len(acked) >= rejoined + 200,
+                       what="acknowledged records with the full ISR again")
+        finally:
+            stop.set()
+        unflushed = producing.result(90)  # a producer that failed fails the test here
+    assert unflushed == 0, f"{unflushed} records undelivered after the final flush"
     assert not failed, failed[:5]
 
     records = _read_all(secure, TOPIC, "alice-check")

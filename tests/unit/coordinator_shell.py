@@ -19,10 +19,10 @@ from odradek.config import BrokerConfig
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
 from odradek.metadata.records import (
     ConfigRecord,
+    ConfigResourceType,
     MetadataRecord,
     PartitionRecord,
     RegisterBrokerRecord,
-    ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
 )
@@ -63,7 +63,7 @@ async def apply_transaction_state_topic(
                                  plaintext_at("127.0.0.1", 9092 + node), None),
             UnfenceBrokerRecord(node, 1))),
         TopicRecord(TRANSACTION_STATE_TOPIC, TOPIC_ID),
-        ConfigRecord(ResourceType.TOPIC, TRANSACTION_STATE_TOPIC, "min.insync.replicas",
+        ConfigRecord(ConfigResourceType.TOPIC, TRANSACTION_STATE_TOPIC, "min.insync.replicas",
                      str(min_insync_replicas)),
         PartitionRecord(TOPIC_ID, 0, tuple(replicas), tuple(isr), leader,
                         leader_epoch=leader_epoch),

@@ -6,7 +6,12 @@ import asyncio
 
 from odradek.controller.machine import ControllerMachine
 from odradek.metadata.controller import QuorumController
-from odradek.metadata.records import ConfigRecord, RegisterBrokerRecord, ResourceType, encode_batch
+from odradek.metadata.records import (
+    ConfigRecord,
+    ConfigResourceType,
+    RegisterBrokerRecord,
+    encode_batch,
+)
 from odradek.raft.types import Snapshot
 from tests.unit.controller_harness import plaintext_at
 
@@ -42,7 +47,8 @@ def test_compaction_drops_batches_the_snapshot_covers() -> None:
 def test_a_snapshot_restores_the_state_it_was_taken_from() -> None:
     source = ControllerMachine(QuorumController)
     source.apply(1, register(1))
-    source.apply(2, encode_batch([ConfigRecord(ResourceType.BROKER, "", "num.partitions", "3")]))
+    source.apply(2, encode_batch([
+        ConfigRecord(ConfigResourceType.BROKER, "", "num.partitions", "3")]))
     restored = ControllerMachine(QuorumController)
     restored.apply(1, register(7))  # state the snapshot replaces
 

@@ -20,10 +20,10 @@ from odradek.broker.txn_markers import MarkerWriter
 from odradek.config import BrokerConfig
 from odradek.metadata.records import (
     ConfigRecord,
+    ConfigResourceType,
     MetadataRecord,
     PartitionRecord,
     RegisterBrokerRecord,
-    ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
 )
@@ -51,7 +51,7 @@ async def leading_broker(log_dir: Path, configs: dict[str, str],
         UnfenceBrokerRecord(NODE, 1),
         TopicRecord(TOPIC, TOPIC_ID),
         PartitionRecord(TOPIC_ID, 0, (NODE,), (NODE,), NODE),
-        *(ConfigRecord(ResourceType.TOPIC, TOPIC, name, value)
+        *(ConfigRecord(ConfigResourceType.TOPIC, TOPIC, name, value)
           for name, value in topic_configs.items()),
     ]
     await MetadataApplier(broker, replicas.on_metadata, []).apply(

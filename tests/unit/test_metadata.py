@@ -23,6 +23,7 @@ from odradek.metadata.image import (
 )
 from odradek.metadata.records import (
     ConfigRecord,
+    ConfigResourceType,
     FenceBrokerRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -31,7 +32,6 @@ from odradek.metadata.records import (
     RecordDecodeError,
     RegisterBrokerRecord,
     RemoveTopicRecord,
-    ResourceType,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -144,8 +144,8 @@ def test_create_topic_records() -> None:
         PartitionRecord("id-1", 1, (2, 3), (2, 3), 2),
         PartitionRecord("id-1", 2, (3, 1), (3, 1), 3),
         PartitionRecord("id-1", 3, (1, 3), (1, 3), 1),
-        ConfigRecord(ResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
-        ConfigRecord(ResourceType.TOPIC, "orders", "segment.ms", "1000"),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "segment.ms", "1000"),
     ]
     assert metadata.topics == {}, "handlers do not change state; replay does"
 
@@ -343,8 +343,9 @@ def test_alter_topic_configs_sets_and_removes() -> None:
     metadata = created("orders", configs={"retention.ms": "1000", "segment.ms": "5000"})
     records = metadata.alter_topic_configs("orders", {"retention.ms": None,
                                                       "cleanup.policy": "compact"})
-    assert records == [ConfigRecord(ResourceType.TOPIC, "orders", "retention.ms", None),
-                       ConfigRecord(ResourceType.TOPIC, "orders", "cleanup.policy", "compact")]
+    assert records == [
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "cleanup.policy", "compact")]
     assert metadata.topic("orders").configs == {"retention.ms": "1000", "segment.ms": "5000"}
     apply(metadata, records)
     assert metadata.topic("orders").configs == {"segment.ms": "5000",
@@ -384,7 +385,8 @@ def test_per_broker_and_cluster_default_configs_replay_apart() -> None:
     apply(metadata, records)
 
     assert [(r.resource_type, r.resource_name) for r in records if isinstance(r, ConfigRecord)] \
-        == [(ResourceType.BROKER, "1"), (ResourceType.BROKER, ""), (ResourceType.BROKER, "2")]
+        == [(ConfigResourceType.BROKER, "1"), (ConfigResourceType.BROKER, ""),
+            (ConfigResourceType.BROKER, "2")]
     assert metadata.broker_configs == {
         "1": {"log.retention.ms": "10"},
         "": {"log.retention.ms": "20"},
@@ -403,9 +405,9 @@ SAMPLE_RECORDS: list[MetadataRecord] = [
     TopicRecord("orders", new_topic_id()),
     PartitionRecord("id", 7, (1, 2, 3), (2,), 2, leader_epoch=9),
     RemoveTopicRecord("id"),
-    ConfigRecord(ResourceType.TOPIC, "orders", "retention.ms", "1000"),
-    ConfigRecord(ResourceType.BROKER, "", "log.retention.ms", None),
-    ConfigRecord(ResourceType.BROKER, "1", "log.retention.ms", "60000"),
+    ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
+    ConfigRecord(ConfigResourceType.BROKER, "", "log.retention.ms", None),
+    ConfigRecord(ConfigResourceType.BROKER, "1", "log.retention.ms", "60000"),
     PartitionRecord("id", 0, (4,), (4,), 4, leader_epoch=2, partition_epoch=5),
     PartitionChangeRecord("id", 3),
     PartitionChangeRecord("id", 3, leader=-1, isr=(2, 1), replicas=(1, 2, 3)),
@@ -705,8 +707,8 @@ def test_to_records_rebuilds_every_part_of_the_state() -> None:
         FenceBrokerRecord(2, 12),
         PartitionChangeRecord("id-orders", 1, leader=3, isr=(3,)),
         ProducerIdsRecord(1, 11, 3000),
-        ConfigRecord(ResourceType.BROKER, "", "log.retention.ms", "9"),
-        ConfigRecord(ResourceType.BROKER, "1", "log.segment.bytes", "2048"),
+        ConfigRecord(ConfigResourceType.BROKER, "", "log.retention.ms", "9"),
+        ConfigRecord(ConfigResourceType.BROKER, "1", "log.segment.bytes", "2048"),
     ])
     records = metadata.to_records()
     rebuilt = ClusterMetadata()

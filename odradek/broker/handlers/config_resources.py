@@ -11,12 +11,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import RequestContext, Result
-from odradek.metadata.records import ResourceType
+from odradek.metadata.records import ConfigResourceType
 
-BROKER_LOGGER, CLIENT_METRICS = 8, 16
+GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC = (
+    ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS,
+    ConfigResourceType.BROKER_LOGGER, ConfigResourceType.BROKER, ConfigResourceType.TOPIC)
 V0_TYPES = (CLIENT_METRICS,)
-V1_TYPES = (ResourceType.GROUP, CLIENT_METRICS, BROKER_LOGGER, ResourceType.BROKER,
-            ResourceType.TOPIC)
+V1_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 """ListConfigResourcesRequest.supportedResourceTypes, in the order Kafka lists them."""
 
 
@@ -27,11 +28,11 @@ def handle_list_config_resources(context: RequestContext, request: Any) -> Resul
         return {"error_code": ErrorCode.unsupported_version, "config_resources": []}
     broker = context.broker
     names: dict[int, list[str]] = {
-        ResourceType.GROUP: sorted(broker.metadata.group_configs),
+        GROUP: sorted(broker.metadata.group_configs),
         CLIENT_METRICS: [],
         BROKER_LOGGER: [str(b["node_id"]) for b in broker.brokers(context.listener)],
-        ResourceType.BROKER: [str(b["node_id"]) for b in broker.brokers(context.listener)],
-        ResourceType.TOPIC: sorted(broker.metadata.topics),
+        BROKER: [str(b["node_id"]) for b in broker.brokers(context.listener)],
+        TOPIC: sorted(broker.metadata.topics),
     }
     return {"error_code": ErrorCode.none, "config_resources": [
         {"resource_name": name, "resource_type": kind}

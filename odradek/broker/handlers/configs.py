@@ -38,20 +38,13 @@ from odradek.config import (
 )
 from odradek.group_config import GROUP_CONFIGS
 from odradek.metadata.image import MetadataError, validate_topic_name
-from odradek.metadata.records import MetadataRecord, ResourceType
-from odradek.security.acls import CLUSTER_NAME, AclOperation
-from odradek.security.acls import ResourceType as AclResourceType
+from odradek.metadata.records import ConfigResourceType, MetadataRecord
+from odradek.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 
-TOPIC = ResourceType.TOPIC
-BROKER = ResourceType.BROKER
-GROUP = ResourceType.GROUP
-RESOURCE_TYPES = {
-    TOPIC: "TOPIC",
-    BROKER: "BROKER",
-    8: "BROKER_LOGGER",
-    16: "CLIENT_METRICS",
-    GROUP: "GROUP",
-}
+TOPIC = ConfigResourceType.TOPIC
+BROKER = ConfigResourceType.BROKER
+GROUP = ConfigResourceType.GROUP
+RESOURCE_TYPES = {kind: kind.name for kind in ConfigResourceType}
 """Kafka's ConfigResource types; Odradek serves TOPIC, BROKER and GROUP."""
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -282,11 +275,11 @@ def _authorize(context: RequestContext, resource: Any, operation: AclOperation) 
     """A topic's configs take the operation on the topic, a group's on the group, a broker's
     on the cluster. Raises MetadataError with TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED."""
     if resource.resource_type == TOPIC:
-        acl_resource, name = AclResourceType.TOPIC, resource.resource_name
+        acl_resource, name = ResourceType.TOPIC, resource.resource_name
     elif resource.resource_type == GROUP:
-        acl_resource, name = AclResourceType.GROUP, resource.resource_name
+        acl_resource, name = ResourceType.GROUP, resource.resource_name
     else:
-        acl_resource, name = AclResourceType.CLUSTER, CLUSTER_NAME
+        acl_resource, name = ResourceType.CLUSTER, CLUSTER_NAME
     if not context.allowed(operation, acl_resource, name):
         raise MetadataError(AUTHORIZATION_ERRORS[acl_resource],
                             f"{operation.name} of {RESOURCE_TYPES[resource.resource_type]} "
