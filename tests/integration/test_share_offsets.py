@@ -3,8 +3,10 @@ codec written from Kafka's JSON schemas: AlterShareGroupOffsets initializes an e
 new) group's share-partitions at new start offsets through the share coordinator,
 DescribeShareGroupOffsets reads them back with their lag, and DeleteShareGroupOffsets
 deletes a topic's state; a group with a member, an unknown topic or partition and an unknown
-group are refused with Kafka's errors. In a two-broker cluster the lag of a partition led by
-another broker than the group's coordinator is asked of its leader."""
+group are refused with Kafka's errors. DeleteGroups (confluent-kafka's AdminClient) deletes
+an empty share group's share-partition state before the group. In a two-broker cluster the
+lag of a partition led by another broker than the group's coordinator is asked of its
+leader, and DeleteGroups deletes state kept by either broker's share coordinator."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kio.schema.errors import ErrorCode
 
@@ -110,6 +112,36 @@ def test_alter_describe_delete(broker: BrokerProcess) -> None:
             ErrorCode.invalid_group_id)
 
 
+def delete_group(bootstrap: str, group: str) -> None:
+    """DeleteGroups with confluent-kafka's AdminClient, which has no notion of group types."""
+    client = admin(bootstrap)  # kept alive until its answer came
+    client.delete_consumer_groups([group], request_timeout=60)[group].result(60)
+
+
+def test_delete_groups_deletes_the_share_state(broker: BrokerProcess) -> None:
+    group = "deleted-share-group"
+    with RawClient(broker.bootstrap) as client:
+        assert alter_offsets(client, group, {TOPIC: {0: 4, 1: 0}}).error_code == ErrorCode.none
+        member = heartbeat(client, group, "m-1", 0, [TOPIC])
+        assert member.error_code == ErrorCode.none
+        with pytest.raises(KafkaException) as busy:
+            delete_group(broker.bootstrap, group)
+        assert busy.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+        assert describe_offsets(client, group, {TOPIC: [0]}).partitions[(TOPIC, 0)] == (
+            DescribedPartition(4, 0, RECORDS - 4, 0))
+        assert heartbeat(client, group, "m-1", -1).error_code == ErrorCode.none
+        delete_group(broker.bootstrap, group)
+        # Asked by name, the share-partitions have no state any more: a new group of the
+        # same id starts from share.auto.offset.reset.
+        assert describe_offsets(client, group, {TOPIC: [0, 1]}).partitions == {
+            (TOPIC, 0): DescribedPartition(-1, 0, -1, 0),
+            (TOPIC, 1): DescribedPartition(-1, 0, -1, 0)}
+        assert describe_offsets(client, group).partitions == {}
+    with pytest.raises(KafkaException) as gone:
+        delete_group(broker.bootstrap, group)
+    assert gone.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running_cluster(tmp_path_factory.mktemp("share-offsets-cluster"), 1, 2, {}) as c:
@@ -145,3 +177,25 @@ def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
         described = describe_offsets(coordinator, GROUP)
     assert described.partitions == {(topic, 0): DescribedPartition(1, 0, 5, 0),
                                     (topic, 1): DescribedPartition(2, 0, 7, 0)}
+
+
+def test_delete_groups_deletes_state_kept_by_either_broker(cluster: Cluster) -> None:
+    """Share-partition keys of one group hash to several `__share_group_state` partitions,
+    led by both brokers."""
+    group = "deleted-in-a-cluster"
+    topic = create(admin(cluster.bootstrap), 8, 1)
+    every = {topic: dict.fromkeys(range(8), 0)}
+    with RawClient(cluster.bootstrap.split(",")[0]) as client:
+        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group])
+        (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
+    with RawClient(f"127.0.0.1:{found.port}") as coordinator:
+        wait_until(lambda: alter_offsets(coordinator, group, every).error_code
+                   not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress),
+                   60, "the coordinator loaded")
+        altered = alter_offsets(coordinator, group, every)
+        assert set(altered.partitions.values()) == {ErrorCode.none}
+        assert {p.start_offset for p in describe_offsets(coordinator, group).partitions.values()
+                } == {0}
+        delete_group(cluster.bootstrap, group)
+        assert describe_offsets(coordinator, group, {topic: list(range(8))}).partitions == {
+            (topic, p): DescribedPartition(-1, 0, -1, 0) for p in range(8)}
