@@ -6,13 +6,15 @@ Share-partition leaders keep their share groups' state there through the five st
 Every `share.coordinator.state.topic.prune.interval.ms` each shard's records below its last
 redundant offset (those no share-partition's state needs any more) are deleted, as Kafka's
 ShareCoordinatorService prunes them: once everything the shard wrote is committed, the
-partition's log start offset moves up with DeleteRecords' own step (delete_on_leader)."""
+partition's log start offset moves up with DeleteRecords' own step (delete_on_leader).
+Every `share.coordinator.cold.partition.snapshot.interval.ms` each shard snapshots the
+share-partitions not written to since, so that they do not hold the pruning back."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from kio.schema.errors import ErrorCode
 
@@ -22,6 +24,7 @@ from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.records_deletion import delete_on_leader
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.share_metrics import ShareCoordinatorMetrics
+from odradek.clock import now_ms
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import SHARE_GROUP_STATE_TOPIC
 from odradek.protocol.records import BatchInfo
@@ -44,8 +47,9 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
     def __init__(self, broker: Broker, replicas: ReplicaManager, writer: MetadataWriter) -> None:
         super().__init__(broker, replicas, writer)
         self.commit_timeout_s = broker.config.integer("share.coordinator.write.timeout.ms") / 1000
-        self.config = ShareCoordinatorConfig(broker.config.integer(
-            "share.coordinator.snapshot.update.records.per.snapshot"))
+        self.config = ShareCoordinatorConfig(
+            broker.config.integer("share.coordinator.snapshot.update.records.per.snapshot"),
+            broker.config.integer("share.coordinator.cold.partition.snapshot.interval.ms"))
         self.prune_interval_s = broker.config.integer(
             "share.coordinator.state.topic.prune.interval.ms") / 1000
         self.metrics = ShareCoordinatorMetrics(broker.metrics.registry)
@@ -53,7 +57,7 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         """The base offset of the batch a load is replaying."""
         self._pruned: dict[int, int] = {}
         """Each partition's last pruned offset (Kafka's lastPrunedOffsets)."""
-        self._pruning: asyncio.Task[None] | None = None
+        self._periodic: list[asyncio.Task[None]] = []
 
     def new_shard(self, partition: int) -> ShareCoordinatorShard:
         self._pruned.pop(partition, None)
@@ -100,20 +104,30 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
 
-    # Pruning.
+    # Periodic jobs.
 
-    def start_pruning(self) -> None:
-        """Prune every interval until `close`."""
-        self._pruning = asyncio.ensure_future(self._prune_periodically())
+    def start_periodic_jobs(self) -> None:
+        """Prune, and snapshot cold share-partitions, every interval until `close`."""
+        self._periodic = [
+            asyncio.ensure_future(self._every(self.prune_interval_s, "pruning", self.prune)),
+            asyncio.ensure_future(self._every(
+                self.config.cold_partition_snapshot_interval_ms / 1000,
+                "snapshotting cold share-partitions of", self.snapshot_cold_partitions))]
 
-    async def _prune_periodically(self) -> None:
+    async def _every(self, interval_s: float, what: str,
+                     job: Callable[[int], Awaitable[None]]) -> None:
         while True:
-            await asyncio.sleep(self.prune_interval_s)
+            await asyncio.sleep(interval_s)
             for partition in sorted(self.shards):
                 try:
-                    await self.prune(partition)
+                    await job(partition)
                 except Exception:
-                    log.exception("pruning %s-%d failed", self.topic, partition)
+                    log.exception("%s %s-%d failed", what, self.topic, partition)
+
+    async def snapshot_cold_partitions(self, partition: int) -> None:
+        shard = self.shards.get(partition)
+        if shard is not None:
+            self.write_if_led(partition, shard.snapshot_cold_partitions(now_ms()))
 
     async def prune(self, partition: int) -> None:
         """Delete the shard's redundant records, once all it wrote is committed (Kafka reads
@@ -140,6 +154,6 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         log.info("pruned %s-%d below offset %d", self.topic, partition, offset)
 
     def close(self) -> None:
-        if self._pruning is not None:
-            self._pruning.cancel()
+        for task in self._periodic:
+            task.cancel()
         super().close()

@@ -56,6 +56,8 @@ def coordinator_partition(key: SharePartitionKey, num_partitions: int) -> int:
 class ShareCoordinatorConfig:
     snapshot_update_records_per_snapshot: int = 500
     """share.coordinator.snapshot.update.records.per.snapshot"""
+    cold_partition_snapshot_interval_ms: int = 300000
+    """share.coordinator.cold.partition.snapshot.interval.ms"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +266,25 @@ class ShareCoordinatorShard:
         if key not in self.states:
             return Result(), Output()
         return Result(), self._emit([(ShareSnapshotKey(key), None)])
+
+    def snapshot_cold_partitions(self, now_ms: int) -> Output:
+        """Kafka's snapshotColdPartitions: a new snapshot of the same state for every
+        share-partition whose last snapshot is `cold_partition_snapshot_interval_ms` old, so
+        that one not written to does not hold pruning back; nothing once every one has had
+        such a snapshot (its create and write timestamps differ) and none was made since."""
+        states = self.states.values()
+        if all(state.create_timestamp != state.write_timestamp for state in states):
+            return Output()
+        interval = self.config.cold_partition_snapshot_interval_ms
+        return self._emit([
+            (ShareSnapshotKey(key), ShareSnapshotValue(
+                snapshot_epoch=state.snapshot_epoch + 1, state_epoch=state.state_epoch,
+                leader_epoch=state.leader_epoch, start_offset=state.start_offset,
+                create_timestamp=state.create_timestamp, write_timestamp=now_ms,
+                state_batches=state.state_batches,
+                delivery_complete_count=state.delivery_complete_count))
+            for key, state in self.states.items()
+            if now_ms - state.write_timestamp >= interval])
 
     def last_redundant_offset(self) -> int | None:
         """Kafka's lastRedundantOffset: the records below it are needed by no

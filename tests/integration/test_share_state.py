@@ -286,27 +286,31 @@ STATE_TOPIC = "__share_group_state"
 @pytest.fixture(scope="module")
 def pruning_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One `__share_group_state` partition in segments of a few records, pruned every half
-    second."""
+    second, its share-partitions snapshotted once their last snapshot is a second old."""
     yield from running_broker(tmp_path_factory.mktemp("share-state-pruning"), {
         "share.coordinator.state.topic.num.partitions": "1",
         "share.coordinator.state.topic.segment.bytes": "512",
-        "share.coordinator.state.topic.prune.interval.ms": "500"})
+        "share.coordinator.state.topic.prune.interval.ms": "500",
+        "share.coordinator.cold.partition.snapshot.interval.ms": "1000"})
 
 
-def log_start(broker: BrokerProcess) -> int:
+def watermarks(broker: BrokerProcess) -> tuple[int, int]:
+    """The log start and end offsets of `__share_group_state`-0."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
     try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, 0), timeout=30)
+        low, high = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, 0), timeout=30)
     finally:
         consumer.close()
-    return int(low)
+    return int(low), int(high)
 
 
-def pruned(broker: BrokerProcess, offset: int) -> bool:
-    """The topic's log start offset, and Kafka's last-pruned-offset metric, at `offset`."""
+def pruned_to_last_snapshots(broker: BrokerProcess) -> bool:
+    """The two share-partitions' last snapshots are the last two records, the log starts at
+    the first of them, and Kafka's last-pruned-offset metric says so."""
+    low, high = watermarks(broker)
     gauge = ("kafka_server_share_coordinator_metrics_last_pruned_offset",
              frozenset({"topic": STATE_TOPIC, "partition": "0"}.items()))
-    return log_start(broker) == offset and scrape(broker).get(gauge) == offset
+    return high >= 16 and low == high - 2 and scrape(broker).get(gauge) == low
 
 
 def test_the_state_topic_is_pruned_below_the_oldest_last_snapshot(
@@ -317,13 +321,16 @@ def test_the_state_topic_is_pruned_below_the_oldest_last_snapshot(
         assert initialize(client, topic_id, 0, 1, 0).error == ErrorCode.none  # 0: snapshot
         assert initialize(client, topic_id, 1, 1, 10).error == ErrorCode.none  # 1: snapshot
         # Six writes each, alternating: partition 0's snapshots land at offsets 6 and 12,
-        # partition 1's at 7 and 13; everything below 12 is overridden.
+        # partition 1's at 7 and 13; then, written to no more, each is snapshotted again
+        # (cold, at 14 and 15 unless a second passed during the writes). Everything below the
+        # first of the last two snapshots is overridden.
         for i in range(6):
             assert write(client, topic_id, 0, 1, 0, i, [(i, i, ACKNOWLEDGED, 1)]).error == 0
             assert write(client, topic_id, 1, 1, 0, 10 + i,
                          [(10 + i, 11 + i, AVAILABLE, 1)]).error == 0
-    wait_until(lambda: pruned(broker, 12), 60,
-               lambda: f"{STATE_TOPIC}-0 pruned below 12 (log start {log_start(broker)})")
+    wait_until(lambda: pruned_to_last_snapshots(broker), 60,
+               lambda: f"{STATE_TOPIC}-0 pruned (log from/to {watermarks(broker)})")
+    before_kill = watermarks(broker)
     expected = {0: {"state_epoch": 1, "start_offset": 5, "batches": [(5, 5, ACKNOWLEDGED, 1)]},
                 1: {"state_epoch": 1, "start_offset": 15, "batches": [(15, 16, AVAILABLE, 1)]}}
 
@@ -332,8 +339,11 @@ def test_the_state_topic_is_pruned_below_the_oldest_last_snapshot(
     for partition, state in expected.items():
         answer = served(broker, topic_id, partition)
         assert (answer.error, answer.fields) == (ErrorCode.none, state)
-    # The segments wholly below 12 are gone: the state was loaded from what was left.
-    assert 0 < log_start(broker) <= 12
-    # Loaded from what was left, the shard finds the same redundant offset again.
-    wait_until(lambda: pruned(broker, 12), 60,
-               lambda: f"{STATE_TOPIC}-0 pruned below 12 again (log start {log_start(broker)})")
+    # The segments wholly below the log start are gone: the state was loaded from what was
+    # left.
+    assert 0 < watermarks(broker)[0] <= before_kill[0]
+    # Loaded from there, the shard finds the same redundant offset again, and makes no more
+    # cold snapshots (each share-partition had one).
+    wait_until(lambda: pruned_to_last_snapshots(broker), 60,
+               lambda: f"{STATE_TOPIC}-0 pruned again (log from/to {watermarks(broker)})")
+    assert watermarks(broker) == before_kill

@@ -246,3 +246,28 @@ def test_loading_from_the_last_redundant_offset_loses_nothing() -> None:
         assert prunes == sorted(prunes), "the log start only moves up"
         for offset in sorted(set(prunes)):
             assert log.load_from(offset).states == log.load_from(0).states == log.shard.states
+
+
+def test_cold_share_partitions_are_snapshotted_again() -> None:
+    """Kafka's snapshotColdPartitions: the same state in a new snapshot (write timestamp now,
+    create timestamp kept) once the last is an interval old; none once each has one."""
+    log = Log(per_snapshot=500)
+    log.shard.config = ShareCoordinatorConfig(500, cold_partition_snapshot_interval_ms=1000)
+    a, b = KEY, SharePartitionKey("g", TOPIC, 1)
+    assert log.shard.snapshot_cold_partitions(5000).records == []  # no state at all
+    log.append(log.shard.initialize_state(a, 1, 0, 0)[1])  # 0
+    log.append(log.shard.initialize_state(b, 1, 5, 500)[1])  # 1
+    log.append(log.shard.write_state(a, 1, 0, 2, 0, [StateBatch(2, 3, 0, 1)], 900)[1])  # 2
+    before = log.shard.states[a]
+    out = log.shard.snapshot_cold_partitions(1000)  # 3: a's; b's is 500 ms old
+    assert out.records == [(ShareSnapshotKey(a), ShareSnapshotValue(
+        snapshot_epoch=1, state_epoch=1, leader_epoch=0, start_offset=2, create_timestamp=0,
+        write_timestamp=1000, state_batches=(StateBatch(2, 3, 0, 1),),
+        delivery_complete_count=0))]
+    log.append(out)
+    assert log.shard.states[a].state_batches == before.state_batches
+    assert log.shard.last_redundant_offset() == 1  # b's snapshot holds it
+    log.append(log.shard.snapshot_cold_partitions(1500))  # 4: b's
+    assert log.shard.last_redundant_offset() == 3
+    assert log.load_from(3).states == log.shard.states
+    assert log.shard.snapshot_cold_partitions(10_000).records == [], "each had one"
