@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 
 from kio.schema.errors import ErrorCode
@@ -53,8 +54,9 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         self.prune_interval_s = broker.config.integer(
             "share.coordinator.state.topic.prune.interval.ms") / 1000
         self.metrics = ShareCoordinatorMetrics(broker.metrics.registry)
-        self._loading_offset = UNINITIALIZED
-        """The base offset of the batch a load is replaying."""
+        self._loading = threading.local()
+        """`offset`: the base offset of the batch a load is replaying, per thread (loads
+        at startup run in a worker thread)."""
         self._pruned: dict[int, int] = {}
         """Each partition's last pruned offset (Kafka's lastPrunedOffsets)."""
         self._periodic: list[asyncio.Task[None]] = []
@@ -78,13 +80,13 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         """The base class's read, noting each batch's offset for `replay` (a share
         coordinator batch holds one record)."""
         for batch, data in super()._read_partition(partition):
-            self._loading_offset = batch.base_offset
+            self._loading.offset = batch.base_offset
             yield batch, data
-        self._loading_offset = UNINITIALIZED
+        self._loading.offset = UNINITIALIZED
 
     def replay(self, shard: ShareCoordinatorShard, key: bytes, value: bytes | None,
                producer_id: int) -> None:
-        shard.replay(decode(key, value), self._loading_offset)
+        shard.replay(decode(key, value), getattr(self._loading, "offset", UNINITIALIZED))
 
     def encode(self, record: ShareRecord) -> tuple[bytes, bytes | None]:
         return encode(record)
