@@ -487,6 +487,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", INT, 500,
               "ShareUpdate records the share coordinator writes for a share-partition between "
               "two ShareSnapshot records.", at_least(0), read_only=True),
+    ConfigDef("share.coordinator.state.topic.prune.interval.ms", INT, 300000, "How often the "
+              "share coordinator deletes the records of __share_group_state no share-partition "
+              "needs any more.", at_least(1), read_only=True),
+    ConfigDef("share.coordinator.cold.partition.snapshot.interval.ms", INT, 300000, "How "
+              "often the share coordinator writes a snapshot of the share-partitions whose "
+              "state has not been written since for as long.", at_least(1), read_only=True),
     ConfigDef("share.coordinator.write.timeout.ms", INT, 5000, "How long a share "
               "coordinator's write waits for every replica of __share_group_state before it "
               "fails.", at_least(1), read_only=True),

@@ -188,6 +188,7 @@ class BrokerApp:
             await services.txns.ensure_loaded()
         if SHARE_GROUP_STATE_TOPIC in broker.metadata.topics:
             await services.shares.ensure_loaded()
+        services.shares.start_periodic_jobs()
         max_request = config.integer("socket.request.max.bytes")
         listener_connections: dict[str, set[KafkaConnection]] = {
             name: set() for name in self._sockets}

@@ -43,7 +43,7 @@ from odradek.share.partition import (
     aborted_batch_ranges,
     initial_start_offset,
 )
-from odradek.share.session import ShareSessionCache
+from odradek.share.session import ShareSession, ShareSessionCache
 
 log = logging.getLogger("odradek.broker.share")
 
@@ -214,10 +214,20 @@ class SharePartitionManager:
             self._spawn(self.release(group_id, member_id, partitions))
 
     def disconnected(self, connection: str) -> None:
-        """A client connection closed: release what the member of its share session held."""
-        session = self.sessions.disconnected(connection)
+        """A client connection closed: release what the member of its share session held;
+        if no member of its group has a session here any more, drop the group's
+        share-partitions (Kafka's onGroupEmpty), so that an admin's change to their state
+        (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups, which need an empty
+        group) is read on next use."""
+        session, emptied = self.sessions.disconnected(connection)
+        if session is not None or emptied is not None:
+            self._spawn(self._left(session, emptied))
+
+    async def _left(self, session: ShareSession | None, emptied: str | None) -> None:
         if session is not None:
-            self._spawn(self.release(*session.key, list(session.partitions)))
+            await self.release(*session.key, list(session.partitions))
+        if emptied is not None:
+            self.forget_group(emptied)
 
     # --- state ---------------------------------------------------------------------------
 

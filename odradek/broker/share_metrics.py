@@ -88,13 +88,17 @@ class WindowedStats:
 class ShareCoordinatorMetrics(Collector):
     """share-coordinator-metrics: write-total (a share-partition's state written, or its
     leader epoch recorded by a read) and write-latency-avg/-max (a WriteShareGroupState
-    request, records committed)."""
+    request, records committed) and last-pruned-offset (per `__share_group_state`
+    partition)."""
 
     PREFIX = "kafka_server_share_coordinator_metrics_"
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.writes = Counter(self.PREFIX + "write", "Share-group state writes.",
                               registry=registry)
+        self.last_pruned_offset = Gauge(
+            self.PREFIX + "last_pruned_offset", "The offset at which the share-group state "
+            "topic was last pruned.", ["topic", "partition"], registry=registry)
         self.latency = WindowedStats()
         registry.register(self)
 

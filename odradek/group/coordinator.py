@@ -566,6 +566,22 @@ class GroupCoordinatorShard:
         self.groups.pop(group_id, None)
         return ErrorCode.none, out
 
+    def share_group_delete_plan(self, group_id: str
+                                ) -> tuple[tuple[ErrorCode, share_offsets.DeletePlan] | None,
+                                           Output]:
+        """DeleteGroups' first step for a share group (Kafka's sharePartitionDeleteRequests):
+        None when `group_id` is no share group (its deletion goes on as any group's),
+        NON_EMPTY_GROUP while it has members, else the share-partitions whose state to
+        delete at the share coordinator before delete_group, all recorded as deleting."""
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            return None, Output()
+        if not group.is_empty():
+            return (ErrorCode.non_empty_group, share_offsets.DeletePlan()), Output()
+        plan = share_offsets.plan_group_delete(group, self.topics)
+        self._apply(plan.records)
+        return (ErrorCode.none, plan), Output(records=list(plan.records))
+
     # The share-group offsets admin APIs (the share coordinator's part is the broker's).
 
     def share_initialized_partitions(self, group_id: str) -> dict[str, frozenset[int]]:

@@ -154,6 +154,32 @@ def plan_delete(group: ShareGroup, topics: TopicsView, names: Iterable[str]) -> 
     return plan
 
 
+def plan_group_delete(group: ShareGroup, topics: TopicsView) -> DeletePlan:
+    """Kafka's shareGroupBuildPartitionDeleteRequest, for DeleteGroups: every initializing
+    and initialized partition, and every partition of a topic an earlier deletion left
+    deleting (one no longer in the metadata image is dropped), to delete at the share
+    coordinator; the record moving all of them to deleting. A group that never had
+    share-partition state has none to delete."""
+    plan = DeletePlan()
+    current = group.state_partitions
+    if current is EMPTY_STATE_PARTITIONS:
+        return plan
+    candidates: dict[str, set[int]] = {}
+    for t in (*current.initializing_topics, *current.initialized_topics):
+        candidates.setdefault(t.topic_id, set()).update(t.partitions)
+        plan.names[t.topic_id] = t.topic_name
+    plan.delete = {topic_id: sorted(p) for topic_id, p in candidates.items()}
+    for deleting in current.deleting_topics:
+        info = topics.by_id(deleting.topic_id)
+        if info is not None:
+            plan.delete[info.topic_id] = list(range(info.partitions))
+            plan.names[info.topic_id] = info.name
+    plan.records.append((ShareGroupStatePartitionMetadataKey(group.group_id),
+                         ShareGroupStatePartitionMetadataValue((), (), tuple(
+                             ShareTopicInfo(t, plan.names[t]) for t in plan.delete))))
+    return plan
+
+
 def deleted_records(group: ShareGroup, topic_ids: Iterable[str]) -> list[Record]:
     """Kafka's completeDeleteShareGroupOffsets: the deleted topics off the deleting ones."""
     done = set(topic_ids)

@@ -12,7 +12,9 @@ the records it reads, so serving and loading take one path.
 
 A write becomes a ShareUpdate record holding the changed batches, or, once
 `share.coordinator.snapshot.update.records.per.snapshot` updates followed the last snapshot,
-a ShareSnapshot record with the whole merged state. Leader epochs fence deposed partition
+a ShareSnapshot record with the whole merged state. Records below the oldest of the
+share-partitions' last snapshots are redundant (`last_redundant_offset`, Kafka's
+ShareCoordinatorOffsetsManager): the runtime deletes them. Leader epochs fence deposed partition
 leaders (FENCED_LEADER_EPOCH), state epochs fence writers of a state that was initialized
 again since (FENCED_STATE_EPOCH); a read by a newer leader records its epoch.
 """
@@ -54,6 +56,8 @@ def coordinator_partition(key: SharePartitionKey, num_partitions: int) -> int:
 class ShareCoordinatorConfig:
     snapshot_update_records_per_snapshot: int = 500
     """share.coordinator.snapshot.update.records.per.snapshot"""
+    cold_partition_snapshot_interval_ms: int = 300000
+    """share.coordinator.cold.partition.snapshot.interval.ms"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +113,16 @@ class ShareCoordinatorShard:
     """The share-partition states of one `__share_group_state` partition."""
 
     def __init__(self, config: ShareCoordinatorConfig,
-                 partition_count: Callable[[str], int | None]) -> None:
+                 partition_count: Callable[[str], int | None],
+                 next_offset: Callable[[], int] = lambda: UNINITIALIZED) -> None:
         """`partition_count(topic_id)`: the topic's partition count in the metadata image,
-        None when there is no such topic (requests about it get UNKNOWN_TOPIC_OR_PARTITION)."""
+        None when there is no such topic (requests about it get UNKNOWN_TOPIC_OR_PARTITION).
+        `next_offset()`: the offset the next record appended to the partition gets (-1:
+        unknown, and the record's offset not counted)."""
         self.config = config
         self.partition_count = partition_count
+        self.next_offset = next_offset
+        self.redundant = RedundantOffsets()
         self.states: dict[SharePartitionKey, ShareGroupOffset] = {}
         self._leader_epochs: dict[SharePartitionKey, int] = {}
         self._state_epochs: dict[SharePartitionKey, int] = {}
@@ -122,10 +131,13 @@ class ShareCoordinatorShard:
 
     # Replay: the only place durable state changes.
 
-    def replay(self, record: ShareRecord) -> None:
+    def replay(self, record: ShareRecord, offset: int = UNINITIALIZED) -> None:
+        """Apply a record; `offset`, its offset in the partition (-1: unknown)."""
         key, value = record
         k = key.key
         if isinstance(key, ShareSnapshotKey):
+            if offset >= 0:
+                self.redundant.snapshot(k, offset, deleted=value is None)
             if value is None:
                 for table in (self.states, self._leader_epochs, self._state_epochs,
                               self._update_counts):
@@ -165,8 +177,10 @@ class ShareCoordinatorShard:
             table[key] = epoch
 
     def _emit(self, records: list[ShareRecord]) -> Output:
-        for record in records:
-            self.replay(record)
+        """Apply the records a handler emits, appended right after at `next_offset()`."""
+        base = self.next_offset()
+        for index, record in enumerate(records):
+            self.replay(record, UNINITIALIZED if base < 0 else base + index)
         return Output(records)
 
     # The handlers.
@@ -253,6 +267,30 @@ class ShareCoordinatorShard:
             return Result(), Output()
         return Result(), self._emit([(ShareSnapshotKey(key), None)])
 
+    def snapshot_cold_partitions(self, now_ms: int) -> Output:
+        """Kafka's snapshotColdPartitions: a new snapshot of the same state for every
+        share-partition whose last snapshot is `cold_partition_snapshot_interval_ms` old, so
+        that one not written to does not hold pruning back; nothing once every one has had
+        such a snapshot (its create and write timestamps differ) and none was made since."""
+        states = self.states.values()
+        if all(state.create_timestamp != state.write_timestamp for state in states):
+            return Output()
+        interval = self.config.cold_partition_snapshot_interval_ms
+        return self._emit([
+            (ShareSnapshotKey(key), ShareSnapshotValue(
+                snapshot_epoch=state.snapshot_epoch + 1, state_epoch=state.state_epoch,
+                leader_epoch=state.leader_epoch, start_offset=state.start_offset,
+                create_timestamp=state.create_timestamp, write_timestamp=now_ms,
+                state_batches=state.state_batches,
+                delivery_complete_count=state.delivery_complete_count))
+            for key, state in self.states.items()
+            if now_ms - state.write_timestamp >= interval])
+
+    def last_redundant_offset(self) -> int | None:
+        """Kafka's lastRedundantOffset: the records below it are needed by no
+        share-partition; None while there is nothing to delete."""
+        return self.redundant.last
+
     # The runtime's timer interface: the shard has no timers of its own.
 
     def next_deadline(self) -> int | None:
@@ -303,6 +341,27 @@ class ShareCoordinatorShard:
         if count is None or key.partition >= count:
             return Result(ErrorCode.unknown_topic_or_partition, UNKNOWN_PARTITION)
         return None
+
+
+class RedundantOffsets:
+    """Kafka's ShareCoordinatorOffsetsManager: the offset of each share-partition's last
+    snapshot (or tombstone), and the smallest of them, below which every record was
+    overridden by a later one. A deleted share-partition counts once, at its tombstone, and
+    is then forgotten: nothing after it depends on its records."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[SharePartitionKey, int] = {}
+        self._last: int | None = None
+
+    def snapshot(self, key: SharePartitionKey, offset: int, deleted: bool) -> None:
+        self.offsets[key] = offset
+        self._last = min(self.offsets.values())
+        if deleted:
+            del self.offsets[key]
+
+    @property
+    def last(self) -> int | None:
+        return self._last if self._last else None
 
 
 def combine_state_batches(current: Sequence[StateBatch], new: Sequence[StateBatch],

@@ -4,7 +4,9 @@ member fetches from one broker, carried from one ShareFetch to the next.
 A member opens its session with epoch 0 (any earlier session of the member is dropped), names
 partitions to add and to forget in later requests, each with the next epoch, and closes it with
 epoch -1. A session belongs to the connection that opened it: when that connection goes, the
-member has left this broker, and the caller releases the records it had acquired here.
+member has left this broker, and the caller releases the records it had acquired here; when
+no session of its group is left here, the caller drops the group's share-partitions, to be
+read again from their persisted state (Kafka's ShareGroupListener.onGroupEmpty).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ShareSessionCache:
         self.max_sessions = max_sessions
         self.sessions: dict[SessionKey, ShareSession] = {}
         self._by_connection: dict[str, SessionKey] = {}
+        self._group_by_connection: dict[str, str] = {}
+        """The group of the last session each open connection opened, kept past the
+        session's close until the connection's (Kafka's connectionIdToSessionMap)."""
 
     def new_context(self, key: SessionKey, epoch: int, connection: str,
                     to_fetch: Iterable[SharePartitionId], to_forget: Iterable[SharePartitionId],
@@ -91,6 +96,7 @@ class ShareSessionCache:
                                    dict.fromkeys(fetch))
             self.sessions[key] = session
             self._by_connection[connection] = key
+            self._group_by_connection[connection] = key[0]
             return ShareContext(tuple(session.partitions), final=False)
         session = self.checked(key, epoch)
         session.partitions.update(dict.fromkeys(fetch))
@@ -131,10 +137,16 @@ class ShareSessionCache:
             del self._by_connection[session.connection]
         return session
 
-    def disconnected(self, connection: str) -> ShareSession | None:
-        """The session the closed connection held, removed; its member has left this broker."""
+    def disconnected(self, connection: str) -> tuple[ShareSession | None, str | None]:
+        """The session the closed connection held, removed (its member has left this
+        broker), and the group it had a session of if that group now has none here (Kafka's
+        checkAndNotifyListenersOnGroupEmpty, on every disconnect)."""
         key = self._by_connection.pop(connection, None)
-        return None if key is None else self.sessions.pop(key, None)
+        session = None if key is None else self.sessions.pop(key, None)
+        group = self._group_by_connection.pop(connection, None)
+        if group is not None and any(g == group for g, _ in self.sessions):
+            group = None
+        return session, group
 
     def partition_count(self) -> int:
         return sum(len(s.partitions) for s in self.sessions.values())

@@ -93,6 +93,12 @@ def set_up(bootstrap: str) -> None:
                                        asynchronous=False), TIMEOUT, "a committed offset",
                ignoring=KafkaException)
     consumer.close()
+    # The share coordinator's topic, made by its first FindCoordinator (key type 2), as
+    # Kafka makes it.
+    found = call(bootstrap, 10, 6, {"key_type": 2, "coordinator_keys": [
+        f"{SHARE_GROUP}:{uuid.UUID(int=1)}:0"]})
+    wait_until(lambda: "__share_group_state" in admin.list_topics(timeout=TIMEOUT).topics,
+               TIMEOUT, f"__share_group_state made ({found})")
     for args in (["--topic", "*", "--group", "*", "--transactional-id", "*", "--cluster",
                   "--allow-principal", "User:other"],
                  ["--topic", "open.", "--resource-pattern-type", "prefixed",
@@ -461,9 +467,10 @@ def test_share_group_offsets_refuse_the_topics_without_their_acl(setup: Setup) -
         {"topic_name": SECRET}]})
     assert (deleted.error_code, [(t.topic_name, t.error_code) for t in deleted.responses]) == (
         ErrorCode.none, [(SECRET, TOPIC_DENIED)])
-    # The share group goes, leaving the state as it was set up.
+    # DeleteGroups deletes the share group's state first, at the share coordinator, which
+    # refuses the broker's unauthorized call: the group stays (until the last test).
     removed = call(bootstrap, 42, 2, {"groups_names": [SHARE_GROUP]})
-    assert [r.error_code for r in removed.results] == [ErrorCode.none]
+    assert [r.error_code for r in removed.results] == [CLUSTER_DENIED]
 
 
 def test_refused_requests_changed_nothing(setup: Setup) -> None:
@@ -472,6 +479,9 @@ def test_refused_requests_changed_nothing(setup: Setup) -> None:
     broker = setup.broker
     broker.stop()
     setup.broker = start(broker.data_dir, broker.log_path, broker.port, super_user=True)
+    # The share group the share tests left, deleted now the broker's calls are authorized.
+    removed = call(setup.broker.bootstrap, 42, 2, {"groups_names": [SHARE_GROUP]})
+    assert [r.error_code for r in removed.results] == [ErrorCode.none]
     after = state(setup.broker.bootstrap)
     after["ends"].pop(OPEN)
     setup.before["ends"].pop(OPEN)

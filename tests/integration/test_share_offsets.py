@@ -3,8 +3,13 @@ codec written from Kafka's JSON schemas: AlterShareGroupOffsets initializes an e
 new) group's share-partitions at new start offsets through the share coordinator,
 DescribeShareGroupOffsets reads them back with their lag, and DeleteShareGroupOffsets
 deletes a topic's state; a group with a member, an unknown topic or partition and an unknown
-group are refused with Kafka's errors. In a two-broker cluster the lag of a partition led by
-another broker than the group's coordinator is asked of its leader."""
+group are refused with Kafka's errors. DeleteGroups (confluent-kafka's AdminClient) deletes
+an empty share group's share-partition state before the group. In a two-broker cluster the
+lag of a partition led by another broker than the group's coordinator is asked of its
+leader, DeleteGroups deletes state kept by either broker's share coordinator, and after
+AlterShareGroupOffsets that other broker serves confluent-kafka's ShareConsumer from the
+new start offset at once: it dropped the group's share-partitions when the group's last
+share session there went (Kafka's onGroupEmpty)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, ShareConsumer
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kio.schema.errors import ErrorCode
 
@@ -110,6 +115,36 @@ def test_alter_describe_delete(broker: BrokerProcess) -> None:
             ErrorCode.invalid_group_id)
 
 
+def delete_group(bootstrap: str, group: str) -> None:
+    """DeleteGroups with confluent-kafka's AdminClient, which has no notion of group types."""
+    client = admin(bootstrap)  # kept alive until its answer came
+    client.delete_consumer_groups([group], request_timeout=60)[group].result(60)
+
+
+def test_delete_groups_deletes_the_share_state(broker: BrokerProcess) -> None:
+    group = "deleted-share-group"
+    with RawClient(broker.bootstrap) as client:
+        assert alter_offsets(client, group, {TOPIC: {0: 4, 1: 0}}).error_code == ErrorCode.none
+        member = heartbeat(client, group, "m-1", 0, [TOPIC])
+        assert member.error_code == ErrorCode.none
+        with pytest.raises(KafkaException) as busy:
+            delete_group(broker.bootstrap, group)
+        assert busy.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+        assert describe_offsets(client, group, {TOPIC: [0]}).partitions[(TOPIC, 0)] == (
+            DescribedPartition(4, 0, RECORDS - 4, 0))
+        assert heartbeat(client, group, "m-1", -1).error_code == ErrorCode.none
+        delete_group(broker.bootstrap, group)
+        # Asked by name, the share-partitions have no state any more: a new group of the
+        # same id starts from share.auto.offset.reset.
+        assert describe_offsets(client, group, {TOPIC: [0, 1]}).partitions == {
+            (TOPIC, 0): DescribedPartition(-1, 0, -1, 0),
+            (TOPIC, 1): DescribedPartition(-1, 0, -1, 0)}
+        assert describe_offsets(client, group).partitions == {}
+    with pytest.raises(KafkaException) as gone:
+        delete_group(broker.bootstrap, group)
+    assert gone.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running_cluster(tmp_path_factory.mktemp("share-offsets-cluster"), 1, 2, {}) as c:
@@ -145,3 +180,77 @@ def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
         described = describe_offsets(coordinator, GROUP)
     assert described.partitions == {(topic, 0): DescribedPartition(1, 0, 5, 0),
                                     (topic, 1): DescribedPartition(2, 0, 7, 0)}
+
+
+def coordinator_of(bootstrap: str, group: str) -> tuple[int, int]:
+    """The group coordinator's node id and port."""
+    with RawClient(bootstrap.split(",")[0]) as client:
+        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group])
+        (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
+    assert found.error_code == ErrorCode.none
+    return int(found.node_id), int(found.port)
+
+
+def share_consume(bootstrap: str, group: str, topic: str, count: int) -> list[int]:
+    """The offsets confluent-kafka's ShareConsumer is given (implicitly accepted), once it
+    had `count` records; closed, it leaves the group and its connections close."""
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    offsets: list[int] = []
+
+    def polled() -> bool:
+        for message in consumer.poll(1.0):
+            assert message.error() is None, message.error()
+            offsets.append(message.offset())
+        return len(offsets) >= count
+
+    try:
+        consumer.subscribe([topic])
+        wait_until(polled, 120, lambda: f"{count} records delivered (got {offsets})")
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    return offsets
+
+
+def test_a_reset_is_served_at_once_by_a_partition_leader_elsewhere(cluster: Cluster) -> None:
+    wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2}, 60, "both brokers registered")
+    topic = create(admin(cluster.bootstrap), 1, 1)
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    # a group whose coordinator is the other broker
+    group, port = next((g, port) for g in (f"reset-elsewhere-{i}" for i in range(100))
+                       for node, port in [coordinator_of(cluster.bootstrap, g)]
+                       if node != leader)
+    produce(cluster.bootstrap, topic, {0: 6})
+    with RawClient(f"127.0.0.1:{port}") as coordinator:
+        wait_until(lambda: alter_offsets(coordinator, group, {topic: {0: 0}}).error_code
+                   not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress),
+                   60, "the coordinator loaded")
+        assert sorted(share_consume(cluster.bootstrap, group, topic, 6)) == list(range(6))
+        wait_until(lambda: describe_offsets(coordinator, group).partitions.get((topic, 0)) == (
+            DescribedPartition(6, 0, 0, 0)), 60, "all six accepted")
+        # Reset once the member left; the leader reads the new state on the next fetch.
+        wait_until(lambda: alter_offsets(coordinator, group, {topic: {0: 2}}).error_code
+                   == ErrorCode.none, 60, "the group empty")
+    assert sorted(share_consume(cluster.bootstrap, group, topic, 4)) == [2, 3, 4, 5]
+
+
+def test_delete_groups_deletes_state_kept_by_either_broker(cluster: Cluster) -> None:
+    """Share-partition keys of one group hash to several `__share_group_state` partitions,
+    led by both brokers."""
+    group = "deleted-in-a-cluster"
+    topic = create(admin(cluster.bootstrap), 8, 1)
+    every = {topic: dict.fromkeys(range(8), 0)}
+    with RawClient(cluster.bootstrap.split(",")[0]) as client:
+        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group])
+        (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
+    with RawClient(f"127.0.0.1:{found.port}") as coordinator:
+        wait_until(lambda: alter_offsets(coordinator, group, every).error_code
+                   not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress),
+                   60, "the coordinator loaded")
+        altered = alter_offsets(coordinator, group, every)
+        assert set(altered.partitions.values()) == {ErrorCode.none}
+        assert {p.start_offset for p in describe_offsets(coordinator, group).partitions.values()
+                } == {0}
+        delete_group(cluster.bootstrap, group)
+        assert describe_offsets(coordinator, group, {topic: list(range(8))}).partitions == {
+            (topic, p): DescribedPartition(-1, 0, -1, 0) for p in range(8)}

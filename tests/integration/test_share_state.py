@@ -1,7 +1,10 @@
 """The share coordinator's state APIs against a real `odradek dev`, over a raw socket with a
 codec written here from Kafka's JSON schemas (independent of the broker's kio): share-group
 state is initialized, written, fenced, read back after the broker is killed with SIGKILL
-(through snapshots and updates in `__share_group_state`), summarized and deleted."""
+(through snapshots and updates in `__share_group_state`), summarized and deleted. The
+topic is pruned below the oldest of the share-partitions' last snapshots
+(`share.coordinator.state.topic.prune.interval.ms`), and the state loads from what is left
+after a kill -9."""
 
 from __future__ import annotations
 
@@ -12,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kio.schema.errors import ErrorCode
 
+from tests.integration.broker_metrics import scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.cluster import admin, create
 from tests.integration.raw_client import RawClient
@@ -187,17 +192,22 @@ def find_share_coordinator(client: RawClient, key: str) -> FindCoordinatorRespon
     return coordinator
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    path: Path = tmp_path_factory.mktemp("share-state")
+def running_broker(path: Path, overrides: dict[str, str]) -> Iterator[BrokerProcess]:
+    """A broker with TOPIC (two partitions) and a snapshot every third record of a
+    share-partition."""
     process = BrokerProcess(path / "data", path / "broker.log", {
-        "share.coordinator.state.topic.num.partitions": "3",
-        "share.coordinator.snapshot.update.records.per.snapshot": "2"})
+        "share.coordinator.snapshot.update.records.per.snapshot": "2", **overrides})
     process.start()
     create(admin(process.bootstrap), 2, 1, TOPIC)
     yield process
     if process.alive():
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from running_broker(tmp_path_factory.mktemp("share-state"),
+                              {"share.coordinator.state.topic.num.partitions": "3"})
 
 
 def served(broker: BrokerProcess, topic_id: str, partition: int) -> PartitionAnswer:
@@ -268,3 +278,72 @@ def test_state_survives_kill_and_is_fenced_summarized_and_deleted(broker: Broker
     with RawClient(broker.bootstrap) as client:
         assert read(client, topic_id, 0, 2).fields == expected
         assert write(client, topic_id, 0, 1, 1, 9, []).error == ErrorCode.fenced_leader_epoch
+
+
+STATE_TOPIC = "__share_group_state"
+
+
+@pytest.fixture(scope="module")
+def pruning_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One `__share_group_state` partition in segments of a few records, pruned every half
+    second, its share-partitions snapshotted once their last snapshot is a second old."""
+    yield from running_broker(tmp_path_factory.mktemp("share-state-pruning"), {
+        "share.coordinator.state.topic.num.partitions": "1",
+        "share.coordinator.state.topic.segment.bytes": "512",
+        "share.coordinator.state.topic.prune.interval.ms": "500",
+        "share.coordinator.cold.partition.snapshot.interval.ms": "1000"})
+
+
+def watermarks(broker: BrokerProcess) -> tuple[int, int]:
+    """The log start and end offsets of `__share_group_state`-0."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, 0), timeout=30)
+    finally:
+        consumer.close()
+    return int(low), int(high)
+
+
+def pruned_to_last_snapshots(broker: BrokerProcess) -> bool:
+    """The two share-partitions' last snapshots are the last two records, the log starts at
+    the first of them, and Kafka's last-pruned-offset metric says so."""
+    low, high = watermarks(broker)
+    gauge = ("kafka_server_share_coordinator_metrics_last_pruned_offset",
+             frozenset({"topic": STATE_TOPIC, "partition": "0"}.items()))
+    return high >= 16 and low == high - 2 and scrape(broker).get(gauge) == low
+
+
+def test_the_state_topic_is_pruned_below_the_oldest_last_snapshot(
+        pruning_broker: BrokerProcess) -> None:
+    broker = pruning_broker
+    with RawClient(broker.bootstrap) as client:
+        topic_id = topic_id_of(client, TOPIC)
+        assert initialize(client, topic_id, 0, 1, 0).error == ErrorCode.none  # 0: snapshot
+        assert initialize(client, topic_id, 1, 1, 10).error == ErrorCode.none  # 1: snapshot
+        # Six writes each, alternating: partition 0's snapshots land at offsets 6 and 12,
+        # partition 1's at 7 and 13; then, written to no more, each is snapshotted again
+        # (cold, at 14 and 15 unless a second passed during the writes). Everything below the
+        # first of the last two snapshots is overridden.
+        for i in range(6):
+            assert write(client, topic_id, 0, 1, 0, i, [(i, i, ACKNOWLEDGED, 1)]).error == 0
+            assert write(client, topic_id, 1, 1, 0, 10 + i,
+                         [(10 + i, 11 + i, AVAILABLE, 1)]).error == 0
+    wait_until(lambda: pruned_to_last_snapshots(broker), 60,
+               lambda: f"{STATE_TOPIC}-0 pruned (log from/to {watermarks(broker)})")
+    before_kill = watermarks(broker)
+    expected = {0: {"state_epoch": 1, "start_offset": 5, "batches": [(5, 5, ACKNOWLEDGED, 1)]},
+                1: {"state_epoch": 1, "start_offset": 15, "batches": [(15, 16, AVAILABLE, 1)]}}
+
+    broker.kill()
+    broker.start()
+    for partition, state in expected.items():
+        answer = served(broker, topic_id, partition)
+        assert (answer.error, answer.fields) == (ErrorCode.none, state)
+    # The segments wholly below the log start are gone: the state was loaded from what was
+    # left.
+    assert 0 < watermarks(broker)[0] <= before_kill[0]
+    # Loaded from there, the shard finds the same redundant offset again, and makes no more
+    # cold snapshots (each share-partition had one).
+    wait_until(lambda: pruned_to_last_snapshots(broker), 60,
+               lambda: f"{STATE_TOPIC}-0 pruned again (log from/to {watermarks(broker)})")
+    assert watermarks(broker) == before_kill

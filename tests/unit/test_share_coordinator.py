@@ -5,11 +5,14 @@ the shard, through the record codec, as its persister."""
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import rule
 from kio.schema.errors import ErrorCode
 
 from odradek.share.coordinator import (
+    Output,
     ShareCoordinatorConfig,
     ShareCoordinatorShard,
     combine_state_batches,
@@ -174,3 +177,97 @@ PersistedThroughTheCoordinator.TestCase.settings = settings(
     max_examples=100, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 TestPersistedThroughTheCoordinator = PersistedThroughTheCoordinator.TestCase
+
+
+class Log:
+    """The shard's partition as a list: a record's offset is its index."""
+
+    def __init__(self, per_snapshot: int) -> None:
+        self.records: list[ShareRecord] = []
+        self.shard = ShareCoordinatorShard(ShareCoordinatorConfig(per_snapshot),
+                                           lambda topic: 3, lambda: len(self.records))
+
+    def append(self, out: Output) -> None:
+        self.records += out.records
+
+    def load_from(self, offset: int) -> ShareCoordinatorShard:
+        loaded = ShareCoordinatorShard(ShareCoordinatorConfig(2), lambda topic: 3)
+        for index, record in enumerate(self.records[offset:], offset):
+            loaded.replay(decode(*encode(record)), index)
+        return loaded
+
+
+def test_the_last_redundant_offset_is_the_oldest_last_snapshot() -> None:
+    """Kafka's ShareCoordinatorOffsetsManager: the smallest offset of the share-partitions'
+    last snapshots; a deleted share-partition stops counting after its tombstone."""
+    log = Log(per_snapshot=1)
+    a, b = KEY, SharePartitionKey("g", TOPIC, 1)
+    assert log.shard.last_redundant_offset() is None
+    log.append(log.shard.initialize_state(a, 0, 0, 1)[1])  # 0: snapshot of a
+    log.append(log.shard.initialize_state(b, 0, 0, 1)[1])  # 1: snapshot of b
+    assert log.shard.last_redundant_offset() is None  # offset 0: nothing below it
+    log.append(log.shard.write_state(a, 0, 0, 3, 0, [], 2)[1])  # 2: update of a
+    log.append(log.shard.write_state(a, 0, 0, 4, 0, [], 2)[1])  # 3: snapshot of a
+    assert log.shard.last_redundant_offset() == 1
+    log.append(log.shard.write_state(b, 0, 0, 1, 0, [], 2)[1])  # 4: update of b
+    log.append(log.shard.write_state(b, 0, 0, 2, 0, [], 2)[1])  # 5: snapshot of b
+    assert isinstance(log.records[5][0], ShareSnapshotKey)
+    assert log.shard.last_redundant_offset() == 3
+    log.append(log.shard.delete_state(a)[1])  # 6: tombstone of a
+    assert log.shard.last_redundant_offset() == 5
+    assert log.load_from(5).states == log.shard.states
+
+
+def test_loading_from_the_last_redundant_offset_loses_nothing() -> None:
+    """Random writes, initializations and deletions of a few share-partitions: the shard
+    loaded from its last redundant offset (an offset it reached at any time) holds the
+    states of one loaded from the start."""
+    rng = random.Random(932)
+    keys = [SharePartitionKey("g", TOPIC, p) for p in range(3)]
+    for _ in range(40):
+        log = Log(per_snapshot=rng.randint(0, 4))
+        prunes = []
+        for step in range(rng.randint(5, 60)):
+            key = rng.choice(keys)
+            choice = rng.random()
+            if key not in log.shard.states or choice < 0.05:
+                log.append(log.shard.initialize_state(key, 0, rng.randint(0, 9), step)[1])
+            elif choice < 0.1:
+                log.append(log.shard.delete_state(key)[1])
+            else:
+                start = log.shard.states[key].start_offset + rng.randint(0, 3)
+                first = start + rng.randint(0, 3)
+                batch = StateBatch(first, first + rng.randint(0, 3), rng.choice((0, 2, 4)),
+                                   rng.randint(1, 3))
+                log.append(log.shard.write_state(key, 0, 0, start, 0, [batch], step)[1])
+            offset = log.shard.last_redundant_offset()
+            if offset is not None:
+                prunes.append(offset)
+        assert prunes == sorted(prunes), "the log start only moves up"
+        for offset in sorted(set(prunes)):
+            assert log.load_from(offset).states == log.load_from(0).states == log.shard.states
+
+
+def test_cold_share_partitions_are_snapshotted_again() -> None:
+    """Kafka's snapshotColdPartitions: the same state in a new snapshot (write timestamp now,
+    create timestamp kept) once the last is an interval old; none once each has one."""
+    log = Log(per_snapshot=500)
+    log.shard.config = ShareCoordinatorConfig(500, cold_partition_snapshot_interval_ms=1000)
+    a, b = KEY, SharePartitionKey("g", TOPIC, 1)
+    assert log.shard.snapshot_cold_partitions(5000).records == []  # no state at all
+    log.append(log.shard.initialize_state(a, 1, 0, 0)[1])  # 0
+    log.append(log.shard.initialize_state(b, 1, 5, 500)[1])  # 1
+    log.append(log.shard.write_state(a, 1, 0, 2, 0, [StateBatch(2, 3, 0, 1)], 900)[1])  # 2
+    before = log.shard.states[a]
+    out = log.shard.snapshot_cold_partitions(1000)  # 3: a's; b's is 500 ms old
+    assert out.records == [(ShareSnapshotKey(a), ShareSnapshotValue(
+        snapshot_epoch=1, state_epoch=1, leader_epoch=0, start_offset=2, create_timestamp=0,
+        write_timestamp=1000, state_batches=(StateBatch(2, 3, 0, 1),),
+        delivery_complete_count=0))]
+    log.append(out)
+    assert log.shard.states[a].state_batches == before.state_batches
+    assert log.shard.last_redundant_offset() == 1  # b's snapshot holds it
+    log.append(log.shard.snapshot_cold_partitions(1500))  # 4: b's
+    assert log.shard.last_redundant_offset() == 3
+    assert log.load_from(3).states == log.shard.states
+    assert log.shard.snapshot_cold_partitions(10_000).records == [], "each had one"

@@ -29,6 +29,7 @@ from odradek.group.share_offsets import (
     initialized_records,
     plan_alter,
     plan_delete,
+    plan_group_delete,
     share_group,
 )
 
@@ -113,6 +114,43 @@ def test_delete_of_a_topic_without_state() -> None:
     # A group that never had share-partition state answers nothing, as Kafka's.
     untouched = plan_delete(ShareGroup("g"), TOPICS, ["orders"])
     assert (untouched.delete, untouched.errors, untouched.records) == ({}, [], [])
+
+
+def test_a_group_delete_deletes_every_partition_with_state() -> None:
+    """Kafka's shareGroupBuildPartitionDeleteRequest: initializing and initialized
+    partitions, every partition of a topic left deleting, a deleting topic gone from the
+    metadata image dropped; all recorded as deleting."""
+    group = ShareGroup("g")
+    group.replay(ShareGroupStatePartitionMetadataKey("g"), ShareGroupStatePartitionMetadataValue(
+        (TopicPartitionsInfo(ORDERS, "orders", (1,)),),
+        (TopicPartitionsInfo(ORDERS, "orders", (0,)),),
+        (ShareTopicInfo(PAYMENTS, "payments"), ShareTopicInfo("id-gone", "gone"))))
+    plan = plan_group_delete(group, TOPICS)
+    assert plan.delete == {ORDERS: [0, 1], PAYMENTS: [0]}
+    assert plan.records == [(ShareGroupStatePartitionMetadataKey("g"),
+                             ShareGroupStatePartitionMetadataValue((), (), (
+                                 ShareTopicInfo(ORDERS, "orders"),
+                                 ShareTopicInfo(PAYMENTS, "payments"))))]
+    untouched = plan_group_delete(ShareGroup("g"), TOPICS)
+    assert (untouched.delete, untouched.records) == ({}, [])
+
+
+def test_delete_groups_asks_for_a_share_groups_state_first() -> None:
+    shard = GroupCoordinatorShard(GroupConfig(), TOPICS, random.Random(7))
+    assert shard.share_group_delete_plan("nobody")[0] is None
+    shard.share_heartbeat(ShareHeartbeatRequest("g", "m1", 0, None, ("orders",), "c", "/h"), 1)
+    (code, busy), out = shard.share_group_delete_plan("g")
+    assert (code, busy.delete, out.records) == (ErrorCode.non_empty_group, {}, [])
+    shard.share_heartbeat(ShareHeartbeatRequest("g", "m1", -1, None, None, "c", "/h"), 2)
+    (code, plan), out = shard.share_group_delete_plan("g")
+    assert (code, plan.delete) == (ErrorCode.none, {ORDERS: [0, 1]})
+    assert out.records == plan.records
+    # Recorded as deleting: a failed deletion is retried by the next DeleteGroups.
+    assert shard.share_initialized_partitions("g") == {}
+    (_, again), _ = shard.share_group_delete_plan("g")
+    assert again.delete == {ORDERS: [0, 1]}
+    assert shard.delete_group("g", 3)[0] == ErrorCode.none
+    assert shard.share_group_delete_plan("g")[0] is None
 
 
 def summary(start: int, complete: int, error: ErrorCode = ErrorCode.none) -> StateSummary:

@@ -58,8 +58,26 @@ def test_opening_again_replaces_the_session_but_not_with_acknowledgements() -> N
     refused(ErrorCode.invalid_request, cache.new_context, KEY, 0, "c1", [A], [], True)
     assert cache.new_context(KEY, 0, "c2", [C], [], acknowledging=False).partitions == (C,)
     assert cache.sessions[KEY].epoch == 1
-    assert cache.disconnected("c1") is None, "the old connection no longer holds the session"
-    assert cache.disconnected("c2") is not None and KEY not in cache.sessions
+    assert cache.disconnected("c1") == (None, None), (
+        "the old connection no longer holds the session, and the group has one")
+    session, emptied = cache.disconnected("c2")
+    assert session is not None and KEY not in cache.sessions and emptied == "g"
+
+
+def test_a_group_is_left_when_the_connection_of_its_last_session_closes() -> None:
+    """Kafka's onGroupEmpty: on a disconnect, once no session of the group is left on the
+    broker, even if the session was closed (final epoch) before the connection."""
+    cache = ShareSessionCache(10)
+    cache.new_context(("g", "m1"), 0, "c1", [A], [], acknowledging=False)
+    cache.new_context(("g", "m2"), 0, "c2", [A], [], acknowledging=False)
+    cache.new_context(("other", "m3"), 0, "c3", [A], [], acknowledging=False)
+    assert cache.disconnected("c1")[1] is None, "m2 is still here"
+    cache.new_context(("g", "m2"), FINAL_EPOCH, "c2", [], [], acknowledging=True)
+    assert cache.remove(("g", "m2")) is not None
+    assert cache.disconnected("c2") == (None, "g")
+    assert cache.disconnected("c2") == (None, None)
+    assert cache.disconnected("unknown") == (None, None)
+    assert ("other", "m3") in cache.sessions
 
 
 def test_the_final_epoch_needs_a_session_and_fetches_its_own_partitions() -> None:

@@ -16,6 +16,7 @@ from odradek.broker.access import AUTHORIZATION_ERRORS, CLUSTER, GROUP, TOPIC, T
 from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
+from odradek.broker.handlers.share_offsets import delete_share_group_state
 from odradek.group.classic import JoinRequest, Output, SyncRequest, join_error, sync_error
 from odradek.group.consumer_handlers import HeartbeatRequest
 from odradek.group.coordinator import GroupCoordinatorShard
@@ -229,7 +230,9 @@ async def handle_delete_groups(context: RequestContext, request: Any) -> Result:
                             "error_code": ErrorCode.group_authorization_failed})
             continue
         try:
-            code = await groups.run(group_id, partial(_delete_group, group_id))
+            code = await delete_share_group_state(context, group_id)
+            if code == ErrorCode.none:
+                code = await groups.run(group_id, partial(_delete_group, group_id))
         except CoordinatorUnavailable as error:
             code = error.error_code
         results.append({"group_id": group_id, "error_code": code})

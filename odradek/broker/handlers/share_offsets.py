@@ -250,20 +250,7 @@ async def handle_delete_share_group_offsets(context: RequestContext, request: An
     except CoordinatorUnavailable as error:
         return refuse_with_message(request, error.error_code)
     responses += plan.errors
-    persister = context.services.share_partitions.persister
-
-    async def delete(topic_id: str, partitions: list[int]) -> ErrorCode:
-        async def one(index: int) -> ErrorCode:
-            try:
-                await persister.delete(group_id, topic_id, index)
-            except PersisterError as error:
-                return error.code
-            return ErrorCode.none
-        codes = await _gather(one(p) for p in partitions)
-        return next((c for c in codes if c != ErrorCode.none), ErrorCode.none)
-
-    outcomes = dict(zip(plan.delete, await _gather(
-        delete(t, p) for t, p in plan.delete.items()), strict=True))
+    outcomes = await _delete_state(context, group_id, plan.delete)
     deleted = [t for t, code in outcomes.items() if code == ErrorCode.none]
     if deleted:
         await _coordinator(context, group_id, lambda shard, now: (
@@ -273,3 +260,45 @@ async def handle_delete_share_group_offsets(context: RequestContext, request: An
                    "error_message": None if code == ErrorCode.none else kafka_message(code)}
                   for t, code in outcomes.items()]
     return {"error_code": ErrorCode.none, "responses": responses}
+
+
+async def _delete_state(context: RequestContext, group_id: str,
+                        partitions: dict[str, list[int]]) -> dict[str, ErrorCode]:
+    """DeleteShareGroupState of the group's share-partitions (topic id -> partitions) at
+    their share coordinators: per topic, the first error of its partitions."""
+    persister = context.services.share_partitions.persister
+
+    async def one(topic_id: str, index: int) -> ErrorCode:
+        try:
+            await persister.delete(group_id, topic_id, index)
+        except PersisterError as error:
+            return error.code
+        return ErrorCode.none
+
+    async def topic(topic_id: str, indexes: list[int]) -> ErrorCode:
+        codes = await _gather(one(topic_id, p) for p in indexes)
+        return next((c for c in codes if c != ErrorCode.none), ErrorCode.none)
+
+    return dict(zip(partitions, await _gather(topic(t, p) for t, p in partitions.items()),
+                    strict=True))
+
+
+# DeleteGroups of a share group
+
+
+async def delete_share_group_state(context: RequestContext, group_id: str) -> ErrorCode:
+    """DeleteGroups' share step, as Kafka's GroupCoordinatorService.deleteShareGroups: an
+    empty share group's share-partition state is deleted at the share coordinators before
+    its records are; the first error of a deletion is the group's answer, and the group is
+    then kept (its partitions stay recorded as deleting, for a retry). NONE for a group that
+    is no share group: its deletion goes on as any group's."""
+    found = await context.services.groups.run(group_id, lambda shard, now: (
+        shard.share_group_delete_plan(group_id)))
+    if found is None:
+        return ErrorCode.none
+    code, plan = found
+    if code != ErrorCode.none:
+        return code
+    outcomes = await _delete_state(context, group_id, plan.delete)
+    context.services.share_partitions.forget_group(group_id)
+    return next((c for c in outcomes.values() if c != ErrorCode.none), ErrorCode.none)

@@ -252,3 +252,31 @@ def test_share_metrics_and_a_reset_consumed_again(broker: BrokerProcess) -> None
     again = share_checks(broker, topic, group)
     delivered = collections.Counter(value for value, _ in again["deliveries"])
     assert all(delivered[f"r{i}"] >= 2 for i in range(10)), delivered
+
+
+def test_a_deleted_share_group_starts_again_from_the_reset_offset(broker: BrokerProcess) -> None:
+    """kafka-share-groups.sh --delete deletes the group's share-partition state with it: a
+    new group of the same id reads from share.auto.offset.reset (earliest, ShareChecks'
+    setting) rather than after the records the deleted group settled."""
+    topic = create_topic(broker.bootstrap, unique("share-deleted"), 1)
+    group = unique("share-deleted")
+    first = share_checks(broker, topic, group)
+    assert sorted({value for value, _ in first["deliveries"]}) == [f"r{i}" for i in range(10)]
+
+    def tool(name: str, *args: str) -> Step:
+        return Step(name, SHARE_GROUPS, ["--bootstrap-server", broker.bootstrap, *args])
+
+    out = run_tools([
+        tool("settled", "--describe", "--group", group),
+        tool("delete", "--delete", "--group", group),
+        tool("after", "--list"),
+    ])
+    assert columns(out["settled"].ok().lines)[1:] == [[group, topic, "0", "10", "0"]]
+    assert f"Deletion of requested share groups ('{group}') was successful." in (
+        out["delete"].ok().stdout)
+    assert group not in out["after"].ok().lines
+    # The records the deleted group settled are read again (ShareChecks produces ten more
+    # with the same values).
+    again = share_checks(broker, topic, group)
+    delivered = collections.Counter(value for value, _ in again["deliveries"])
+    assert all(delivered[f"r{i}"] >= 2 for i in range(10)), delivered
