@@ -183,10 +183,12 @@ class ReplicaFetcher:
 
     def _truncate_to(self, key: TopicPartition, offset: int, why: str) -> None:
         log_ = self.broker.logs.get(*key)
-        if log_ is None or offset >= log_.log_end_offset:
+        if log_ is None:
             return
         before = log_.log_end_offset
-        log_.truncate_to(offset, now_ms())
+        log_.truncate_to(offset, now_ms())  # past the end: only the epoch cache's tail goes
+        if log_.log_end_offset == before:
+            return
         delete_later(log_, log_.take_deleted_files())
         log.warning("%s-%d: truncated the log from %d to %d (%s)", *key, before,
                     log_.log_end_offset, why)

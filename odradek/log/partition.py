@@ -456,6 +456,10 @@ class PartitionLog:
         Returns the new log end offset: `offset`, or the base offset of a batch cut through.
         """
         if offset >= self._log_end_offset:
+            # As Kafka's UnifiedLog.truncateTo: the epoch cache may end in an epoch this
+            # replica began as leader without appending to it, which the new leader's log
+            # does not have; left there, the follower's fetches would diverge for ever
+            self.leader_epochs.truncate_from_end(self._log_end_offset)
             return self._log_end_offset
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset, now_ms)

@@ -1,22 +1,35 @@
-"""A follower's fetch counts toward the high watermark only where its log agrees with the
-leader's (Kafka's diverging-epoch check, Fetch v12). The fault campaign lost acknowledged
-writes without it: a leader paused past its session timeout, once resumed, took fetches from
-followers that already followed its successor. They came at the old leader epoch with offsets
-of the successor's records, and moved the old leader's high watermark over records no follower
-held, acknowledging an acks=all write that the successor's log then overwrote.
+"""Acknowledgements a leader must not give (both found by the fault campaign as lost
+acknowledged writes, see docs/reliability.md):
 
-The follower's fetches are sent here by hand, as broker F would send them, while the real F is
-frozen; the cluster keeps F registered and in the ISR throughout."""
+- a follower's fetch counts toward the high watermark only where its log agrees with the
+  leader's (Kafka's diverging-epoch check, Fetch v12); the follower's fetches are sent here by
+  hand, as broker F would send them, while the real F is frozen;
+- the first batch of a transaction, which waits for the coordinator's verification, is
+  answered with its acks=all outcome, not NONE.
+
+The cluster keeps a frozen follower registered and in the ISR throughout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from kio.schema.errors import ErrorCode
 
+from odradek.protocol.record_codec import build_batch
 from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
 from tests.integration.raw_client import RawClient, batch_of
 from tests.waiting import wait_until
@@ -96,3 +109,77 @@ def test_a_follower_whose_log_agrees_still_replicates(cluster: Cluster) -> None:
             assert raw.produce_partition(topic, 0, batch_of([(b"k", value)]), acks=-1
                                          ).error_code == ErrorCode.none
         assert raw.latest_offset(topic, 0) == 3
+
+
+def until_answered(send: Callable[[], Any], error_of: Callable[[Any], int]) -> Any:
+    """A coordinator request, again while the coordinator is still loading or moving."""
+    answers: list[Any] = []
+
+    def settled() -> bool:
+        answers[:] = [send()]
+        return error_of(answers[0]) not in RETRIABLE_COORDINATOR_ERRORS
+
+    wait_until(settled, 60, lambda: f"the coordinator answers: {answers}")
+    return answers[0]
+
+
+RETRIABLE_COORDINATOR_ERRORS = (ErrorCode.coordinator_not_available,
+                                ErrorCode.coordinator_load_in_progress,
+                                ErrorCode.not_coordinator, ErrorCode.concurrent_transactions)
+
+
+def coordinated_by(cluster: Cluster, broker: int) -> str:
+    """A transactional id whose transaction coordinator is `broker`."""
+    with RawClient(cluster.broker_bootstrap(f"broker-{broker}"), timeout=30) as raw:
+        for _ in range(64):
+            candidate = f"txn-{uuid.uuid4().hex[:8]}"
+            found = until_answered(lambda key=candidate: raw.request(FindCoordinatorRequest[4](
+                key_type=1, coordinator_keys=[key]), FindCoordinatorResponse, 4),
+                lambda r: r.coordinators[0].error_code)
+            if found.coordinators[0].node_id == broker:
+                return candidate
+    raise AssertionError(f"no transactional id found that broker {broker} coordinates")
+
+
+def test_a_transactional_write_the_isr_does_not_commit_in_time_is_not_acknowledged(
+        cluster: Cluster) -> None:
+    """The fault campaign's lost writes: the first batch of a transaction on a partition
+    waits for the coordinator's verification, and its acks=all outcome was then recorded on
+    a copy of its answer, so a write the ISR never committed (here: a frozen follower, a
+    short timeout) was answered NONE and later truncated. It must be REQUEST_TIMED_OUT."""
+    topic = create(admin(cluster.bootstrap), 1, 2)
+    wait_until(lambda: len(partitions(cluster.bootstrap, topic)[0].isrs) == 2, 30,
+               lambda: f"both replicas in the ISR: {partitions(cluster.bootstrap, topic)[0]}")
+    leader = partitions(cluster.bootstrap, topic)[0].leader
+    follower = next(r for r in partitions(cluster.bootstrap, topic)[0].replicas if r != leader)
+    transactional_id = coordinated_by(cluster, leader)  # the frozen follower cannot verify
+    with RawClient(cluster.broker_bootstrap(f"broker-{leader}"), timeout=30) as raw:
+        init = until_answered(lambda: raw.request(InitProducerIdRequest[4](
+            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1,
+            producer_epoch=-1), InitProducerIdResponse, 4), lambda r: r.error_code)
+        assert init.error_code == ErrorCode.none
+        added = raw.request(AddPartitionsToTxnRequest[3](
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+                name=topic, partitions=[0])]), AddPartitionsToTxnResponse, 3)
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0]. \
+            partition_error_code == ErrorCode.none
+    records = build_batch([(b"k", b"in a transaction")], timestamp_ms=time.time_ns() // 10**6,
+                          producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                          base_sequence=0, is_transactional=True)
+    cluster.pause(f"broker-{follower}")
+    try:
+        with RawClient(cluster.broker_bootstrap(f"broker-{leader}"), timeout=30) as raw:
+            partition = ProduceRequest.TopicProduceData.PartitionProduceData(
+                index=0, records=records)
+            request = ProduceRequest[9](
+                transactional_id=transactional_id, acks=-1, timeout_ms=2_000,
+                topic_data=[ProduceRequest.TopicProduceData(name=topic,
+                                                            partition_data=[partition])])
+            response = raw.request(request, ProduceResponse, 9)
+            answer = response.responses[0].partition_responses[0]
+            assert answer.error_code == ErrorCode.request_timed_out, answer
+    finally:
+        cluster.resume(f"broker-{follower}")

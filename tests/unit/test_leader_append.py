@@ -111,3 +111,13 @@ def test_markers_are_not_fsynced_under_the_default_flush_policy(tmp_path: Path) 
     """The page cache holds them (Kafka's default): the recovery point stays behind."""
     answered = asyncio.run(marker_fsynced_when_acknowledged(tmp_path, True, {}, {}))
     assert answered == (ErrorCode.none, 2, 1)
+
+
+def test_a_marker_is_refused_unwritten_while_the_isr_is_below_min_insync_replicas(
+        tmp_path: Path) -> None:
+    """As Kafka's acks=all append: NOT_ENOUGH_REPLICAS before the write. Written first, each
+    retry of the coordinator appended one more marker (the fault campaign saw a partition
+    grow by thousands of markers while its ISR was short)."""
+    answered = asyncio.run(marker_fsynced_when_acknowledged(tmp_path, True, {},
+                                                            {"min.insync.replicas": "2"}))
+    assert answered == (ErrorCode.not_enough_replicas, 1, 1)

@@ -529,6 +529,19 @@ def test_truncate_to_drops_later_batches_and_segments(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(0) == (0, 1_000)
 
 
+def test_truncating_at_the_end_drops_an_epoch_begun_without_records(tmp_path: Path) -> None:
+    """A replica that led an epoch without appending to it, then follows a leader that never
+    had that epoch: its truncation to its own end must still forget the epoch, or its fetches
+    name it and diverge for ever (seen in the fault campaign)."""
+    log = three_segments(tmp_path)
+    end = log.log_end_offset
+    log.leader_epochs.assign(5, 0)
+    log.leader_epochs.assign(6, end)
+    assert log.truncate_to(end, now_ms=0) == end
+    assert log.leader_epochs.latest_epoch == 5
+    assert log.log_end_offset == end
+
+
 def test_truncate_below_the_first_segment_starts_over(tmp_path: Path) -> None:
     log = three_segments(tmp_path)
     log.delete_records_before(12)

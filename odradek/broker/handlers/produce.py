@@ -120,9 +120,13 @@ async def _verify_then_finish(context: RequestContext, request: Any,
                                       "in the producer's ongoing transaction: "
                                       f"{code.name.upper()}"))
             continue
-        item.answer.update(produce_partition(broker, context.services.replicas, item.topic, index,
-                                             item.records, context.version, pending,
-                                             request.acks, None))
+        appended = produce_partition(broker, context.services.replicas, item.topic, index,
+                                     item.records, context.version, pending, request.acks, None)
+        item.answer.update(appended)
+        # the acknowledgement's outcome (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...) must
+        # reach the answer that is sent, not the copy produce_partition returned
+        pending[:] = [(item.answer if answer is appended else answer, ack)
+                      for answer, ack in pending]
     finished = _finish(context, request, responses, pending)
     return await finished if isinstance(finished, Awaitable) else finished
 
