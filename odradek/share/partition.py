@@ -335,8 +335,11 @@ class SharePartition:
         base = first_base
         floor = self._floor(base)
         if floor is None:
+            # a fetched batch that begins below the start offset: the in-flight batch holding
+            # the start offset (a log start moved into it) is where acquiring begins
             base = max(base, self.start_offset)
-        elif floor.last_offset >= base:
+            floor = self._floor(base)
+        if floor is not None and floor.last_offset >= base:
             base = floor.first_offset
         overlapping = [b for b in self._batches if base <= b.first_offset <= last_to_acquire]
         if not overlapping:

@@ -552,3 +552,16 @@ def test_initial_start_offset(reset: str, expected: int) -> None:
 
 def test_by_duration_without_an_offset_at_that_time_starts_at_the_end() -> None:
     assert initial_start_offset("by_duration", 1000, 0, 7, 5000, lambda ts: None) == 7
+
+
+def test_a_record_left_available_when_the_log_start_moved_into_its_batch_is_delivered_again(
+        ) -> None:
+    """Found by the state machine above: loaded with offsets 1-2 AVAILABLE, then the log
+    start moved to 2 (offset 1 archived). The fetch from 2 returns the log's batch 0-2,
+    which begins below every in-flight batch; offset 2 must still be acquired, or it stays
+    AVAILABLE for ever and the group's lag never reaches 0."""
+    partition = SharePartition.from_persisted(
+        SharePartitionConfig(delivery_count_limit=2), 1, 0, 1,
+        [StateBatch(1, 2, RecordState.AVAILABLE, 1)])
+    partition.update_log_start_offset(2)
+    assert partition.acquire("m1", 2, [(0, 2)], 0, 1) == [AcquiredRecords(2, 2, 2)]
