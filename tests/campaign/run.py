@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,16 @@ def final_read(bootstrap: str, history: History, isolation: str) -> list[str]:
     return [f"{t}/{p}" for t, p in sorted(set(ends) - done)]
 
 
+def blocked_at(thread: threading.Thread) -> str:
+    """Where a client that did not stop is blocked: its innermost frames, for the report."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None:
+        return "did not stop"
+    frames = reversed(traceback.extract_stack(frame)[-4:])
+    return "did not stop, at " + " < ".join(
+        f"{f.name} ({Path(f.filename).name}:{f.lineno})" for f in frames)
+
+
 def mount_small_disk(data_dir: Path) -> Path:
     directory = data_dir / SMALL_DISK
     directory.mkdir(parents=True, exist_ok=True)
@@ -172,7 +183,7 @@ def run_campaign(seed: int, duration: float, minimum_faults: int, out: Path) -> 
         LOG.info("clients stopped, final read")
         incomplete = {isolation: final_read(cluster.bootstrap, history, isolation)
                       for isolation in (READ_COMMITTED, READ_UNCOMMITTED)}
-        crashes = {c.name: c.crash or "did not stop" for c in [*producers, *readers]
+        crashes = {c.name: c.crash or blocked_at(c) for c in [*producers, *readers]
                    if c.crash or c.is_alive()}
         if nemesis.crash:
             crashes["nemesis"] = nemesis.crash
