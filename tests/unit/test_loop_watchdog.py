@@ -46,7 +46,8 @@ def test_a_blocked_loop_is_reported_once_with_where_it_is(
 def test_a_turning_loop_is_not_reported(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="odradek.runtime"):
         asyncio.run(run(LoopWatchdog(stall_s=5.0, check_s=0.05), block_s=0.0, idle_s=0.3))
-    assert not caplog.records
+    # only the watchdog's own records: a client thread left by an earlier test may log too
+    assert not [r for r in caplog.records if r.name == "odradek.runtime"]
 
 
 def test_each_heartbeat_reports_how_late_it_ran_and_a_blocked_loop_is_late() -> None:
