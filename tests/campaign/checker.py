@@ -17,6 +17,7 @@ from tests.campaign.history import (
     COMMITTED,
     READ_COMMITTED,
     READ_UNCOMMITTED,
+    UNKNOWN_OFFSET,
     Assignment,
     Commit,
     History,
@@ -84,7 +85,11 @@ def lost_writes(history: History, view: View) -> Iterable[Anomaly]:
     committed_log = view.log[READ_COMMITTED]
     for ack in history.acks:
         if ack.txn is None:
-            found = committed_log[(ack.topic, ack.partition)].get(ack.offset)
+            records = committed_log[(ack.topic, ack.partition)]
+            if ack.offset == UNKNOWN_OFFSET:  # acknowledged without an offset: anywhere
+                found = ack.value if ack.value in records.values() else None
+            else:
+                found = records.get(ack.offset)
             if found != ack.value:
                 yield {"category": LOST, "value": ack.value, "topic": ack.topic,
                        "partition": ack.partition, "offset": ack.offset, "found": found,
@@ -100,7 +105,8 @@ def lost_writes(history: History, view: View) -> Iterable[Anomaly]:
 def observations(history: History) -> Iterable[tuple[str, str, int, int, str]]:
     """(source, topic, partition, offset, value) of every ack, read and final record."""
     for ack in history.acks:
-        yield f"ack:{ack.process}", ack.topic, ack.partition, ack.offset, ack.value
+        if ack.offset != UNKNOWN_OFFSET:
+            yield f"ack:{ack.process}", ack.topic, ack.partition, ack.offset, ack.value
     for read in history.reads:
         yield f"read:{read.process}", read.topic, read.partition, read.offset, read.value
     for stored in history.final:

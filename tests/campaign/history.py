@@ -27,9 +27,16 @@ class Send:
     txn: str | None = None
 
 
+UNKNOWN_OFFSET = -1
+"""An Ack's offset when the delivery report had none: librdkafka's idempotent producer
+reports a message whose request timed out as delivered, offset unknown, once the broker has
+acknowledged a later sequence."""
+
+
 @dataclass(frozen=True)
 class Ack:
-    """A delivery report without error: the record is at (topic, partition, offset)."""
+    """A delivery report without error: the record is at (topic, partition, offset), or
+    somewhere in that partition when the offset is UNKNOWN_OFFSET."""
 
     process: str
     value: str

@@ -30,6 +30,7 @@ from tests.campaign.history import (
     COMMITTED,
     READ_COMMITTED,
     UNKNOWN,
+    UNKNOWN_OFFSET,
     Ack,
     Assignment,
     Commit,
@@ -42,6 +43,12 @@ from tests.campaign.history import (
 
 CALL_TIMEOUT = 60.0
 TRANSACTION_TIMEOUT_MS = 30000
+
+
+def known_offset(message: Message) -> int:
+    """The message's offset; UNKNOWN_OFFSET when the client did not learn it."""
+    offset = message.offset()
+    return UNKNOWN_OFFSET if offset is None or offset < 0 else int(offset)
 
 
 def close(consumer: Consumer, name: str, history: History) -> None:
@@ -143,7 +150,7 @@ class IdempotentProducer(Client):
                 self.history.add(Failure(self.name, value, str(error), now))
             else:
                 self.history.add(Ack(self.name, value, str(message.topic()),
-                                     int(message.partition() or 0), int(message.offset() or 0),
+                                     int(message.partition() or 0), known_offset(message),
                                      now, now - sent))
         return report
 
@@ -245,7 +252,7 @@ class TransactionalProducer(IdempotentProducer):
             now = time.monotonic()
             if error is None:
                 self.history.add(Ack(self.name, value, str(message.topic()),
-                                     int(message.partition() or 0), int(message.offset() or 0),
+                                     int(message.partition() or 0), known_offset(message),
                                      now, now - sent, txn))
         return report
 
@@ -299,7 +306,7 @@ class TransformStage(TransactionalProducer):
         now = time.monotonic()
         for message in self.batch:
             self.history.add(Read(self.name, READ_COMMITTED, str(message.topic()),
-                                  int(message.partition() or 0), int(message.offset() or 0),
+                                  int(message.partition() or 0), known_offset(message),
                                   (message.value() or b"").decode(), now, self.group))
         result = []
         for i, message in enumerate(self.batch):
@@ -405,7 +412,7 @@ class Reader(Client):
                 self.operations += 1
                 self.history.add(Read(self.name, self.isolation, str(message.topic()),
                                       int(message.partition() or 0),
-                                      int(message.offset() or 0),
+                                      known_offset(message),
                                       (message.value() or b"").decode(), now, self.group))
         if self.group is not None and now - self.last_commit > 1.0:
             self.last_commit = now
