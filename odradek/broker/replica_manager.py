@@ -207,6 +207,11 @@ class ReplicaManager:
                  if not b.fenced}
         return preferred_read_replica(state, racks, client_rack, fetch_offset, now_ms)
 
+    def below_min_isr(self, key: TopicPartition) -> bool:
+        """Whether the partition's ISR is smaller than its topic's min.insync.replicas: an
+        acks=all write is then refused before it is written, as in Kafka."""
+        return self.isr_size(key) < self.broker.topic_config(key[0])["min.insync.replicas"]
+
     def isr_size(self, key: TopicPartition) -> int:
         state = self.leaders.get(key)
         return len(state.isr) if state is not None else 0

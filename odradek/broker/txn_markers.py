@@ -55,9 +55,7 @@ class MarkerWriter:
             log.info("refused a marker for producer %d on %s-%d: %s", producer_id, *key,
                      error.message)
             return error.error_code
-        if self.replicas.isr_size(key) < self.broker.topic_config(key[0])["min.insync.replicas"]:
-            # as Kafka's acks=all append: refused before it is written, else every retry
-            # appends one more marker while the ISR is short
+        if self.replicas.below_min_isr(key):  # else each retry appends one more marker
             return ErrorCode.not_enough_replicas
         now = now_ms()
         batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)

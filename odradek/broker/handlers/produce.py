@@ -294,12 +294,12 @@ def produce_partition(
     if leader_epoch is None:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_leader_or_follower)
-    min_isr = broker.topic_config(topic)["min.insync.replicas"]
-    if acks == -1 and replicas.isr_size(key) < min_isr:
+    if acks == -1 and replicas.below_min_isr(key):
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_enough_replicas,
-                      f"The ISR of {topic}-{index} has {replicas.isr_size(key)} "
-                      f"replica(s), fewer than min.insync.replicas={min_isr}", log_)
+                      f"The ISR of {topic}-{index} has {replicas.isr_size(key)} replica(s), "
+                      f"fewer than min.insync.replicas="
+                      f"{broker.topic_config(topic)['min.insync.replicas']}", log_)
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_topic_exception,

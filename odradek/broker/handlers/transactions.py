@@ -20,8 +20,9 @@ from odradek.broker.txn_verification import client_verdict, verify
 from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
+from odradek.log.partition import PartitionLog
 from odradek.metadata.image import INTERNAL_TOPICS, OFFSETS_TOPIC
-from odradek.txn.producer_state import NO_SEQUENCE, ProducerStateError
+from odradek.txn.producer_state import NO_SEQUENCE, ProducerStateError, ProducerStateManager
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 FIRST_EPOCH_BUMPING_END_TXN_VERSION = 5
@@ -205,12 +206,16 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
     await groups.ensure_loaded()
     errors: dict[tuple[str, int], ErrorCode]
     try:
-        code, guard = await _verify_offsets_partition(context, request)
+        partition, _ = groups.shard_for(request.group_id)
+        log_ = context.broker.partition(OFFSETS_TOPIC, partition)
+        if log_ is None:
+            raise NotCoordinator()
+        code, guard = await _verify_offsets_partition(context, request, log_, partition)
         if code != ErrorCode.none:
             errors = {(p.topic, p.partition): code for p in partitions}
         else:
             errors = await groups.run(request.group_id, lambda shard, now: (
-                _commit_in_transaction(context, request, commit, guard, shard, now)))
+                _commit_in_transaction(log_.producers, request, commit, guard, shard, now)))
     except CoordinatorUnavailable as error:
         errors = {(p.topic, p.partition): error.error_code for p in partitions}
     return {"topics": [
@@ -222,16 +227,12 @@ async def handle_txn_offset_commit(context: RequestContext, request: Any) -> Res
         for t in request.topics]}
 
 
-async def _verify_offsets_partition(context: RequestContext, request: Any
-                                    ) -> tuple[ErrorCode, object | None]:
+async def _verify_offsets_partition(context: RequestContext, request: Any, log_: PartitionLog,
+                                    partition: int) -> tuple[ErrorCode, object | None]:
     """(verdict, guard): whether the group's offsets partition is in the producer's ongoing
     transaction, asked of the transaction coordinator unless this partition's log already
     holds that transaction (Kafka's verification guard is then its sentinel: None)."""
     broker = context.broker
-    partition, _ = context.services.groups.shard_for(request.group_id)
-    log_ = broker.partition(OFFSETS_TOPIC, partition)
-    if log_ is None:
-        raise NotCoordinator()
     if (not broker.config["transaction.partition.verification.enable"]
             or log_.producers.in_transaction(request.producer_id, request.producer_epoch)):
         return ErrorCode.none, None
@@ -248,16 +249,12 @@ async def _verify_offsets_partition(context: RequestContext, request: Any
     return code, guard
 
 
-def _commit_in_transaction(context: RequestContext, request: Any, commit: OffsetCommitRequest,
-                           guard: object | None, shard: GroupCoordinatorShard, now: int
+def _commit_in_transaction(producers: ProducerStateManager, request: Any,
+                           commit: OffsetCommitRequest, guard: object | None,
+                           shard: GroupCoordinatorShard, now: int
                            ) -> tuple[dict[tuple[str, int], ErrorCode], Output]:
     """The shard's TxnOffsetCommit, unless the offsets partition's producer state refuses
     the write, checked in the same step as the append that follows."""
-    partition, _ = context.services.groups.shard_for(request.group_id)
-    log_ = context.broker.partition(OFFSETS_TOPIC, partition)
-    if log_ is None:
-        raise NotCoordinator()
-    producers = log_.producers
     try:
         producers.check_coordinator_write(request.producer_id, request.producer_epoch)
     except ProducerStateError as error:
