@@ -108,8 +108,12 @@ class MarkerSender:
                     continue
                 by_leader[leader].append(key)
             remaining = set().union(*by_leader.values()) if by_leader else set()
-            results = await asyncio.gather(*(
-                self._send_to(leader, job, keys) for leader, keys in by_leader.items()))
+            try:
+                results = await asyncio.gather(*(
+                    self._send_to(leader, job, keys) for leader, keys in by_leader.items()))
+            except Exception:  # a bug must not leave the transaction prepared for ever
+                log.exception("markers for producer %d: retrying", job.producer_id)
+                results = []
             for answered in results:
                 for key, code in answered.items():
                     if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):

@@ -135,6 +135,8 @@ class BrokerConnection:
             payload = header + encode_body(request)
             payloads.append(INT32.pack(len(payload)) + payload)
         try:
+            if self._writer.transport.is_closing():
+                raise ConnectionResetError  # uvloop raises RuntimeError on such a write
             self._writer.writelines(payloads)
             async with asyncio.timeout(timeout):
                 await self._writer.drain()

@@ -378,6 +378,8 @@ class Reader(Client):
             "auto.offset.reset": "earliest", "group.protocol": self.protocol}
         if self.protocol == "classic":
             config.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+        if self.group is not None:
+            config["on_commit"] = self.on_commit
         self.consumer = Consumer(quiet(config))
         if self.group is None:
             partitions = self.all_partitions()
@@ -419,12 +421,19 @@ class Reader(Client):
             self.commit()
 
     def commit(self) -> None:
+        """Asynchronous, so that a coordinator that never answers cannot block the reader
+        past its stop (a synchronous commit has no timeout); `on_commit` records the
+        acknowledgement when a later `consume` serves it."""
         try:
-            done = self.consumer.commit(asynchronous=False)
+            self.consumer.commit(asynchronous=True)
         except KafkaException:
-            return  # nothing to commit, a rebalance, a coordinator moving: not acknowledged
+            return  # nothing to commit
+
+    def on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if error is not None:
+            return  # a rebalance, a coordinator moving: not acknowledged
         now = time.monotonic()
-        for partition in done or []:
+        for partition in partitions:
             if partition.error is None and partition.offset >= 0:
                 self.history.add(Commit(self.name, str(self.group), partition.topic,
                                         partition.partition, partition.offset, now))

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+import uvloop
 
 from odradek.kafka_client import (
+    BrokerConnection,
     BrokerConnectionError,
     ConnectionPool,
     KafkaCluster,
@@ -147,3 +151,27 @@ async def _the_cluster_routes_by_broker_id_and_partition_leader(broker: Scripted
         with pytest.raises(BrokerConnectionError, match=(
                 f"^no bootstrap server answered: 127.0.0.1:{closed_port}: cannot connect")):
             await unreachable.metadata([])
+
+
+def test_a_connection_the_broker_reset_fails_with_a_connection_error_under_uvloop() -> None:
+    """uvloop closes a transport on a reset and raises RuntimeError on a write to it; the
+    transaction markers' task died of that when a broker was killed (a transaction stuck in
+    its prepared state, CONCURRENT_TRANSACTIONS to its producer ever after)."""
+    async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async def scenario() -> None:
+        server = await asyncio.start_server(reset, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            connection = await BrokerConnection.connect("127.0.0.1", port, "test", TIMEOUT_S)
+            while not connection._writer.transport.is_closing():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)  # uvloop closes the handle a few loop turns later
+            with pytest.raises(BrokerConnectionError, match="the broker closed the connection"):
+                await connection.send(api_versions(), TIMEOUT_S)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(scenario())
