@@ -59,7 +59,13 @@ def _add_node_parser(
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+NODE_COMMANDS = ("dev", "broker", "controller")
+"""The commands that run a node: they parse without importing the tools' modules, which
+would add a few tenths of a second to every start."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; only the node commands' when `command` is one of them."""
     parser = argparse.ArgumentParser(prog="odradek", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     dev = _add_node_parser(commands, "dev", "run a single-node cluster (controller + broker "
@@ -71,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "controller.quorum.voters)", "broker")
     _add_node_parser(commands, "controller", "run a controller (a Raft voter of "
                      "controller.quorum.voters)", "controller")
+    if command in NODE_COMMANDS:
+        return parser
     from odradek.cluster_cli.cli import add_cluster_parser
     from odradek.groups_cli.cli import add_groups_parser
     from odradek.mirror.cli import add_mirror_parser
@@ -125,7 +133,8 @@ def _runner(args: argparse.Namespace, at_swap_point: SwapHook | None) -> Runner:
 def main(argv: Sequence[str] | None = None, at_swap_point: SwapHook | None = None) -> int:
     """`at_swap_point` is a crash test's hook into the log cleaner's swaps, for a broker
     (tests/integration/paused_cleaner.py); the command line has no way to set it."""
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
     runner_name = getattr(args, "runner", None)
     if runner_name is None:
         result: int = args.run(args)

@@ -135,21 +135,36 @@ class RunningBroker:
         return mentioning(str(self.data))
 
     def _wait_serving(self, timeout: float) -> None:
-        """Until Metadata answers and lists a broker on our port."""
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        """Until the port accepts a connection, then until Metadata lists a broker on it. The
+        client is made only once the port accepts: librdkafka backs off after a refused
+        connection, which added up to a second to every system's start-up."""
         deadline = time.monotonic() + timeout
+        while not self._accepts():
+            self._check_starting(deadline, timeout)
+            time.sleep(0.005)
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
         while True:
-            if self.template.stop is None and self.process.poll() is not None:
-                raise BrokerError(f"exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
                 metadata = admin.list_topics(timeout=1.0)
                 if any(b.port == self.port for b in metadata.brokers.values()):
                     return
             except KafkaException:
                 pass
-            if time.monotonic() > deadline:
-                raise BrokerError(f"not serving after {timeout:.0f} s:\n{self.log_tail()}")
+            self._check_starting(deadline, timeout)
             time.sleep(0.01)
+
+    def _accepts(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+        except OSError:
+            return False
+        return True
+
+    def _check_starting(self, deadline: float, timeout: float) -> None:
+        if self.template.stop is None and self.process.poll() is not None:
+            raise BrokerError(f"exited with {self.process.returncode}:\n{self.log_tail()}")
+        if time.monotonic() > deadline:
+            raise BrokerError(f"not serving after {timeout:.0f} s:\n{self.log_tail()}")
 
     def alive(self) -> bool:
         return self.template.stop is not None or self.process.poll() is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,18 @@ def test_listeners_named_after_a_protocol_use_it_as_in_kafkas_default_map(
         "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT")
     plaintext = plan(tmp_path, controllers=1, brokers=1, base_port=9092, cluster_id="c")
     assert "listener.security.protocol.map" not in properties(plaintext, plaintext.nodes[0], {})
+
+
+def test_a_node_command_parses_without_the_tools_modules() -> None:
+    """Start-up time: `odradek dev`, `broker` and `controller` import no tool's module to
+    parse their arguments (a fresh interpreter, as the command runs)."""
+    probe = ("import sys; from odradek.cli import build_parser; "
+             "args = build_parser('dev').parse_args(['dev', '--port', '1']); "
+             "print(args.port, sorted(m for m in sys.modules if m.startswith(("
+             "'odradek.cluster_cli', 'odradek.tools.topics', 'odradek.mirror', "
+             "'odradek.spark', 'odradek.perf'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip().split(maxsplit=1)
+    assert out == ["1", "[]"]
+    assert {"topics", "mirror", "cluster"} <= set(build_parser().format_usage().replace(
+        "{", ",").replace("}", ",").split(","))
