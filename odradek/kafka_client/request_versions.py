@@ -18,6 +18,7 @@ FETCH: ApiVersion = (1, 12)
 replica fetchers put replica_id in the body, as Kafka's did before KIP-903."""
 LIST_OFFSETS: ApiVersion = (2, 7)
 METADATA: ApiVersion = (3, 12)
+OFFSET_COMMIT: ApiVersion = (8, 9)
 OFFSET_FETCH: ApiVersion = (9, 8)
 FIND_COORDINATOR: ApiVersion = (10, 4)
 DESCRIBE_GROUPS: ApiVersion = (15, 5)

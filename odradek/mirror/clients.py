@@ -12,12 +12,9 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from confluent_kafka import (
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
-    TopicPartition,
 )
 from confluent_kafka.admin import (
     AdminClient,
@@ -29,10 +26,20 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
+from kio.schema.errors import ErrorCode
 
+from odradek.kafka_client import KafkaClientError, KafkaCluster
+from odradek.kafka_client.request_versions import (
+    CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
+    FIND_COORDINATOR,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+)
 from odradek.mirror.config import MirrorConfigError, TopicNotCreatable
 from odradek.mirror.topic_rules import SourceConfig
 from odradek.mirror.translation import GroupOffset
+from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror")
 CLIENT_LOG = logging.getLogger("odradek.mirror.librdkafka")
@@ -48,9 +55,8 @@ NOT_CREATABLE = frozenset({KafkaError.INVALID_REPLICATION_FACTOR})
 ALL_FENCED = "All brokers are currently fenced"
 """Kafka's INVALID_REPLICATION_FACTOR message while a cluster starts: retried."""
 TIMEOUT_S = 15.0
-ACTIVE_GROUP_STATES = frozenset({ConsumerGroupState.STABLE,
-                                 ConsumerGroupState.PREPARING_REBALANCING,
-                                 ConsumerGroupState.COMPLETING_REBALANCING})
+GROUP_KEY_TYPE = 0
+"""FindCoordinator's key type of a group."""
 
 
 class ClusterUnavailable(Exception):
@@ -110,9 +116,13 @@ class ClusterClient:
     """The admin client and a producer of one cluster, created from its client configs."""
 
     def __init__(self, alias: str, admin_config: Mapping[str, str],
-                 producer_config: Mapping[str, str], health: ClusterHealth) -> None:
+                 producer_config: Mapping[str, str], health: ClusterHealth,
+                 kafka: KafkaCluster) -> None:
+        """`kafka`: our own client of the cluster, for what librdkafka's admin client must
+        not do (`group_offsets`)."""
         self.alias = alias
         self._health = health
+        self._kafka = kafka
         self._refused: KafkaError | None = None
         errors: dict[str, Any] = {"error_cb": self._client_error}
         try:
@@ -240,29 +250,81 @@ class ClusterClient:
         return sorted(group.group_id for group in listing.valid)
 
     async def group_offsets(self, group: str) -> dict[tuple[str, int], GroupOffset]:
-        request = [ConsumerGroupTopicPartitions(group)]
-        future = self._admin.list_consumer_group_offsets(request,
-                                                         request_timeout=TIMEOUT_S)[group]
-        result = await self._required(f"offsets of group {group}", future)
-        return {(tp.topic, tp.partition): GroupOffset(tp.offset, tp.metadata or "")
-                for tp in result.topic_partitions if tp.offset >= 0}
+        """The group's committed offsets (OffsetFetch)."""
+        (fetched,) = (await self._to_coordinator(group, "offsets", build_request(
+            *OFFSET_FETCH, {"groups": [{"group_id": group, "topics": None}],
+                            "require_stable": False}))).groups
+        self._check(group, "offsets", fetched.error_code)
+        return {(topic.name, p.partition_index): GroupOffset(p.committed_offset,
+                                                              p.metadata or "")
+                for topic in fetched.topics for p in topic.partitions
+                if p.error_code == ErrorCode.none and p.committed_offset >= 0}
 
     async def group_active(self, group: str) -> bool | None:
-        """Whether the group has members; None when it does not exist."""
-        future = self._admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group]
-        description = await self._required(f"describe group {group}", future)
-        if description.state == ConsumerGroupState.DEAD:
+        """Whether the group has members; None when it does not exist. A classic group is
+        described by DescribeGroups; a consumer group (KIP-848), which DescribeGroups
+        answers with GROUP_ID_NOT_FOUND, by ConsumerGroupDescribe."""
+        (classic,) = (await self._to_coordinator(group, "describe", build_request(
+            *DESCRIBE_GROUPS, {"groups": [group], "include_authorized_operations": False}
+        ))).groups
+        if classic.error_code != ErrorCode.group_id_not_found:
+            self._check(group, "describe", classic.error_code)
+            state = classic.group_state
+        else:
+            (described,) = (await self._to_coordinator(group, "describe", build_request(
+                *CONSUMER_GROUP_DESCRIBE, {"group_ids": [group],
+                                           "include_authorized_operations": False}))).groups
+            if described.error_code == ErrorCode.group_id_not_found:
+                return None
+            self._check(group, "describe", described.error_code)
+            state = described.group_state
+        if state == "Dead":
             return None
-        return description.state in ACTIVE_GROUP_STATES
+        return state != "Empty"
 
     async def commit_group_offsets(self, group: str,
                                    offsets: Mapping[tuple[str, int], GroupOffset]) -> None:
-        partitions = [TopicPartition(topic, partition, value.offset, metadata=value.metadata)
-                      for (topic, partition), value in sorted(offsets.items())]
-        request = [ConsumerGroupTopicPartitions(group, partitions)]
-        future = self._admin.alter_consumer_group_offsets(request,
-                                                          request_timeout=TIMEOUT_S)[group]
-        await self._call(f"commit offsets of group {group}", future)
+        """Commit as an admin client does (OffsetCommit outside any generation), which the
+        coordinator accepts only while the group has no members."""
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), value in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition, "committed_offset": value.offset,
+                "committed_leader_epoch": -1, "committed_metadata": value.metadata})
+        response = await self._to_coordinator(group, "commit", build_request(*OFFSET_COMMIT, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+            "group_instance_id": None,
+            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}))
+        for topic in response.topics:
+            for partition in topic.partitions:
+                self._check(group, "commit", partition.error_code)
+
+    async def _to_coordinator(self, group: str, what: str, request: Any) -> Any:
+        """`request` to the group's coordinator (FindCoordinator first), over our own client:
+        librdkafka's admin calls that go to a group coordinator crash the process when a
+        broker goes away or answers that the coordinator moved (ListConsumerGroupOffsets
+        dereferences a NULL consumer group, librdkafka issue 5040 on GitHub; the others fail
+        an assertion in rd_kafka_enq_once_del_source_return, issue 3663)."""
+        started = time.monotonic()
+        try:
+            (found,) = (await self._kafka.send(build_request(*FIND_COORDINATOR, {
+                "key_type": GROUP_KEY_TYPE, "coordinator_keys": [group]}))).coordinators
+            if found.error_code != ErrorCode.none:
+                raise KafkaClientError(
+                    f"FindCoordinator: {ErrorCode(found.error_code).name.upper()}")
+            response = await self._kafka.connections.send((found.host, found.port), request)
+        except KafkaClientError as error:
+            raise ClusterUnavailable(self.alias, f"{what} of group {group}: "
+                                     f"{self._failed(error, started)}") from None
+        self._health.ok(self.alias)
+        return response
+
+    def _check(self, group: str, what: str, code: int) -> None:
+        """An error the coordinator answered: the call is retried later, the cluster
+        counted as reachable."""
+        if code != ErrorCode.none:
+            raise ClusterUnavailable(self.alias, f"{what} of group {group}: "
+                                     f"{ErrorCode(code).name.upper()}")
 
     def produce(self, topic: str, key: bytes, value: bytes, timestamp_ms: int,
                 on_delivery: Any = None) -> None:
@@ -270,6 +332,10 @@ class ClusterClient:
         self._producer.produce(topic, value=value, key=key, partition=0,
                                timestamp=timestamp_ms, on_delivery=on_delivery)
         self._producer.poll(0)
+
+    def close(self) -> None:
+        """Close our own client's connections (librdkafka's clients close when freed)."""
+        self._kafka.close()
 
     async def flush(self) -> None:
         """Wait until every queued record is delivered (or failed)."""

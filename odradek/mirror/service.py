@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 
-from odradek.kafka_client import KafkaClientError
+from odradek.kafka_client import KafkaClientError, KafkaCluster
 from odradek.mirror.acl_sync import TopicAclSync
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
-from odradek.mirror.client_security import flow_librdkafka_config
+from odradek.mirror.client_security import flow_librdkafka_config, flow_security
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow, MirrorConfig, MirrorConfigError, Side
 from odradek.mirror.heartbeats import HeartbeatEmitter
 from odradek.mirror.producer import ProducerError
 from odradek.mirror.reader import ReadError
-from odradek.mirror.replicator import FlowReplicator
+from odradek.mirror.replicator import REQUEST_TIMEOUT_S, FlowReplicator, addresses
 from odradek.mirror.topic_sync import TopicSync
 from odradek.service_runtime import run_service, start_metrics
 
@@ -104,10 +104,13 @@ class MirrorService:
     def client(self, flow: Flow, alias: str) -> ClusterClient:
         if alias not in self.clients:
             side: Side = "source" if alias == flow.source else "target"
-            self.clients[alias] = ClusterClient(alias,
-                                                flow_librdkafka_config(flow, side, "admin"),
+            admin = flow_librdkafka_config(flow, side, "admin")
+            kafka = KafkaCluster(addresses(admin["bootstrap.servers"]),
+                                 f"mirror-{alias}-admin", REQUEST_TIMEOUT_S,
+                                 flow_security(flow, side, "admin"))
+            self.clients[alias] = ClusterClient(alias, admin,
                                                 flow_librdkafka_config(flow, side, "producer"),
-                                                self.health)
+                                                self.health, kafka)
         return self.clients[alias]
 
     def start(self) -> None:
@@ -201,6 +204,7 @@ class MirrorService:
                 await client.flush()
             except ClusterUnavailable as error:
                 log.warning("not delivered before stopping: %s", error)
+            client.close()
         for reader in self.readers:
             reader.close()
         for acls in self.acl_syncs:
