@@ -1,0 +1,113 @@
+"""Share-group metrics under the names Kafka's Prometheus JMX exporter gives Kafka 4.3's:
+kafka.server:type=ShareGroupMetrics (the share-partition leader: records acknowledged per
+type, share-partition load time), kafka.server:type=ShareSessionCache (share sessions and
+their partitions) and kafka.server:type=share-coordinator-metrics (state writes and their
+latency)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter as Tally
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from odradek.broker.metrics import LATENCY_BUCKETS_MS
+from odradek.share.partition import AcknowledgementBatch, AcknowledgeType
+from odradek.windowed_rate import WINDOW_S
+
+ACK_TYPES = {AcknowledgeType.ACCEPT: "Accept", AcknowledgeType.RELEASE: "Release",
+             AcknowledgeType.REJECT: "Reject", AcknowledgeType.RENEW: "Renew"}
+"""ShareGroupMetrics' ackType tag: AcknowledgeType's name, capitalized (gaps are left out)."""
+
+
+def acknowledged_records(batches: Iterable[AcknowledgementBatch]) -> Tally[int]:
+    """Records per acknowledgement type, as SharePartitionManager counts them: a batch's one
+    type for its whole range, or one type per offset."""
+    counts: Tally[int] = Tally()
+    for batch in batches:
+        if len(batch.acknowledge_types) == 1:
+            counts[batch.acknowledge_types[0]] += batch.last_offset - batch.first_offset + 1
+        else:
+            counts.update(batch.acknowledge_types)
+    return counts
+
+
+class ShareGroupMetrics:
+    """The share-partition leader's and the share session cache's metrics."""
+
+    def __init__(self, registry: CollectorRegistry, sessions: Callable[[], int],
+                 session_partitions: Callable[[], int]) -> None:
+        self.acknowledgements = Counter(
+            "kafka_server_sharegroupmetrics_recordacknowledgements",
+            "Records acknowledged, per acknowledgement type (RecordAcknowledgementsPerSec).",
+            ["acktype"], registry=registry)
+        for name in ACK_TYPES.values():
+            self.acknowledgements.labels(name)
+        self.partition_load_time_ms = Histogram(
+            "kafka_server_sharegroupmetrics_partitionloadtimems",
+            "Time to load a share-partition's state from the share coordinator, in "
+            "milliseconds.", buckets=LATENCY_BUCKETS_MS, registry=registry)
+        prefix = "kafka_server_sharesessioncache_"
+        Gauge(prefix + "sharesessionscount", "Share sessions this broker holds.",
+              registry=registry).set_function(sessions)
+        Gauge(prefix + "sharepartitionscount", "Partitions in this broker's share sessions.",
+              registry=registry).set_function(session_partitions)
+
+    def record_acknowledgements(self, batches: Iterable[AcknowledgementBatch]) -> None:
+        for ack_type, count in acknowledged_records(batches).items():
+            name = ACK_TYPES.get(AcknowledgeType(ack_type)) if ack_type in ACK_TYPES else None
+            if name is not None:  # gaps are no records
+                self.acknowledgements.labels(name).inc(count)
+
+
+class WindowedStats:
+    """Kafka's Avg and Max stats over the recent window; NaN with no sample in it."""
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, float]] = deque()
+
+    def record(self, now_s: float, value: float) -> None:
+        self._samples.append((now_s, value))
+
+    def measure(self, now_s: float) -> tuple[float, float]:
+        """(average, maximum) of the values recorded within the window."""
+        while self._samples and self._samples[0][0] <= now_s - self.window_s:
+            self._samples.popleft()
+        values = [v for _, v in self._samples]
+        if not values:
+            return math.nan, math.nan
+        return sum(values) / len(values), max(values)
+
+
+class ShareCoordinatorMetrics(Collector):
+    """share-coordinator-metrics: write-total (a share-partition's state written, or its
+    leader epoch recorded by a read) and write-latency-avg/-max (a WriteShareGroupState
+    request, records committed) and last-pruned-offset (per `__share_group_state`
+    partition)."""
+
+    PREFIX = "kafka_server_share_coordinator_metrics_"
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.writes = Counter(self.PREFIX + "write", "Share-group state writes.",
+                              registry=registry)
+        self.last_pruned_offset = Gauge(
+            self.PREFIX + "last_pruned_offset", "The offset at which the share-group state "
+            "topic was last pruned.", ["topic", "partition"], registry=registry)
+        self.latency = WindowedStats()
+        registry.register(self)
+
+    def record_latency(self, latency_ms: float) -> None:
+        self.latency.record(time.monotonic(), latency_ms)
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        average, maximum = self.latency.measure(time.monotonic())
+        yield GaugeMetricFamily(self.PREFIX + "write_latency_avg", "Average time of a "
+                                "share-group state write call, in milliseconds.", value=average)
+        yield GaugeMetricFamily(self.PREFIX + "write_latency_max", "Longest share-group state "
+                                "write call, in milliseconds.", value=maximum)

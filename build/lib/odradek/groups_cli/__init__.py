@@ -1,0 +1,1 @@
+"""`odradek groups`: the counterpart of kafka-consumer-groups.sh, on confluent-kafka."""

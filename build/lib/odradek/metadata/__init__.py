@@ -1,0 +1,1 @@
+"""Cluster metadata: records in the spirit of KRaft's __cluster_metadata, and their replay."""

@@ -1,0 +1,77 @@
+"""Offset syncs written outside the copy's transactions: to `mm2-offset-syncs.<target>.internal`
+on the source cluster (MM2's default `offset-syncs.topic.location=source`), partition 0 as
+MM2's OffsetSyncWriter writes them, by one idempotent producer per flow. Copiers hand syncs
+over without waiting; a background task writes them in order. A sync that cannot be
+written is logged and dropped: the copier's progress record keeps the last transaction's
+syncs, and a new session writes them again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from odradek.clock import now_ms
+from odradek.mirror.formats import OffsetSync
+from odradek.mirror.producer import MirrorProducer, ProducerError
+from odradek.protocol.record_codec import build_batch
+
+log = logging.getLogger("odradek.mirror.offset_syncs")
+
+PARTITION = 0
+STOP_TIMEOUT_S = 5.0
+
+
+class OffsetSyncWriter:
+    def __init__(self, producer: MirrorProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self._pending: list[OffsetSync] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._ready = False
+        self._stopping = False
+        self.written = 0
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    def write(self, topic: str, partition: int, syncs: list[tuple[int, int]]) -> None:
+        self._pending += [OffsetSync(topic, partition, u, d) for u, d in syncs]
+        self._wake.set()
+
+    async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Write what is pending, for up to `timeout_s`, then stop."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self._task, timeout_s)
+        except TimeoutError:
+            log.warning("stopped with %d offset syncs not written to %s", len(self._pending),
+                        self.topic)
+
+    async def _run(self) -> None:
+        key = (self.topic, PARTITION)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                syncs, self._pending = self._pending, []
+                try:
+                    if not self._ready:
+                        await self.producer.init()
+                        self._ready = True
+                    batch = build_batch([(s.key(), s.value()) for s in syncs],
+                                        timestamp_ms=now_ms(),
+                                        producer_id=self.producer.producer_id,
+                                        producer_epoch=self.producer.producer_epoch,
+                                        base_sequence=self.producer.sequence(key))
+                    await self.producer.produce(key, batch, len(syncs))
+                    self.written += len(syncs)
+                except ProducerError as error:
+                    log.warning("dropped %d offset syncs to %s: %s", len(syncs), self.topic,
+                                error)
+                    self._ready = False
+            if self._stopping:
+                return

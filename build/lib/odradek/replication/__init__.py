@@ -1,0 +1,1 @@
+"""Partition replication cores: the leader's view of its followers, the follower's truncation."""
