@@ -1,1 +1,0 @@
-"""`odradek cluster`: a local multi-process cluster on loopback, for users and fault tests."""

@@ -1,1 +1,0 @@
-"""`odradek groups`: the counterpart of kafka-consumer-groups.sh, on confluent-kafka."""

@@ -1,1 +1,0 @@
-"""Partition replication cores: the leader's view of its followers, the follower's truncation."""

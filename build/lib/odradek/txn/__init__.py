@@ -1,2 +1,0 @@
-"""Idempotent and transactional producers: per-partition producer state and the transaction
-coordinator, without IO."""
