@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -113,6 +114,15 @@ class MirrorProcess:
     def resume(self) -> None:
         assert self.process is not None
         os.killpg(self.process.pid, signal.SIGCONT)
+
+    def health(self) -> tuple[int, str]:
+        """GET /health: the status and the reason the mirror is not ready, if any."""
+        url = f"http://127.0.0.1:{self.metrics_port}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
 
     def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
         """The samples of one metric, by their sorted labels."""

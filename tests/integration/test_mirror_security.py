@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,15 +205,6 @@ def add_acls(cluster: SecureCluster, *acls: Acl) -> None:
         future.result(TIMEOUT)
 
 
-def health(mirror: MirrorProcess) -> tuple[int, str]:
-    url = f"http://127.0.0.1:{mirror.metrics_port}/health"
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def secure_mirror(root: Path, clusters: dict[str, SecureCluster], topics: str,
                   west_password: str = USERS["admin"], **settings: str) -> MirrorProcess:
     config = properties({alias: cluster.sasl for alias, cluster in clusters.items()}, **{
@@ -247,7 +236,7 @@ def test_records_and_topic_acls_are_mirrored_over_sasl_ssl(
                    lambda: f"synced ACLs: {west.topic_acls()}\n{mirror.logs()[-3000:]}")
         assert west.topic_acls() == expected
         assert read_without_group(west, "reader", "east.orders", 5) == values
-        assert health(mirror)[0] == 200
+        assert mirror.health()[0] == 200
         status = subprocess.run([*ODRADEK, "mirror", "status", "--json", "--config",
                                  str(mirror.config_path)], capture_output=True, text=True,
                                 timeout=TIMEOUT)
@@ -271,9 +260,9 @@ def test_a_wrong_password_is_reported_and_the_clusters_keep_serving(
     create_topics(east.plain, "refused")
     mirror = secure_mirror(tmp_path, clusters, "refused", west_password="wrong")
     try:
-        wait_until(lambda: health(mirror)[0] == 503 and "west" in health(mirror)[1]
-                   and "uthentication" in health(mirror)[1], TIMEOUT,
-                   lambda: f"{health(mirror)}\n{mirror.logs()[-3000:]}")
+        wait_until(lambda: mirror.health()[0] == 503 and "west" in mirror.health()[1]
+                   and "uthentication" in mirror.health()[1], TIMEOUT,
+                   lambda: f"{mirror.health()}\n{mirror.logs()[-3000:]}")
         assert mirror.alive()
         assert "cluster west is unreachable" in mirror.logs()
         assert "uthentication failed" in mirror.logs()
