@@ -28,8 +28,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when != "call" or not report.failed:
         return
     for name, value in getattr(item, "funcargs", {}).items():
-        if isinstance(value, Cluster):
-            report.sections.append((f"odradek logs ({name})", value.logs()))
+        cluster = value if isinstance(value, Cluster) else getattr(value, "cluster", None)
+        if isinstance(cluster, Cluster):
+            report.sections.append((f"odradek logs ({name})", cluster.logs()))
         elif isinstance(value, BrokerProcess):
             report.sections.append((f"odradek log ({name}, last {BROKER_LOG_TAIL} chars)",
                                     value.logs()[-BROKER_LOG_TAIL:]))

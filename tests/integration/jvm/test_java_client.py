@@ -144,7 +144,8 @@ def test_java_client(runs: Runs, listener: str, check: str) -> None:
     report = runs.report(listener)
     assert check in report, (f"{listener}: no report of {check}\n{runs.outputs[listener]}")
     result = report[check]
-    assert result["ok"], (f"{listener} {check}: {json.dumps(result['details'], indent=1)}")
+    assert result["ok"], (f"{listener} {check}: {json.dumps(result['details'], indent=1)}\n"
+                          f"{runs.outputs[listener]}")
 
 
 @pytest.mark.parametrize("listener", LISTENERS)
