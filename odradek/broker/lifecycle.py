@@ -125,7 +125,10 @@ class BrokerLifecycle:
     async def _beat(self) -> None:
         while True:
             await asyncio.sleep(CATCH_UP_HEARTBEAT_S if self.fenced else self.heartbeat_s)
-            await self._heartbeat()
+            try:
+                await self._heartbeat()
+            except Exception:  # without heartbeats the controller fences this broker
+                log.exception("heartbeat failed; the next one goes out as usual")
 
     async def _heartbeat(self) -> pb.BrokerHeartbeatResponse | None:
         request = pb.BrokerHeartbeatRequest(

@@ -114,6 +114,13 @@ class ReplicaFetcher:
                             self.leader_id, self.host, self.port, error)
                     connection = None
                     await asyncio.sleep(self.backoff_s)
+                except Exception:  # a bug must not stop this broker following the leader
+                    log.exception("fetching from broker %d: retrying on a new connection",
+                                  self.leader_id)
+                    if connection is not None:
+                        connection.close()
+                        connection = None
+                    await asyncio.sleep(self.backoff_s)
         finally:
             if connection is not None:
                 connection.close()

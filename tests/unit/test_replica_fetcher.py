@@ -6,6 +6,8 @@ that creates or retires the log, and the broker stops answering anyone."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -82,6 +84,32 @@ class RecordingConnection:
         pass
 
 
+def follower_log(end: int) -> Any:
+    """A followed partition's log in epoch 1, `end` records long, all committed."""
+    return SimpleNamespace(log_end_offset=end, log_start_offset=0, high_watermark=end,
+                           leader_epochs=SimpleNamespace(latest_epoch=1))
+
+
+def fetcher_of(log_: Any, config: dict[str, str]) -> ReplicaFetcher:
+    """A fetcher of broker 2 following broker 1 for partitions whose log is `log_`."""
+    broker: Any = SimpleNamespace(config=BrokerConfig(config), node_id=2,
+                                  logs=SimpleNamespace(get=lambda topic, partition: log_),
+                                  inter_broker_security=PLAINTEXT_CLIENT)
+    return ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=9,
+                          throttle=lambda key, now_ms: None, quota=ByteRate())
+
+
+@contextmanager
+def connecting_with(connect: Callable[..., Awaitable[Any]]) -> Iterator[None]:
+    """BrokerConnection.connect replaced by `connect` for the block."""
+    original = BrokerConnection.connect
+    BrokerConnection.connect = connect  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        BrokerConnection.connect = original  # type: ignore[method-assign]
+
+
 async def followed_elsewhere_while_connecting() -> list[Any]:
     """The fault campaign's lost writes: the fetcher picks its partitions, then waits for a
     connection to a leader frozen with SIGSTOP; meanwhile the partition is followed at a new
@@ -94,16 +122,9 @@ async def followed_elsewhere_while_connecting() -> list[Any]:
         await leader_back.wait()
         return connection
 
-    log_ = SimpleNamespace(log_end_offset=545, log_start_offset=0, high_watermark=545,
-                           leader_epochs=SimpleNamespace(latest_epoch=1))
-    logs = SimpleNamespace(get=lambda topic, partition: log_)
-    broker: Any = SimpleNamespace(config=BrokerConfig({}), node_id=2, logs=logs,
-                                  inter_broker_security=PLAINTEXT_CLIENT)
-    original = BrokerConnection.connect
-    BrokerConnection.connect = connect  # type: ignore[method-assign,assignment]
-    try:
-        fetcher = ReplicaFetcher(broker, leader_id=1, host="127.0.0.1", port=9,
-                                 throttle=lambda key, now_ms: None, quota=ByteRate())
+    log_ = follower_log(545)
+    with connecting_with(connect):
+        fetcher = fetcher_of(log_, {})
         fetcher.add(("orders", 0), leader_epoch=1)
         await asyncio.sleep(0.05)  # the fetcher is now waiting on the connection
         fetcher.remove(("orders", 0))  # followed at the new leader instead...
@@ -112,10 +133,52 @@ async def followed_elsewhere_while_connecting() -> list[Any]:
         await asyncio.sleep(2 * EPOCH_RETRY_S)
         fetcher.stop()
         await fetcher.stopped()
-    finally:
-        BrokerConnection.connect = original  # type: ignore[method-assign]
     return connection.requests
 
 
 def test_a_partition_followed_elsewhere_meanwhile_is_not_fetched_from_the_old_leader() -> None:
     assert asyncio.run(followed_elsewhere_while_connecting()) == []
+
+
+class FailingOnceConnection(RecordingConnection):
+    """Its first request fails with an error no connection should raise (a bug)."""
+
+    def __init__(self, failures: list[int]) -> None:
+        super().__init__()
+        self._failures = failures
+
+    async def send(self, request: Any, timeout: float) -> Any:
+        if self._failures:
+            self._failures.pop()
+            raise RuntimeError("a bug in a fetch")
+        return await super().send(request, timeout)
+
+
+async def fetch_after_an_unexpected_error() -> tuple[int, list[Any], bool]:
+    """Connections opened, requests sent after the failure, and whether the fetcher's task
+    is still running."""
+    failures = [1]
+    connections: list[FailingOnceConnection] = []
+
+    async def connect(*_args: Any, **_kwargs: Any) -> FailingOnceConnection:
+        connections.append(FailingOnceConnection(failures))
+        return connections[-1]
+
+    with connecting_with(connect):
+        fetcher = fetcher_of(follower_log(5), {"replica.fetch.backoff.ms": "10"})
+        fetcher.add(("orders", 0), leader_epoch=1)
+        while not any(c.requests for c in connections) and not fetcher._task.done():
+            await asyncio.sleep(0.01)
+        running = not fetcher._task.done()
+        fetcher.stop()
+        await fetcher.stopped()
+    return len(connections), [r for c in connections for r in c.requests], running
+
+
+def test_an_unexpected_error_in_a_fetch_is_retried_not_fatal() -> None:
+    """Like the transaction marker sender's: an exception the loop did not expect would end
+    the fetcher's task silently, and this broker would stop following that leader."""
+    connections, requests, running = asyncio.run(fetch_after_an_unexpected_error())
+    assert running
+    assert connections == 2
+    assert len(requests) == 1

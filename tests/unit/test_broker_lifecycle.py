@@ -1,0 +1,56 @@
+"""The broker's heartbeats go on after a call fails in a way the controller client does not
+retry (a non-transient gRPC status): a heartbeat task that died would let the controller fence
+this broker a session timeout later, with nothing in the log saying why."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+
+from odradek.broker.lifecycle import BrokerLifecycle, MetadataProgress, Registration
+from odradek.rpc import controller_pb2 as pb
+
+HEARTBEATS = 3
+
+
+class FailingOnceClient:
+    """A controller client whose first heartbeat fails with INTERNAL; later ones answer."""
+
+    def __init__(self) -> None:
+        self.heartbeats = 0
+        self.answered = asyncio.Event()
+
+    async def call(self, method: Any, request: Any, deadline_s: float | None = None) -> Any:
+        self.heartbeats += 1
+        if self.heartbeats == 1:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.INTERNAL, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), "a bug in the controller")
+        if self.heartbeats >= HEARTBEATS:
+            self.answered.set()
+        return pb.BrokerHeartbeatResponse(is_fenced=False)
+
+
+async def beat_after_a_failed_heartbeat() -> tuple[int, bool]:
+    client = FailingOnceClient()
+
+    async def apply(*_args: Any) -> None:
+        return None
+
+    lifecycle = BrokerLifecycle(client, Registration(1, broker_epoch=5),  # type: ignore[arg-type]
+                                MetadataProgress(), "cluster", [], None, 10, apply)
+    beating = asyncio.create_task(lifecycle._beat())
+    answered = asyncio.create_task(client.answered.wait())
+    await asyncio.wait({beating, answered}, return_when=asyncio.FIRST_COMPLETED)
+    alive = not beating.done()
+    for task in (beating, answered):
+        task.cancel()
+    await asyncio.gather(beating, answered, return_exceptions=True)
+    return client.heartbeats, alive
+
+
+def test_heartbeats_go_on_after_an_unexpected_failure() -> None:
+    heartbeats, alive = asyncio.run(beat_after_a_failed_heartbeat())
+    assert alive
+    assert heartbeats >= HEARTBEATS
