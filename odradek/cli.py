@@ -11,9 +11,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from odradek.config import BrokerConfig, InvalidConfigError, load_properties
+from odradek.config import BrokerConfig, InvalidConfigError, key_value, load_properties
 from odradek.service_runtime import StartupError
-from odradek.tools.common import key_value
 
 if TYPE_CHECKING:
     from odradek.log.segment_swap import SwapHook

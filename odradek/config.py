@@ -6,6 +6,7 @@ Every default Odradek uses comes from here. Topic configs fall back to their bro
 
 from __future__ import annotations
 
+import argparse
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -723,6 +724,14 @@ def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
             )
         voters[int(node)] = (host, int(port))
     return voters
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """An argparse type for `--override KEY=VALUE`."""
+    key, separator, value = text.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def load_properties(path: Path) -> dict[str, str]:

@@ -25,10 +25,9 @@ from odradek.cluster_cli.layout import (
 )
 from odradek.cluster_cli.probe import broker_sees, controller_active
 from odradek.cluster_cli.processes import alive, signal_node, spawn, wait_dead
-from odradek.config import BrokerConfig, InvalidConfigError, load_properties
+from odradek.config import BrokerConfig, InvalidConfigError, key_value, load_properties
 from odradek.meta_properties import new_cluster_id
 from odradek.metadata.scram_bootstrap import FormatterError
-from odradek.tools.common import key_value
 from odradek.tools.storage import format_storage
 
 STOP_TIMEOUT_S = 30.0

@@ -15,7 +15,7 @@ from odradek.metadata.image import TopicState
 from odradek.mirror.reader import EARLIEST, READ_UNCOMMITTED, PartitionReader, ReadError
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches
-from odradek.spark.audit import AUDIT_TOPIC
+from odradek.spark.audit_rules import AUDIT_TOPIC
 
 log = logging.getLogger("odradek.controller.audit_reader")
 

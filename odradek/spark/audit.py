@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odradek.spark.audit_rules import (
+    AUDIT_TOPIC,
     STATUSES,
     Audit,
     audit,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from rich.console import Console
 
-AUDIT_TOPIC = "odradek-audit"
 BUCKET_COLUMNS = ("topic STRING, target_topic STRING, bucket_start_ms LONG, bucket_end_ms LONG, "
                   "source_count LONG, target_count LONG, source_bytes LONG, target_bytes LONG, "
                   "source_checksum DECIMAL(20,0), target_checksum DECIMAL(20,0), "

@@ -14,6 +14,8 @@ from typing import Any
 
 from odradek.mirror.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
+AUDIT_TOPIC = "odradek-audit"
+"""Where each audit run publishes its summary (the controllers' exporter reads it)."""
 CHECKSUM_MODULUS = 1 << 64
 UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 STATUSES = ("complete", "compacted", "missing", "extra", "mismatch")

@@ -20,14 +20,6 @@ QUIET_CLIENT = {"log_level": "0"}
 as one line."""
 
 
-def key_value(text: str) -> tuple[str, str]:
-    """An argparse type for `--override KEY=VALUE`."""
-    key, separator, value = text.partition("=")
-    if not separator or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    return key.strip(), value.strip()
-
-
 class ToolError(Exception):
     """A failure the tool reports as one line on stderr, with exit status 1."""
 

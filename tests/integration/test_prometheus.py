@@ -32,7 +32,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from odradek.cluster_cli.layout import free_port
-from odradek.spark.audit import AUDIT_TOPIC, _publish
+from odradek.spark.audit import _publish
+from odradek.spark.audit_rules import AUDIT_TOPIC
 from tests import observability as obs
 from tests.audit_runs import audit_run
 from tests.integration.broker_process import BrokerProcess

@@ -164,3 +164,16 @@ def test_a_node_command_parses_without_the_tools_modules() -> None:
     assert out == ["1", "[]"]
     assert {"topics", "mirror", "cluster"} <= set(build_parser().format_usage().replace(
         "{", ",").replace("}", ",").split(","))
+
+
+def test_a_node_imports_neither_the_tools_nor_a_kafka_client_library() -> None:
+    """Start-up time: a broker and a controller (`odradek dev` runs both) import no tool,
+    no Spark job, no mirror service and not librdkafka; the controller's audit exporter needs
+    only the audit's rules and the mirror's partition reader."""
+    probe = ("import sys; import odradek.cli, odradek.broker.app, odradek.controller.app; "
+             "print(sorted(m for m in sys.modules if m.startswith(("
+             "'odradek.tools', 'odradek.cluster_cli', 'odradek.spark.', 'odradek.mirror.', "
+             "'confluent_kafka', 'pyspark'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "['odradek.mirror.policy', 'odradek.mirror.reader', 'odradek.spark.audit_rules']"
