@@ -148,6 +148,8 @@ class RaftDriver:
         self._wake.set()
 
     async def run(self) -> None:
+        if self.node.config.voters == {self.node.node_id}:
+            self._submit(self.node.tick)  # a lone voter elects itself at once, as KRaft's
         ticker = asyncio.create_task(self._tick())
         try:
             while True:
