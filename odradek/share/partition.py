@@ -473,10 +473,10 @@ class SharePartition:
                     now_ms: int) -> AckResult:
         """Settle records `member_id` acquired: ACCEPT acknowledges, RELEASE makes them
         AVAILABLE again (ARCHIVED at the delivery count limit), REJECT and GAP archive,
-        RENEW restarts the lock. Offsets below the start offset are already done and
-        skipped. Errors, for the whole request: INVALID_REQUEST for malformed batches or
-        offsets past the in-flight ones, INVALID_RECORD_STATE for records not acquired by
-        this member."""
+        RENEW restarts the lock. Errors, for the whole request: INVALID_REQUEST for
+        malformed batches or offsets past the in-flight ones, INVALID_RECORD_STATE for
+        records not acquired by this member, below the start offset too (records it holds
+        there, passed by the log's start offset, are archived)."""
         changes = _Changes()
         try:
             for batch in batches:
@@ -493,8 +493,10 @@ class SharePartition:
         if size <= 0 or len(types) not in (1, size) or any(
                 t not in AcknowledgeType.__members__.values() for t in types):
             raise _AckError(ErrorCode.invalid_request)
-        if ack.last_offset < self.start_offset:
-            return
+        if ack.first_offset < self.start_offset:
+            self._acknowledge_below_start(member_id, ack, now_ms, changes)
+            if ack.last_offset < self.start_offset:
+                return
         overlapping = self._overlapping_for_ack(ack)
         per_offset = len(types) > 1
         for batch in overlapping:
@@ -522,14 +524,45 @@ class SharePartition:
                 self._acknowledge_state(offset, offset, state, member_id, ack_type, now_ms,
                                         changes)
 
+    def _acknowledge_below_start(self, member_id: str, ack: AcknowledgementBatch,
+                                 now_ms: int, changes: _Changes) -> None:
+        """The offsets of `ack` below the start offset are done, or gone from the log. Only
+        records the member still holds there (the log's start offset moved past them) may
+        be acknowledged: they are archived, as their lock's expiry would do (or renewed).
+        Any other offset there is INVALID_RECORD_STATE, whether its batch is still in
+        flight or not: it was acknowledged or archived since, maybe by another member after
+        a reload from the persisted state forgot this member's acquisition, and a success
+        would report it accepted twice. (Kafka skips such offsets while their batch is
+        cached, and fails only those no cached batch holds.)"""
+        last = min(ack.last_offset, self.start_offset - 1)
+        held = 0
+        for batch in self._batches:
+            whole = batch.whole
+            if (whole is not None and batch.first_offset <= last
+                    and ack.first_offset <= batch.last_offset):
+                if whole.state != RecordState.ACQUIRED or whole.member_id != member_id:
+                    raise _AckError(ErrorCode.invalid_record_state)
+                batch.split()
+            for offset, _, state in batch.states(ack.first_offset, last):
+                if state.state != RecordState.ACQUIRED or state.member_id != member_id:
+                    raise _AckError(ErrorCode.invalid_record_state)
+                types = ack.acknowledge_types
+                ack_type = types[offset - ack.first_offset] if len(types) > 1 else types[0]
+                changes.touch(offset, offset, state, persist=False)
+                if ack_type == AcknowledgeType.RENEW:
+                    state.deadline_ms = now_ms + self.config.record_lock_duration_ms
+                else:
+                    state.settle(RecordState.ARCHIVED)
+                held += 1
+        if held != last - ack.first_offset + 1:
+            raise _AckError(ErrorCode.invalid_record_state)
+
     def _overlapping_for_ack(self, ack: AcknowledgementBatch) -> list[_Batch]:
-        """Kafka's fetchSubMapForAcknowledgementBatch."""
-        floor = self._floor(ack.first_offset)
+        """Kafka's fetchSubMapForAcknowledgementBatch (offsets below the start offset are
+        checked before: the start offset's batch is in flight when they are named)."""
+        floor = self._floor(max(ack.first_offset, self.start_offset))
         if floor is None:
-            if ack.first_offset < self.start_offset <= ack.last_offset:
-                floor = self._floor(self.start_offset)
-            if floor is None:
-                raise _AckError(ErrorCode.invalid_record_state)
+            raise _AckError(ErrorCode.invalid_record_state)
         overlapping = [b for b in self._batches
                        if floor.first_offset <= b.first_offset <= ack.last_offset]
         if ack.last_offset > overlapping[-1].last_offset:

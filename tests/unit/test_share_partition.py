@@ -11,6 +11,7 @@ acknowledged record must never come back and an acquired one never be lost.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -74,6 +75,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.persisted: dict[int, tuple[int, int]] = {}
         self.persisted_start = 0
         self.log_start = 0
+        self.held_below: dict[int, Rec] = {}
+        """Records still acquired that the log's start offset passed."""
+        self.accepted: Counter[int] = Counter()
+        """Each record's acceptances the partition confirmed (an ACCEPT answered NONE)."""
 
     # The model's rules.
 
@@ -86,6 +91,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
     def settle(self) -> None:
         self.start_offset = self.expected_start()
+        self.held_below |= {o: r for o, r in self.recs.items()
+                            if o < self.start_offset and r.state == ACQ}
         self.recs = {o: r for o, r in self.recs.items() if o >= self.start_offset}
 
     def persist(self, write: StateWrite | None) -> None:
@@ -185,34 +192,63 @@ class SharePartitionMachine(RuleBasedStateMachine):
             else:
                 ack_types = tuple(data.draw(types) for _ in range(hi - lo + 1))
             batches.append(AcknowledgementBatch(lo, hi, ack_types))
-        expected_error, expected = self.model_acknowledge(member, batches)
+        below = {o: (r.state, r.member_id) for r in self.partition.in_flight()
+                 for o in range(r.first_offset, min(r.last_offset, self.start_offset - 1) + 1)}
+        expected_error, expected, held_below = self.model_acknowledge(member, batches, below)
         result = self.partition.acknowledge(member, batches, self.now)
         assert result.error == expected_error, (batches, result)
         if expected_error == ErrorCode.none:
-            self.recs = expected
+            gone = {o for lo, hi in self.aborted | self.compacted for o in range(lo, hi + 1)}
+            self.accepted.update(
+                o for b in batches for o in range(b.first_offset, b.last_offset + 1)
+                if o not in gone and o <= (self.log[-1][1] if self.log else -1)
+                and b.acknowledge_types[o - b.first_offset if len(b.acknowledge_types) > 1
+                                        else 0] == AcknowledgeType.ACCEPT)
+            self.recs, self.held_below = expected, held_below
             self.settle()
             self.persist(result.write)
         else:
             assert result.write is None
 
-    def model_acknowledge(self, member: str, batches: list[AcknowledgementBatch]
-                          ) -> tuple[ErrorCode, dict[int, Rec]]:
+    def model_acknowledge(self, member: str, batches: list[AcknowledgementBatch],
+                          below: dict[int, tuple[RecordState, str]]
+                          ) -> tuple[ErrorCode, dict[int, Rec], dict[int, Rec]]:
+        """The error and, without one, the records after the acknowledgement: those at or
+        past the start offset, and those still held below it. Below the start offset only
+        records the member holds may be named; the partition keeps those of the batch
+        holding the start offset only (`below`, its state there), and each must be one
+        the model saw the start offset pass while held."""
         recs = dict(self.recs)
+        held_below = dict(self.held_below)
         end = max(self.recs, default=-1)
+        failed = ErrorCode.invalid_record_state, self.recs, self.held_below
         for batch in batches:
+            types = batch.acknowledge_types
+            for offset in range(batch.first_offset,
+                                min(batch.last_offset, self.start_offset - 1) + 1):
+                rec = held_below.get(offset)
+                if below.get(offset) != (ACQ, member):
+                    return failed
+                assert rec is not None and rec.member == member, (offset, rec)
+                ack = types[0] if len(types) == 1 else types[offset - batch.first_offset]
+                if ack == AcknowledgeType.RENEW:
+                    held_below[offset] = replace(rec, deadline=self.now + LOCK_MS)
+                else:
+                    del held_below[offset]
+                    below = {**below, offset: (ARC, "")}
             if batch.last_offset < self.start_offset:
                 continue
             if end < self.start_offset:
-                return ErrorCode.invalid_record_state, self.recs
+                return failed
             if batch.last_offset not in recs:  # past the in-flight records, or in a hole
-                return ErrorCode.invalid_request, self.recs
+                return ErrorCode.invalid_request, self.recs, self.held_below
             for offset in range(max(batch.first_offset, self.start_offset),
                                 batch.last_offset + 1):
                 if offset not in recs:
                     continue  # a hole: the log had no batch there when it was fetched
                 rec = recs[offset]
                 if rec.state != ACQ or rec.member != member:
-                    return ErrorCode.invalid_record_state, self.recs
+                    return failed
                 types = batch.acknowledge_types
                 ack = types[0] if len(types) == 1 else types[offset - batch.first_offset]
                 if ack == AcknowledgeType.RENEW:
@@ -224,7 +260,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
                     recs[offset] = Rec(ARC if limit else AV, rec.count)
                 else:
                     recs[offset] = Rec(ARC, rec.count)
-        return ErrorCode.none, recs
+        return ErrorCode.none, recs, held_below
 
     @rule(elapsed=st.sampled_from([0, 1, LOCK_MS // 2, LOCK_MS, 2 * LOCK_MS]))
     def expire(self, elapsed: int) -> None:
@@ -237,6 +273,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
             rec = self.recs[offset]
             limit = rec.count >= self.config.delivery_count_limit
             self.recs[offset] = Rec(ARC if limit else AV, rec.count)
+        self.held_below = {o: r for o, r in self.held_below.items()
+                           if r.deadline is not None and r.deadline > self.now}
         self.settle()
         self.persist(write)
 
@@ -247,6 +285,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.written(write) == set(held)
         for offset in held:
             self.recs[offset] = Rec(AV, self.recs[offset].count - 1)
+        self.held_below = {o: r for o, r in self.held_below.items() if r.member != member}
         self.settle()
         self.persist(write)
 
@@ -288,6 +327,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.partition.update_log_start_offset(self.log_start)
         last = max(self.persisted, default=self.persisted_start - 1)
         self.recs = {}
+        self.held_below = {}
         for offset in range(self.persisted_start, last + 1):
             state, count = self.persisted.get(offset, (AV, 0))
             self.recs[offset] = Rec(RecordState(state), count)
@@ -308,6 +348,22 @@ class SharePartitionMachine(RuleBasedStateMachine):
         deadlines = [r.lock_deadline_ms for r in self.partition.in_flight()
                      if r.lock_deadline_ms is not None]
         assert self.partition.next_lock_deadline() == min(deadlines, default=None)
+
+    @invariant()
+    def no_record_accepted_twice(self) -> None:
+        """However stale an acknowledgement (a member's acquisition forgotten by a reload,
+        or its lock expired), no record's acceptance is confirmed twice."""
+        assert all(n == 1 for n in self.accepted.values()), self.accepted
+
+    @invariant()
+    def held_below_start_as_modelled(self) -> None:
+        """Below the start offset the partition holds only records the model saw the start
+        offset pass while held, with the same owner and lock."""
+        for r in self.partition.in_flight():
+            for offset in range(r.first_offset, min(r.last_offset, self.start_offset - 1) + 1):
+                if r.state == ACQ:
+                    assert self.held_below.get(offset) == Rec(ACQ, r.delivery_count,
+                                                              r.member_id, r.lock_deadline_ms)
 
     @invariant()
     def delivery_count_within_limit(self) -> None:
@@ -427,13 +483,56 @@ def test_acknowledging_records_never_acquired_is_invalid_record_state() -> None:
             == ErrorCode.invalid_record_state)
 
 
-def test_offsets_below_the_start_offset_are_skipped() -> None:
+def test_records_the_member_holds_below_the_start_offset_are_skipped() -> None:
+    """The log's start offset moved past records m1 still holds: acknowledging them
+    succeeds (they are gone from the log, as in Kafka), once."""
     partition = fresh()
     partition.acquire("m1", 0, [(0, 4)], 0, 100)
-    partition.acknowledge("m1", [AcknowledgementBatch(0, 1, (A,))], 0)
-    result = partition.acknowledge("m1", [AcknowledgementBatch(0, 2, (A,))], 0)
+    partition.update_log_start_offset(2)
+    result = partition.acknowledge("m1", [AcknowledgementBatch(0, 3, (A,))], 0)
     assert result.error == ErrorCode.none
-    assert partition.start_offset == 3
+    assert partition.start_offset == 4
+    again = partition.acknowledge("m1", [AcknowledgementBatch(0, 1, (A,))], 0)
+    assert again.error == ErrorCode.invalid_record_state
+
+
+@pytest.mark.parametrize("member", ["m1", "m2"])
+def test_acknowledging_records_done_below_the_start_offset_is_invalid_record_state(
+        member: str) -> None:
+    """Records below the start offset that were accepted (here by m1) are no longer
+    acquired by anyone: an acknowledgement naming them, wholly or in part, confirms
+    nothing."""
+    partition = fresh()
+    partition.acquire("m1", 0, [(0, 4)], 0, 100)
+    partition.acquire("m2", 5, [(5, 9)], 0, 100)
+    partition.acknowledge("m1", [AcknowledgementBatch(0, 1, (A,))], 0)
+    assert partition.start_offset == 2
+    for batch in (AcknowledgementBatch(0, 0, (A,)), AcknowledgementBatch(1, 2, (A,))):
+        result = partition.acknowledge(member, [batch], 0)
+        assert (result.error, result.write) == (ErrorCode.invalid_record_state, None)
+    partition.acknowledge("m1", [AcknowledgementBatch(2, 4, (A,))], 0)
+    assert partition.start_offset == 5  # batch 0-4 is no longer in flight
+    result = partition.acknowledge(member, [AcknowledgementBatch(3, 3, (A,))], 0)
+    assert (result.error, result.write) == (ErrorCode.invalid_record_state, None)
+
+
+def test_an_acquisition_a_reload_forgot_cannot_confirm_what_another_member_accepted(
+        ) -> None:
+    """CI's record accepted twice (test_share_consumer.py, its share coordinator's broker
+    killed): m1 acquired 225; a write failed, so the leader rebuilt the partition from
+    its persisted state (start offset 224), which forgot that acquisition; m2 acquired
+    224-461 and accepted them. m1's acknowledgement of 225, retried until the rebuilt
+    partition answered, must fail: a success would report 225 accepted a second time."""
+    partition = fresh()
+    assert partition.acquire("m1", 224, [(224, 224), (225, 225)], 0, 100) == [
+        AcquiredRecords(224, 225, 1)]
+    reloaded = SharePartition.from_persisted(partition.config, 0, 0, 224, [])
+    assert reloaded.acquire("m2", 224, [(224, 461)], 0, 500) == [AcquiredRecords(224, 461, 1)]
+    accepted = reloaded.acknowledge("m2", [AcknowledgementBatch(224, 461, (A,))], 0)
+    assert accepted.error == ErrorCode.none
+    assert reloaded.start_offset == 462
+    stale = reloaded.acknowledge("m1", [AcknowledgementBatch(225, 225, (A,))], 0)
+    assert (stale.error, stale.write) == (ErrorCode.invalid_record_state, None)
 
 
 def test_lock_expiry_makes_records_available_then_archives_at_the_delivery_limit() -> None:
