@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,26 +100,38 @@ class Worker:
                 self.kill()
 
 
-def outcomes(workers: list[Worker]) -> tuple[Counter[str], set[str], list[int]]:
-    """Values whose acceptance the broker confirmed (counted); values whose commit failed or
-    went unanswered, or that a killed worker was given and did not report committed (it may
-    have been killed between its commit and its report); and every delivery count seen."""
-    committed: Counter[str] = Counter()
-    uncertain: set[str] = set()
-    counts = []
+@dataclass
+class Outcomes:
+    committed: Counter[str]
+    """Values whose acceptance the broker confirmed, counted."""
+    uncertain: set[str]
+    """Values whose commit failed or went unanswered."""
+    unreported: set[str]
+    """Values of a killed worker's last poll it reported nothing of: it may have been
+    killed between its commit and its report. However many records that poll brought,
+    these are not the broker's doing."""
+    counts: list[int]
+    """Every delivery count seen."""
+
+
+def outcomes(workers: list[Worker]) -> Outcomes:
+    result = Outcomes(Counter(), set(), set(), [])
     for worker in workers:
-        mine: Counter[str] = Counter()
-        delivered = set()
+        poll: set[str] = set()
+        reported: set[str] = set()
         for line in worker.lines():
-            mine.update(line.get("committed", []))
-            uncertain.update(line.get("uncertain", []))
             if "delivered" in line:
-                counts.append(line["count"])
-                delivered.add(line["delivered"])
+                if reported:  # a poll's deliveries come before its reports
+                    poll, reported = set(), set()
+                result.counts.append(line["count"])
+                poll.add(line["delivered"])
+            else:
+                result.committed.update(line.get("committed", []))
+                result.uncertain.update(line.get("uncertain", []))
+                reported.update(line.get("committed", []), line.get("uncertain", []))
         if worker.killed:
-            uncertain |= delivered - set(mine)
-        committed += mine
-    return committed, uncertain, counts
+            result.unreported |= poll - reported
+    return result
 
 
 def share_lags(bootstrap: str, group: str, topic: str) -> list[int | str]:
@@ -166,30 +179,33 @@ def run(cluster: Cluster, tmp_path: Path) -> None:
     producer.start()
     workers = [Worker(tmp_path, f"worker-{i}", bootstrap, topic, group) for i in range(4)]
     try:
-        wait_until(lambda: sum(outcomes(workers)[0].values()) >= 200, TIMEOUT,
+        wait_until(lambda: sum(outcomes(workers).committed.values()) >= 200, TIMEOUT,
                    "the workers accept records")
         # the member with the most deliveries so far, so that it dies holding records
         max(workers, key=lambda w: sum("delivered" in line for line in w.lines())).kill()
-        wait_until(lambda: sum(outcomes(workers)[0].values()) >= 500, TIMEOUT,
+        wait_until(lambda: sum(outcomes(workers).committed.values()) >= 500, TIMEOUT,
                    "the others accept records after a member's kill -9")
         cluster.stop("broker-2", kill=True)
         producer.join(TIMEOUT)
         assert unflushed == [0], "every record was produced (acks=all, with a broker down)"
 
         def settled() -> bool:
-            committed, uncertain, _ = outcomes(workers)
-            return set(values) <= set(committed) | uncertain
+            seen = outcomes(workers)
+            return set(values) <= set(seen.committed) | seen.uncertain | seen.unreported
 
-        wait_until(settled, TIMEOUT, lambda: f"{len(set(values) - set(outcomes(workers)[0]))} "
-                   "records never accepted")
+        def never_accepted() -> str:
+            return f"{len(set(values) - set(outcomes(workers).committed))} never accepted"
+
+        wait_until(settled, TIMEOUT, never_accepted)
     finally:
         for worker in workers:
             worker.close()
     wait_until(lambda: share_lags(bootstrap, group, topic) == [0, 0, 0], TIMEOUT,
                lambda: f"every record settled: lags {share_lags(bootstrap, group, topic)}")
-    committed, uncertain, counts = outcomes(workers)
-    twice = {value: n for value, n in committed.items() if n > 1}
+    seen = outcomes(workers)
+    twice = {value: n for value, n in seen.committed.items() if n > 1}
     assert twice == {}, "a record accepted more than once"
-    assert set(committed) <= set(values)
-    assert max(counts) <= DELIVERY_COUNT_LIMIT
-    assert len(uncertain - set(committed)) <= len(values) // 10, uncertain - set(committed)
+    assert set(seen.committed) <= set(values)
+    assert max(seen.counts) <= DELIVERY_COUNT_LIMIT
+    failed = seen.uncertain - set(seen.committed)
+    assert len(failed) <= len(values) // 10, failed
