@@ -16,8 +16,13 @@ BOOTSTRAP_FILE = "bootstrap.checkpoint"
 
 
 def new_cluster_id() -> str:
-    """Kafka's form: a random UUID as 22 characters of URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's form: a random UUID as 22 characters of URL-safe base64, never starting with
+    `-` (Kafka's Uuid.randomUuid draws again: `storage format -t -Xy...` would read the id
+    as an option)."""
+    while True:
+        encoded = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not encoded.startswith("-"):
+            return encoded
 
 
 def read_or_create_cluster_id(directory: Path, node_id: int, configured: str | None,

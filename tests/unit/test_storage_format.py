@@ -3,6 +3,7 @@ first active controller (never a password), and kafka-storage's refusals."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,13 @@ def test_bad_arguments_fail_before_anything_is_written(
     with pytest.raises(FormatterError, match=message):
         format_storage(config, cluster_id or new_cluster_id(), scram, ignore_formatted=False)
     assert not (tmp_path / "a").exists()
+
+
+def test_a_new_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`storage format -t <id>` would read such an id as an option (the CI failure of
+    test_the_cli_takes_kafka_storages_arguments, 1 id in 64); Kafka draws again."""
+    dashed = uuid.UUID(bytes=bytes([0xF8]) + bytes(15))  # base64 "-A..."
+    plain = uuid.UUID(bytes=bytes([0x04]) + bytes(15))
+    draws = iter([dashed, dashed, plain])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))
+    assert new_cluster_id() == "BAAAAAAAAAAAAAAAAAAAAA"
