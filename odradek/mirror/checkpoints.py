@@ -94,8 +94,10 @@ class OffsetSyncReader:
             "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True,
         }, logger=CLIENT_LOG)
-        self._consumer.assign([KafkaTopicPartition(flow.offset_syncs_topic, 0,
-                                                   OFFSET_BEGINNING)])
+        self._assigned = False
+        """Assigned once the topic exists: librdkafka learns of a topic created after its
+        assignment only at a later metadata refresh, up to minutes away, and the
+        translations would wait for it."""
         self.ready = False
         self._closed = False
         self._consuming = threading.Lock()
@@ -103,7 +105,16 @@ class OffsetSyncReader:
 
     def _consume(self) -> list[Message]:
         with self._consuming:
-            return [] if self._closed else self._consumer.consume(1000, 0.2)
+            if self._closed:
+                return []
+            if not self._assigned:
+                topic = self.flow.offset_syncs_topic
+                found = self._consumer.list_topics(topic, TIMEOUT_S).topics.get(topic)
+                if found is None or found.error is not None:
+                    return []
+                self._consumer.assign([KafkaTopicPartition(topic, 0, OFFSET_BEGINNING)])
+                self._assigned = True
+            return self._consumer.consume(1000, 0.2)
 
     async def poll(self) -> None:
         """Add what the topic holds now to the translator."""
