@@ -16,12 +16,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK
+from tests.integration.log_digest import digest
 from tests.waiting import wait_until
 
 TIMEOUT = 30.0
-LOG_TAIL = 3000
-LOG_ALARMS = 40
-"""A failed test shows each node's last LOG_ALARMS warnings and errors and LOG_TAIL characters."""
 
 
 class Cluster:
@@ -108,15 +106,8 @@ class Cluster:
     def logs(self) -> str:
         """Each node's last warnings and errors (what went wrong may be long before the end)
         and the end of its log."""
-        parts = []
-        for path in sorted(self.data_dir.glob("*.log")):
-            text = path.read_text(errors="replace")
-            alarms = [line for line in text.splitlines()
-                      if " WARNING " in line or " ERROR " in line][-LOG_ALARMS:]
-            parts.append(f"--- {path.name}: last {len(alarms)} warnings and errors\n"
-                         + "".join(f"{line}\n" for line in alarms)
-                         + f"--- {path.name} (last {LOG_TAIL} chars)\n{text[-LOG_TAIL:]}")
-        return "\n".join(parts)
+        return "\n".join(digest(path.name, path.read_text(errors="replace"))
+                         for path in sorted(self.data_dir.glob("*.log")))
 
 
 @contextmanager

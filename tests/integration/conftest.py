@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration import groups
+from tests.integration import groups, mirror_process
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.cluster import Cluster
-
-BROKER_LOG_TAIL = 3000
+from tests.integration.log_digest import digest
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,20 +26,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.when != "call" or not report.failed:
         return
-    for name, value in getattr(item, "funcargs", {}).items():
+    funcargs = getattr(item, "funcargs", {})
+    for name, value in funcargs.items():
         cluster = value if isinstance(value, Cluster) else getattr(value, "cluster", None)
         if isinstance(cluster, Cluster):
             report.sections.append((f"odradek logs ({name})", cluster.logs()))
         elif isinstance(value, BrokerProcess):
-            report.sections.append((f"odradek log ({name}, last {BROKER_LOG_TAIL} chars)",
-                                    value.logs()[-BROKER_LOG_TAIL:]))
+            report.sections.append((f"odradek log ({name})", digest(name, value.logs())))
+    fixtures = [value for value in funcargs.values()
+                if isinstance(value, mirror_process.MirrorProcess)]
+    for mirror in dict.fromkeys([*fixtures, *mirror_process.STARTED]):
+        report.sections.append((f"mirror log ({mirror.log_path})",
+                                digest(mirror.log_path.name, mirror.logs())))
 
 
 @pytest.fixture(autouse=True)
 def close_group_consumers() -> Iterator[None]:
     """Consumers a failed test left open would keep polling (and heartbeating) into the
-    next tests."""
+    next tests; the mirrors a test started are no longer its to report."""
     yield
+    mirror_process.STARTED.clear()
     while groups.OPEN:
         driver = groups.OPEN.pop()
         with contextlib.suppress(Exception):

@@ -56,6 +56,11 @@ def assert_refused_in_one_line(directory: Path, lines: list[str], message: str) 
         assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
 
 
+STARTED: list[MirrorProcess] = []
+"""The mirrors started during the running test, whose logs a failed test's report shows
+(tests/integration/conftest.py clears it after each test)."""
+
+
 class MirrorProcess:
     def __init__(self, directory: Path, config: dict[str, str],
                  args: list[str] | None = None) -> None:
@@ -72,6 +77,8 @@ class MirrorProcess:
     def start(self) -> MirrorProcess:
         """Start (again, after a stop or a kill) and wait for this run's "mirroring" line."""
         started_at = len(self.logs())
+        if self not in STARTED:
+            STARTED.append(self)
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
         self.process = subprocess.Popen(
             [*ODRADEK, "mirror", "--config", str(self.config_path), *self.args],
