@@ -4,7 +4,9 @@ ranges it supports and the levels the cluster runs at, which `kafka-features des
 
 Odradek's levels are fixed, not finalized through UpdateFeatures: metadata.version 4.0-IV3
 (the APIs and records of Kafka 4.0), group.version 1 (KIP-848 consumer groups are served),
-kraft.version 0 (a static voter set; no KIP-853 reconfiguration) and transaction.version 1.
+kraft.version 0 (a static voter set; no KIP-853 reconfiguration), share.version 1 (share
+groups are served, as a Kafka 4.2+ cluster runs by default; Kafka's ShareVersion 1 depends
+on no other feature) and transaction.version 1.
 transaction.version stays below 2 on purpose: at 2 the Java producer stops sending
 AddPartitionsToTxn and expects the partition leader to add partitions to the transaction
 itself (KIP-890 part 2), which Odradek's leaders only verify."""
@@ -34,6 +36,7 @@ FEATURES = (
     Feature("kraft.version", 0, 0, 0),
     Feature("metadata.version", MINIMUM_METADATA_VERSION, METADATA_VERSION_4_0_IV3,
             METADATA_VERSION_4_0_IV3),
+    Feature("share.version", 0, 1, 1),
     Feature("transaction.version", 0, 1, 1),
 )
 

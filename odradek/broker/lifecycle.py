@@ -23,7 +23,8 @@ from odradek.rpc import controller_pb2 as pb
 log = logging.getLogger("odradek.broker.lifecycle")
 
 CATCH_UP_HEARTBEAT_S = 0.01
-"""Heartbeats while fenced, catching up with the metadata log: Kafka's 10 ms (STARTING)."""
+"""Heartbeats until first unfenced, catching up with the metadata log: Kafka's 10 ms
+(STARTING); a broker fenced later heartbeats at its interval, as Kafka's does once RUNNING."""
 SHUTDOWN_POLL_S = 0.05
 """How often a controlled shutdown looks for this broker fenced in the image."""
 SHUTDOWN_WAIT_S = 5.0
@@ -127,11 +128,14 @@ class BrokerLifecycle:
 
     async def _beat(self) -> None:
         while True:
-            await asyncio.sleep(CATCH_UP_HEARTBEAT_S if self.fenced else self.heartbeat_s)
+            await asyncio.sleep(self.heartbeat_interval_s())
             try:
                 await self._heartbeat()
             except Exception:  # without heartbeats the controller fences this broker
                 log.exception("heartbeat failed; the next one goes out as usual")
+
+    def heartbeat_interval_s(self) -> float:
+        return self.heartbeat_s if self.unfenced.is_set() else CATCH_UP_HEARTBEAT_S
 
     async def _heartbeat(self) -> pb.BrokerHeartbeatResponse | None:
         request = pb.BrokerHeartbeatRequest(

@@ -36,6 +36,7 @@ from odradek.share.partition import (
     UNINITIALIZED_START_OFFSET,
     AcknowledgementBatch,
     AcquiredRecords,
+    AcquireMode,
     FetchedBatch,
     SharePartition,
     SharePartitionConfig,
@@ -90,15 +91,18 @@ class SharePartitionManager:
 
     async def fetch(self, group_id: str, member_id: str,
                     wanted: Sequence[tuple[str, str, int]], max_records: int,
-                    batch_size: int, max_bytes: int) -> dict[tuple[str, int], FetchedShare]:
+                    batch_size: int, max_bytes: int,
+                    mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED
+                    ) -> dict[tuple[str, int], FetchedShare]:
         """Acquire for the member what each (topic, topic id, partition) has available,
-        whole batches up to `max_bytes` in all and about `max_records` records."""
+        whole batches up to `max_bytes` in all and `max_records` records in all (about as
+        many, batch-aligned, in BATCH_OPTIMIZED mode)."""
         results: dict[tuple[str, int], FetchedShare] = {}
         remaining_bytes, remaining_records = max_bytes, max_records
         for topic, topic_id, partition in wanted:
             fetched = await self._fetch_partition(
                 group_id, member_id, topic, topic_id, partition, remaining_records, batch_size,
-                remaining_bytes, first=remaining_bytes == max_bytes)
+                remaining_bytes, mode, first=remaining_bytes == max_bytes)
             results[(topic_id, partition)] = fetched
             remaining_bytes = max(remaining_bytes - len(fetched.records), 0)
             remaining_records -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
@@ -108,7 +112,7 @@ class SharePartitionManager:
 
     async def _fetch_partition(self, group_id: str, member_id: str, topic: str, topic_id: str,
                                partition: int, max_records: int, batch_size: int,
-                               max_bytes: int, first: bool) -> FetchedShare:
+                               max_bytes: int, mode: AcquireMode, first: bool) -> FetchedShare:
         key = (group_id, topic_id, partition)
         log_, code = self.broker.leader_log(topic, partition)
         if log_ is None:
@@ -123,11 +127,11 @@ class SharePartitionManager:
                 return FetchedShare(error.code, str(error))
             read_committed = self.broker.group_config(group_id).share_read_committed
             return self._acquire(entry, member_id, log_, read_committed, max_records,
-                                 batch_size, max_bytes, first)
+                                 batch_size, max_bytes, mode, first)
 
     def _acquire(self, entry: _Entry, member_id: str, log_: PartitionLog,
                  read_committed: bool, max_records: int, batch_size: int,
-                 max_bytes: int, first: bool) -> FetchedShare:
+                 max_bytes: int, mode: AcquireMode, first: bool) -> FetchedShare:
         share = entry.partition
         if log_.log_start_offset > share.start_offset:
             share.update_log_start_offset(log_.log_start_offset)
@@ -152,7 +156,7 @@ class SharePartitionManager:
         now = now_ms()
         acquired = share.acquire(member_id, offset, [(b.base_offset, b.last_offset)
                                                      for b in batches],
-                                 now, max_records, batch_size, aborted)
+                                 now, max_records, batch_size, aborted, mode)
         if not acquired:
             return FetchedShare()
         self._arm_timer(entry)

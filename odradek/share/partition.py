@@ -18,10 +18,11 @@ The API (all times are `now_ms` passed in; nothing here reads a clock or does IO
   records the leader read from `fetch_offset`, given as the (first, last) offsets of its
   record batches; returns the `AcquiredRecords` ranges for ShareFetch. Whole batches are
   acquired; per-offset state appears only where acknowledgements or re-acquisition split
-  a batch. An acquired range may span offsets no fetched batch holds (compacted away,
-  control records): the client acknowledges those as GAP. With read_committed the leader
-  passes `aborted`, the offset ranges of aborted transactional batches (see
-  `aborted_batch_ranges`): they are archived, never delivered.
+  a batch (and where `mode` is RECORD_LIMIT, whose limit a batch crosses, or where
+  throttled redelivery takes part of one). An acquired range may span offsets no fetched
+  batch holds (compacted away, control records): the client acknowledges those as GAP.
+  With read_committed the leader passes `aborted`, the offset ranges of aborted
+  transactional batches (see `aborted_batch_ranges`): they are archived, never delivered.
 - `acknowledge(member_id, batches, now_ms)`: ShareAcknowledge (or the acknowledgements
   of a ShareFetch) for one partition; returns an `AckResult`: an error code for the whole
   request (nothing changes on error) or the `StateWrite` to persist.
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -88,6 +90,19 @@ _ACK_TARGET = {
 }
 
 
+class AcquireMode(enum.IntEnum):
+    """ShareFetch's ShareAcquireMode, the consumer's `share.acquire.mode`, numbered as
+    Kafka sends it."""
+
+    BATCH_OPTIMIZED = 0
+    """MaxRecords is a soft limit: the batch that crosses it is acquired whole."""
+    RECORD_LIMIT = 1
+    """Never more than MaxRecords: a batch that crosses it is acquired in part."""
+
+
+MINIMUM_THROTTLE_DELIVERY_LIMIT = 2
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionConfig:
     delivery_count_limit: int = 5
@@ -96,6 +111,12 @@ class SharePartitionConfig:
     """group.share.partition.max.record.locks (share.partition.max.record.locks per group)"""
     record_lock_duration_ms: int = 30000
     """group.share.record.lock.duration.ms (share.record.lock.duration.ms per group)"""
+
+    @property
+    def throttle_delivery_limit(self) -> int:
+        """The delivery count from which records are redelivered in ever smaller parts of
+        their batch (Kafka's throttleRecordsDeliveryLimit: half the limit, rounded up)."""
+        return max(MINIMUM_THROTTLE_DELIVERY_LIMIT, math.ceil(self.delivery_count_limit / 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,16 +337,22 @@ class SharePartition:
 
     def acquire(self, member_id: str, fetch_offset: int, batches: Sequence[tuple[int, int]],
                 now_ms: int, max_fetch_records: int, batch_size: int | None = None,
-                aborted: Sequence[tuple[int, int]] = ()) -> list[AcquiredRecords]:
+                aborted: Sequence[tuple[int, int]] = (),
+                mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRecords]:
         """Acquire for `member_id` what the leader read from `fetch_offset`: its record
         batches as (first offset, last offset), in order. New records are acquired whole
-        batch by whole batch up to `max_fetch_records` (a soft limit: the batch that crosses
-        it is taken whole) and the `max_record_locks` in flight, in acquired ranges of about
-        `batch_size` records; records fetched before are acquired again where AVAILABLE."""
+        batch by whole batch up to `max_fetch_records` (in BATCH_OPTIMIZED mode a soft
+        limit: the batch that crosses it is taken whole) and the `max_record_locks` in
+        flight, in acquired ranges of about `batch_size` records; records fetched before
+        are acquired again where AVAILABLE. Records redelivered often are throttled, as in
+        Kafka: from `throttle_delivery_limit` deliveries a fetch takes no other batch with
+        them and only part of their batch, halved with each further delivery, and a record
+        on its last delivery goes alone."""
         if not batches or max_fetch_records <= 0:
             return []
         if batch_size is None:
             batch_size = max_fetch_records
+        record_limit = mode == AcquireMode.RECORD_LIMIT
         last_to_acquire, max_records = self._acquire_limits(
             fetch_offset, max_fetch_records, batches[-1][1])
         if max_records <= 0:
@@ -344,7 +371,7 @@ class SharePartition:
         overlapping = [b for b in self._batches if base <= b.first_offset <= last_to_acquire]
         if not overlapping:
             result = self._acquire_new(member_id, batches, first_base, last_to_acquire,
-                                       batch_size, max_records, now_ms)
+                                       batch_size, max_records, now_ms, record_limit)
         else:
             result = []
             count = 0
@@ -352,14 +379,25 @@ class SharePartition:
                 if count >= max_records:
                     break
                 full = batch.first_offset >= first_base and batch.last_offset <= last_to_acquire
-                if not full or batch.offsets is not None:
+                over_limit = record_limit and (
+                    batch.last_offset - batch.first_offset + 1 > max_records - count)
+                throttled = self._throttled(batch, first_base, last_to_acquire)
+                if throttled and count > 0:
+                    max_records = 0
+                    break
+                if not full or batch.offsets is not None or over_limit or throttled:
                     if batch.offsets is None:
                         assert batch.whole is not None
                         if batch.whole.state != RecordState.AVAILABLE:
                             continue
                         batch.split()
-                    count += self._acquire_offsets(member_id, first_base, last_to_acquire,
-                                                   batch, result, now_ms)
+                    acquired = self._acquire_offsets(
+                        member_id, first_base, last_to_acquire, batch, result, now_ms,
+                        max_records - count if record_limit else None)
+                    count += acquired
+                    if throttled and acquired > 0:
+                        max_records = 0
+                        break
                     continue
                 assert batch.whole is not None
                 if batch.whole.state != RecordState.AVAILABLE:
@@ -372,7 +410,7 @@ class SharePartition:
             if count < max_records and last_cached < last_to_acquire:
                 result += self._acquire_new(member_id, batches, last_cached + 1,
                                             last_to_acquire, batch_size, max_records - count,
-                                            now_ms)
+                                            now_ms, record_limit)
         if aborted and result:
             result = self._archive_aborted(result, aborted)
         self._advance_start_offset()
@@ -391,9 +429,11 @@ class SharePartition:
         return last_offset, max_records
 
     def _acquire_new(self, member_id: str, fetched: Sequence[tuple[int, int]], first: int,
-                     last: int, batch_size: int, max_records: int,
-                     now_ms: int) -> list[AcquiredRecords]:
-        """Kafka's acquireNewBatchRecords: records never in flight, as new batches."""
+                     last: int, batch_size: int, max_records: int, now_ms: int,
+                     record_limit: bool = False) -> list[AcquiredRecords]:
+        """Kafka's acquireNewBatchRecords: records never in flight, as new batches. With
+        `record_limit`, one in-flight batch that still ends on a fetched batch's boundary,
+        of which only the first `max_records` are acquired and the rest are AVAILABLE."""
         was_empty = not self._batches
         # Never below the start offset, nor into the in-flight records (a fetched batch that
         # began below a moved log start offset; Kafka checks only the first case).
@@ -402,32 +442,54 @@ class SharePartition:
             return []
         if max_records < last - first + 1:
             last = _last_offset_of_batch_with(fetched, first + max_records - 1)
-        ranges = []
-        current = first
-        if last - first + 1 > batch_size:
-            for base, _ in fetched:
-                if base > last:
-                    break
-                if base - current >= batch_size:
-                    ranges.append((current, base - 1))
-                    current = base
-        ranges.append((current, last))
         deadline = now_ms + self.config.record_lock_duration_ms
-        for lo, hi in ranges:
-            self._insert(_Batch(lo, hi, _State(RecordState.ACQUIRED, 1, member_id, deadline)))
+        if record_limit:
+            acquired = [AcquiredRecords(first, min(last, first + max_records - 1), 1)]
+            batch = _Batch(first, last, _State(RecordState.ACQUIRED, 1, member_id, deadline))
+            if acquired[0].last_offset < last:
+                offsets = batch.split()
+                for offset in range(acquired[0].last_offset + 1, last + 1):
+                    offsets[offset] = _State(RecordState.AVAILABLE, 0)
+            self._insert(batch)
+        else:
+            ranges = []
+            current = first
+            if last - first + 1 > batch_size:
+                for base, _ in fetched:
+                    if base > last:
+                        break
+                    if base - current >= batch_size:
+                        ranges.append((current, base - 1))
+                        current = base
+            ranges.append((current, last))
+            for lo, hi in ranges:
+                self._insert(_Batch(lo, hi, _State(RecordState.ACQUIRED, 1, member_id,
+                                                   deadline)))
+            acquired = [AcquiredRecords(lo, hi, 1) for lo, hi in ranges]
         if was_empty:
             self.start_offset = first
         self.end_offset = max(self.end_offset, last)
-        return [AcquiredRecords(lo, hi, 1) for lo, hi in ranges]
+        return acquired
 
     def _acquire_offsets(self, member_id: str, first: int, last: int, batch: _Batch,
-                         result: list[AcquiredRecords], now_ms: int) -> int:
+                         result: list[AcquiredRecords], now_ms: int,
+                         limit: int | None = None) -> int:
         """Kafka's acquireSubsetBatchRecords: the AVAILABLE offsets of a split batch within
-        [first, last]; consecutive offsets of one delivery count make one range."""
+        [first, last], at most `limit`; consecutive offsets of one delivery count make one
+        range. A record on its last delivery goes alone; from `throttle_delivery_limit`
+        deliveries, only a part of the batch is taken (see `acquire`)."""
         count = 0
+        throttled_to: int | None = None
+        max_deliveries = self.config.delivery_count_limit
+        throttle_from = self.config.throttle_delivery_limit
         for offset, _, state in batch.states(max(first, self.start_offset), last):
             if state.state != RecordState.AVAILABLE:
                 continue
+            if max_deliveries > 2 and state.delivery_count == max_deliveries - 1 and count:
+                break
+            if state.delivery_count >= throttle_from and throttled_to is None:
+                throttled_to = max(1, (batch.last_offset - batch.first_offset + 1)
+                                   >> (state.delivery_count - throttle_from + 1))
             self._acquire_state(state, member_id, now_ms)
             count += 1
             previous = result[-1] if result else None
@@ -437,7 +499,17 @@ class SharePartition:
                                              state.delivery_count)
             else:
                 result.append(AcquiredRecords(offset, offset, state.delivery_count))
+            last_delivery = max_deliveries > 2 and state.delivery_count == max_deliveries
+            if last_delivery or count in (limit, throttled_to):
+                break
         return count
+
+    def _throttled(self, batch: _Batch, first: int, last: int) -> bool:
+        """Kafka's shouldThrottleRecordsDelivery: an AVAILABLE record of the batch within
+        [first, last] was delivered `throttle_delivery_limit` times or more."""
+        counts = [s.delivery_count for _, _, s in batch.states(first, last)
+                  if s.state == RecordState.AVAILABLE]
+        return max(counts, default=0) >= self.config.throttle_delivery_limit
 
     def _acquire_state(self, state: _State, member_id: str, now_ms: int) -> None:
         state.state = RecordState.ACQUIRED

@@ -96,8 +96,9 @@ def test_metadata_by_topic_id_ignores_an_empty_name(broker: BrokerProcess) -> No
 def test_api_versions_announce_metadata_version(broker: BrokerProcess) -> None:
     """ApiVersions v3 carries the features (KIP-584) that Kafka's Admin describeFeatures reads:
     at v3 only metadata.version is listed as supported (3.3-IV3 to 4.0-IV3, as Kafka leaves
-    out features whose minimum is 0), and the finalized levels (transaction.version 1, not
-    2, which would switch Kafka's producer to KIP-890) with the metadata offset as epoch."""
+    out features whose minimum is 0), and the finalized levels (share.version 1: share groups
+    are on; transaction.version 1, not 2, which would switch Kafka's producer to KIP-890)
+    with the metadata offset as epoch."""
     client = RawClient(broker.bootstrap)
     try:
         request = ApiVersionsRequest[3](client_software_name="odradek-test",
@@ -109,5 +110,6 @@ def test_api_versions_announce_metadata_version(broker: BrokerProcess) -> None:
         ("metadata.version", 7, 25)]
     assert [(f.name, f.min_version_level, f.max_version_level)
             for f in answer.finalized_features] == [
-        ("group.version", 1, 1), ("metadata.version", 25, 25), ("transaction.version", 1, 1)]
+        ("group.version", 1, 1), ("metadata.version", 25, 25), ("share.version", 1, 1),
+        ("transaction.version", 1, 1)]
     assert answer.finalized_features_epoch > 0

@@ -28,17 +28,18 @@ def test_v4_lists_kafkas_features_with_their_finalized_levels_and_epoch() -> Non
     response = decoded(4, 42)
     assert {(f.name, f.min_version, f.max_version) for f in response.supported_features} == {
         ("group.version", 0, 1), ("kraft.version", 0, 0),
-        ("metadata.version", 7, 25), ("transaction.version", 0, 1)}
+        ("metadata.version", 7, 25), ("share.version", 0, 1), ("transaction.version", 0, 1)}
     assert {(f.name, f.min_version_level, f.max_version_level)
             for f in response.finalized_features} == {
-        ("group.version", 1, 1), ("metadata.version", 25, 25), ("transaction.version", 1, 1)}
+        ("group.version", 1, 1), ("metadata.version", 25, 25), ("share.version", 1, 1),
+        ("transaction.version", 1, 1)}
     assert response.finalized_features_epoch == 42
 
 
 def test_v3_leaves_out_features_whose_minimum_is_zero() -> None:
     response = decoded(3, 5)
     assert [f.name for f in response.supported_features] == ["metadata.version"]
-    assert len(response.finalized_features) == 3
+    assert len(response.finalized_features) == 4
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

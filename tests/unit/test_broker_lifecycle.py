@@ -1,6 +1,7 @@
 """The broker's heartbeats go on after a call fails in a way the controller client does not
 retry (a non-transient gRPC status): a heartbeat task that died would let the controller fence
-this broker a session timeout later, with nothing in the log saying why."""
+this broker a session timeout later, with nothing in the log saying why. They go out every
+10 ms only until the broker is first unfenced, as Kafka's do while STARTING."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from typing import Any
 
 import grpc
 
-from odradek.broker.lifecycle import BrokerLifecycle, MetadataProgress, Registration
+from odradek.broker.lifecycle import (
+    CATCH_UP_HEARTBEAT_S,
+    BrokerLifecycle,
+    MetadataProgress,
+    Registration,
+)
 from odradek.rpc import controller_pb2 as pb
 
 HEARTBEATS = 3
@@ -54,3 +60,33 @@ def test_heartbeats_go_on_after_an_unexpected_failure() -> None:
     heartbeats, alive = asyncio.run(beat_after_a_failed_heartbeat())
     assert alive
     assert heartbeats >= HEARTBEATS
+
+
+class AnsweringClient:
+    """A controller client answering heartbeats with the given fenced states in turn."""
+
+    def __init__(self, *fenced: bool) -> None:
+        self.fenced = list(fenced)
+
+    async def call(self, method: Any, request: Any, deadline_s: float | None = None) -> Any:
+        return pb.BrokerHeartbeatResponse(is_fenced=self.fenced.pop(0))
+
+
+async def intervals_while(*fenced: bool) -> list[float]:
+    async def apply(*_args: Any) -> None:
+        return None
+
+    lifecycle = BrokerLifecycle(AnsweringClient(*fenced),  # type: ignore[arg-type]
+                                Registration(1, broker_epoch=5), MetadataProgress(), "cluster",
+                                [], None, 2000, apply)
+    intervals = [lifecycle.heartbeat_interval_s()]
+    for _ in fenced:
+        await lifecycle._heartbeat()
+        intervals.append(lifecycle.heartbeat_interval_s())
+    return intervals
+
+
+def test_heartbeats_are_fast_only_until_first_unfenced() -> None:
+    fast = CATCH_UP_HEARTBEAT_S
+    assert asyncio.run(intervals_while(True, True, False, True, False)) == [
+        fast, fast, fast, 2.0, 2.0, 2.0]

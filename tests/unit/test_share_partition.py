@@ -26,6 +26,7 @@ from odradek.share.partition import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
+    AcquireMode,
     FetchedBatch,
     RecordState,
     SharePartition,
@@ -59,7 +60,7 @@ def per_offset(partition: SharePartition) -> dict[int, Rec]:
 
 
 class SharePartitionMachine(RuleBasedStateMachine):
-    @initialize(limit=st.integers(2, 4), locks=st.sampled_from([6, 1000]))
+    @initialize(limit=st.integers(2, 6), locks=st.sampled_from([6, 1000]))
     def start(self, limit: int, locks: int) -> None:
         self.config = SharePartitionConfig(delivery_count_limit=limit, max_record_locks=locks,
                                            record_lock_duration_ms=LOCK_MS)
@@ -112,11 +113,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
     @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 12),
           max_batches=st.integers(1, 4), batch_size=st.integers(1, 8),
           produced=st.lists(st.tuples(st.integers(1, 4), st.sampled_from([False] * 4 + [True])),
-                            max_size=3))
+                            max_size=3),
+          mode=st.sampled_from(AcquireMode))
     def acquire(self, member: str, max_records: int, max_batches: int, batch_size: int,
-                produced: list[tuple[int, bool]]) -> None:
+                produced: list[tuple[int, bool]], mode: AcquireMode) -> None:
         """The log grows by `produced` batches (size, written by an aborted transaction),
-        then `member` fetches, read_committed."""
+        then `member` fetches, read_committed, in `mode`."""
         for size, aborted in produced:
             first = self.log[-1][1] + 1 if self.log else 0
             self.log.append((first, first + size - 1))
@@ -128,9 +130,14 @@ class SharePartitionMachine(RuleBasedStateMachine):
         aborted_ranges = [b for b in fetched if b in self.aborted]
         before = dict(self.recs)
         acquired = self.partition.acquire(member, fetch_offset, fetched, self.now, max_records,
-                                          batch_size, aborted=aborted_ranges)
+                                          batch_size, aborted=aborted_ranges, mode=mode)
         offsets = [o for a in acquired for o in range(a.first_offset, a.last_offset + 1)]
         assert len(offsets) == len(set(offsets)), acquired
+        if mode == AcquireMode.RECORD_LIMIT:
+            assert len(offsets) <= max_records, (max_records, acquired)
+        limit = self.config.delivery_count_limit
+        if limit > 2 and any(a.delivery_count == limit for a in acquired):
+            assert len(offsets) == 1, acquired  # a record's last delivery goes alone
         in_aborted = {o for lo, hi in aborted_ranges for o in range(lo, hi + 1)}
         for a in acquired:
             for offset in range(a.first_offset, a.last_offset + 1):
@@ -153,7 +160,14 @@ class SharePartitionMachine(RuleBasedStateMachine):
         for offset in archived:
             self.recs[offset] = Rec(ARC, before.get(offset, Rec(AV, 0)).count + 1)
         span = range(max(first_fetched, fetch_offset), fetched[-1][1] + 1) if fetched else []
-        if self.config.max_record_locks == 1000 and max_records >= len(span):
+        if mode == AcquireMode.RECORD_LIMIT:
+            # new records past the limit are in flight unacquired, never delivered
+            self.recs |= {o: Rec(AV, 0) for o, r in now.items()
+                          if o not in before and o not in self.recs and r == Rec(AV, 0)}
+        throttled = any(before[o].state == AV
+                        and before[o].count >= self.config.throttle_delivery_limit
+                        for o in span if o in before)
+        if self.config.max_record_locks == 1000 and max_records >= len(span) and not throttled:
             # Unbounded, a fetch acquires every AVAILABLE record it returned and every new
             # offset its batches span (a compacted batch between them too: the client reports
             # such offsets as gaps), but no hole among the records fetched before.
@@ -418,6 +432,48 @@ def test_acquire_splits_acquired_ranges_at_batch_boundaries_by_batch_size() -> N
     partition = fresh()
     got = partition.acquire("m1", 0, [(0, 2), (3, 5), (6, 8)], 0, 100, batch_size=3)
     assert got == [AcquiredRecords(0, 2, 1), AcquiredRecords(3, 5, 1), AcquiredRecords(6, 8, 1)]
+
+
+def test_record_limit_acquires_part_of_a_batch_and_leaves_the_rest_available() -> None:
+    partition = fresh()
+    limited = AcquireMode.RECORD_LIMIT
+    assert partition.acquire("m1", 0, [(0, 9), (10, 14)], 0, 4, mode=limited) == [
+        AcquiredRecords(0, 3, 1)]
+    assert partition.end_offset == 9  # the in-flight batch ends on the log's batch boundary
+    assert states(partition) == {**{o: (ACQ, 1, "m1") for o in range(4)},
+                                 **{o: (AV, 0, "") for o in range(4, 10)}}
+    assert partition.next_fetch_offset() == 4
+    assert partition.acquire("m2", 4, [(0, 9), (10, 14)], 0, 4, mode=limited) == [
+        AcquiredRecords(4, 7, 1)]
+    assert partition.acquire("m2", 8, [(0, 9), (10, 14)], 0, 4, mode=limited) == [
+        AcquiredRecords(8, 9, 1), AcquiredRecords(10, 11, 1)]
+    assert partition.end_offset == 14
+    assert partition.next_fetch_offset() == 12
+
+
+def test_a_fetch_of_often_redelivered_records_takes_ever_smaller_parts_of_their_batch() -> None:
+    """Kafka's delivery throttling (limit 6: from 3 deliveries a fetch takes half the batch,
+    then a quarter, ...; a record's last delivery goes alone), so that one bad record does
+    not take a whole batch to the delivery limit with it."""
+    partition = fresh(limit=6)
+    batches = [(0, 99), (100, 109)]
+
+    def fetch_and_release() -> list[AcquiredRecords]:
+        got = partition.acquire("m1", partition.next_fetch_offset(), batches, 0, 1000)
+        for a in got:
+            released = partition.acknowledge("m1", [AcknowledgementBatch(
+                a.first_offset, a.last_offset, (R,))], 0)
+            assert released.error == ErrorCode.none
+        return got
+
+    assert fetch_and_release() == [AcquiredRecords(0, 109, 1)]
+    assert fetch_and_release() == [AcquiredRecords(0, 109, 2)]
+    assert fetch_and_release() == [AcquiredRecords(0, 109, 3)]
+    assert fetch_and_release() == [AcquiredRecords(0, 54, 4)]  # 110 >> 1 records, nothing after
+    assert fetch_and_release() == [AcquiredRecords(0, 26, 5)]  # 110 >> 2
+    assert fetch_and_release() == [AcquiredRecords(0, 0, 6)]  # its last delivery: alone
+    assert fetch_and_release() == [AcquiredRecords(1, 1, 6)]
+    assert partition.start_offset == 2  # both archived at the delivery limit
 
 
 def test_acquire_stops_at_max_record_locks() -> None:

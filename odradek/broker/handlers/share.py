@@ -22,7 +22,7 @@ from odradek.broker.access import TOPIC, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.share_fetch import FetchedShare, SharePartitionManager
-from odradek.share.partition import AcknowledgementBatch, AcknowledgeType
+from odradek.share.partition import AcknowledgementBatch, AcknowledgeType, AcquireMode
 from odradek.share.session import FINAL_EPOCH, ShareContext, SharePartitionId, ShareSessionError
 
 MAX_MEMBER_ID_LENGTH = 36
@@ -84,6 +84,9 @@ async def handle_share_fetch(context: RequestContext, request: Any) -> Result:
     version = context.version
     refused = _request_error(request, version)
     renew = version >= RENEW_VERSION and request.is_renew_ack
+    mode = getattr(request, "share_acquire_mode", AcquireMode.BATCH_OPTIMIZED)  # v2+
+    if refused is None and mode not in AcquireMode.__members__.values():
+        refused = (ErrorCode.invalid_request, f"Unknown share acquire mode id: {mode}")
     if refused is None and renew and (request.max_bytes or request.min_bytes
                                       or request.max_records or _ms(request.max_wait)):
         refused = (ErrorCode.invalid_request, "maxBytes, minBytes, maxRecords and maxWaitMs "
@@ -103,7 +106,7 @@ async def handle_share_fetch(context: RequestContext, request: Any) -> Result:
     settled = await _settle(context, shares, group_id, member_id, acks, version)
     fetched: dict[SharePartitionId, FetchedShare] = {}
     if not session.final and not renew:
-        fetched = await _fetch(context, shares, request, session)
+        fetched = await _fetch(context, shares, request, session, AcquireMode(mode))
     else:
         removed = shares.sessions.remove((group_id, member_id)) if session.final else None
         if removed is not None:
@@ -112,7 +115,7 @@ async def handle_share_fetch(context: RequestContext, request: Any) -> Result:
 
 
 async def _fetch(context: RequestContext, shares: SharePartitionManager, request: Any,
-                 session: ShareContext) -> dict[SharePartitionId, FetchedShare]:
+                 session: ShareContext, mode: AcquireMode) -> dict[SharePartitionId, FetchedShare]:
     """Acquire for the member, waiting up to MaxWaitMs for records to acquire. Records once
     acquired go out at once, whatever MinBytes says: Kafka checks MinBytes against the log
     before it acquires, and a response held back here would keep them locked unseen."""
@@ -139,7 +142,7 @@ async def _fetch(context: RequestContext, shares: SharePartitionManager, request
     while True:
         waiter = broker.waiters.wait([(topic, partition) for topic, _, partition in wanted])
         got = await shares.fetch(request.group_id, request.member_id, wanted,
-                                 request.max_records, request.batch_size, max_bytes)
+                                 request.max_records, request.batch_size, max_bytes, mode)
         size = sum(len(f.records) for f in got.values())
         failed = any(f.error != ErrorCode.none for f in got.values())
         if size or failed or loop.time() >= deadline:

@@ -466,6 +466,7 @@ def test_features_describe(odradek: Target, kafka: Target) -> None:
         "group.version": ["0", "1", "1", ours["group.version"][3]],
         "kraft.version": ["0", "0", "0", ours["group.version"][3]],
         "metadata.version": ["3.3-IV3", "4.0-IV3", "4.0-IV3", ours["group.version"][3]],
+        "share.version": ["0", "1", "1", ours["group.version"][3]],
         "transaction.version": ["0", "1", "1", ours["group.version"][3]]}
     theirs = features(kafka)
     assert {name: values[0] for name, values in ours.items()} == {

@@ -1,7 +1,8 @@
 """Share groups (KIP-932) driven by Kafka's own KafkaShareConsumer: one consumer that accepts,
-releases and rejects on `odradek dev`; then four consumers of one group on a 3-broker
-cluster while one of them is killed with kill -9 and a broker is killed too. Every record is
-accepted exactly once, and none is delivered more times than the delivery count limit."""
+releases and rejects on `odradek dev`, and polls bounded by share.acquire.mode; then four
+consumers of one group on a 3-broker cluster while one of them is killed with kill -9 and a
+broker is killed too. Every record is accepted exactly once, and none is delivered more
+times than the delivery count limit."""
 
 from __future__ import annotations
 
@@ -68,6 +69,24 @@ def test_kafka_share_consumer_accepts_releases_and_rejects(
     assert first[10:] == [("r1", 2)], "the released record comes again, the rejected one not"
     assert "commit_error" not in report
     assert report["second_consumer"] == [], "every record was settled"
+
+
+@pytest.mark.parametrize("mode", ["record_limit", "batch_optimized"])
+def test_share_acquire_mode_record_limit_bounds_a_poll_by_max_poll_records(
+        broker: BrokerProcess, mode: str) -> None:
+    """The 50 records are one batch. With share.acquire.mode=record_limit the broker acquires
+    part of it, and no poll returns more than max.poll.records; batch_optimized (the
+    default) acquires the batch whole. Either way each record is delivered once."""
+    topic = create_topic(broker.bootstrap, unique("polls"))
+    result = run_java("odradek.jvm.share.SharePolls", broker.bootstrap, topic, unique("g"),
+                      "50", f"share.acquire.mode={mode}", "max.poll.records=7",
+                      timeout=TIMEOUT)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(report["values"]) == sorted(f"v{i}" for i in range(50)), report
+    if mode == "record_limit":
+        assert max(report["polls"]) <= 7, report["polls"]
+    else:
+        assert max(report["polls"]) > 7, report["polls"]
 
 
 class Worker:

@@ -174,8 +174,8 @@ ALLOWED: list[Allowed] = [
     _older_max(66, 2, "a transactional id pattern filter (KIP-1152)"),
     Allowed("api_versions.*features*", "Odradek's feature levels are fixed "
             "(odradek/broker/features.py: metadata.version 4.0-IV3, group.version 1, "
-            "kraft.version 0, transaction.version 1, not 2, whose KIP-890 part 2 its leaders "
-            "do not serve); Kafka 4.3.1 runs higher levels and lists share.version, "
+            "kraft.version 0, share.version 1, transaction.version 1, not 2, whose KIP-890 "
+            "part 2 its leaders do not serve); Kafka 4.3.1 runs higher levels and lists "
             "streams.version and eligible.leader.replicas.version too", DIFFERENCE),
     Allowed("create_topics.topics.*.configs.min.insync.replicas.config_source",
             "Kafka's storage format writes a cluster-wide dynamic min.insync.replicas "

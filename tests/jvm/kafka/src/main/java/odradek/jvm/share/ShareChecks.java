@@ -39,17 +39,8 @@ public final class ShareChecks {
     List<List<Object>> deliveries = new ArrayList<>();
     Map<String, Object> report = new LinkedHashMap<>();
     produce(bootstrap, topic);
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-      admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
-          new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
-          .all().get();
-    }
-    Properties extra = new Properties();
-    for (int i = 3; i < args.length; i++) {
-      String[] pair = args[i].split("=", 2);
-      extra.put(pair[0], pair[1]);
-    }
+    readFromEarliest(bootstrap, group);
+    Properties extra = configs(args, 3);
     try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, extra)) {
       consumer.subscribe(List.of(topic));
       long deadline = System.currentTimeMillis() + 60_000;
@@ -93,7 +84,28 @@ public final class ShareChecks {
     System.out.println(Json.object(report));
   }
 
-  private static KafkaShareConsumer<String, String> consumer(String bootstrap, String group,
+  /** Sets the group's share.auto.offset.reset to earliest. */
+  static void readFromEarliest(String bootstrap, String group) throws Exception {
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+      admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
+          new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
+          .all().get();
+    }
+  }
+
+  /** The name=value arguments from index `first` on. */
+  static Properties configs(String[] args, int first) {
+    Properties extra = new Properties();
+    for (int i = first; i < args.length; i++) {
+      String[] pair = args[i].split("=", 2);
+      extra.put(pair[0], pair[1]);
+    }
+    return extra;
+  }
+
+  /** A KafkaShareConsumer in explicit acknowledgement mode with `extra` configs. */
+  static KafkaShareConsumer<String, String> consumer(String bootstrap, String group,
       Properties extra) {
     Properties config = new Properties();
     config.putAll(extra);
