@@ -62,6 +62,9 @@ class FetchedShare:
     records: bytes | memoryview = b""
     acquired: list[AcquiredRecords] = field(default_factory=list)
     current_leader: tuple[int, int] = (-1, -1)
+    acquirable: bool = False
+    """The fetch could acquire here (the share-partition's lock held, room under its
+    in-flight limit), records or not: Kafka's acquired fetch lock."""
 
 
 @dataclass(slots=True)
@@ -146,7 +149,7 @@ class SharePartitionManager:
             return FetchedShare(ErrorCode.offset_out_of_range, str(error))
         batches = list(iter_batches(read.records))
         if not batches:
-            return FetchedShare()
+            return FetchedShare(acquirable=True)
         aborted: list[tuple[int, int]] = []
         if read_committed:
             aborted = aborted_batch_ranges(
@@ -158,12 +161,13 @@ class SharePartitionManager:
                                                      for b in batches],
                                  now, max_records, batch_size, aborted, mode)
         if not acquired:
-            return FetchedShare()
+            return FetchedShare(acquirable=True)
         self._arm_timer(entry)
         low, high = acquired[0].first_offset, acquired[-1].last_offset
         kept = [b for b in batches if b.last_offset >= low and b.base_offset <= high]
         view = memoryview(read.records)
-        return FetchedShare(records=view[kept[0].position:kept[-1].end], acquired=acquired)
+        return FetchedShare(records=view[kept[0].position:kept[-1].end], acquired=acquired,
+                            acquirable=True)
 
     # --- acknowledging --------------------------------------------------------------------
 

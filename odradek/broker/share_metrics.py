@@ -1,6 +1,7 @@
 """Share-group metrics under the names Kafka's Prometheus JMX exporter gives Kafka 4.3's:
 kafka.server:type=ShareGroupMetrics (the share-partition leader: records acknowledged per
-type, share-partition load time), kafka.server:type=ShareSessionCache (share sessions and
+type, share-partition load time, and per group the share of a ShareFetch's partitions it
+could acquire from and how long it took), kafka.server:type=ShareSessionCache (share sessions and
 their partitions) and kafka.server:type=share-coordinator-metrics (state writes and their
 latency)."""
 
@@ -23,6 +24,8 @@ from odradek.windowed_rate import WINDOW_S
 ACK_TYPES = {AcknowledgeType.ACCEPT: "Accept", AcknowledgeType.RELEASE: "Release",
              AcknowledgeType.REJECT: "Reject", AcknowledgeType.RENEW: "Renew"}
 """ShareGroupMetrics' ackType tag: AcknowledgeType's name, capitalized (gaps are left out)."""
+RATIO_BUCKETS = (0, 10, 25, 50, 75, 90, 100)
+"""Percentages."""
 
 
 def acknowledged_records(batches: Iterable[AcknowledgementBatch]) -> Tally[int]:
@@ -52,11 +55,31 @@ class ShareGroupMetrics:
             "kafka_server_sharegroupmetrics_partitionloadtimems",
             "Time to load a share-partition's state from the share coordinator, in "
             "milliseconds.", buckets=LATENCY_BUCKETS_MS, registry=registry)
+        self.fetch_ratio = Histogram(
+            "kafka_server_sharegroupmetrics_requesttopicpartitionsfetchratio",
+            "Percentage of a ShareFetch's partitions it could acquire from, per group "
+            "(RequestTopicPartitionsFetchRatio).", ["group"], buckets=RATIO_BUCKETS,
+            registry=registry)
+        self.acquire_time_ms = Histogram(
+            "kafka_server_sharegroupmetrics_topicpartitionsacquiretimems",
+            "Milliseconds from a ShareFetch's arrival (or its last acquisition) until it could "
+            "acquire from its partitions, or ended without, per group "
+            "(TopicPartitionsAcquireTimeMs).",
+            ["group"], buckets=LATENCY_BUCKETS_MS, registry=registry)
         prefix = "kafka_server_sharesessioncache_"
         Gauge(prefix + "sharesessionscount", "Share sessions this broker holds.",
               registry=registry).set_function(sessions)
         Gauge(prefix + "sharepartitionscount", "Partitions in this broker's share sessions.",
               registry=registry).set_function(session_partitions)
+
+    def record_acquire_time(self, group: str, elapsed_ms: float) -> None:
+        """A ShareFetch could acquire from its partitions `elapsed_ms` after it arrived (or
+        after its last acquisition, when it waited on for records), or ended without."""
+        self.acquire_time_ms.labels(group).observe(elapsed_ms)
+
+    def record_fetch_ratio(self, group: str, partitions: int, acquirable: int) -> None:
+        """A ShareFetch answered: of its `partitions`, `acquirable` could be acquired from."""
+        self.fetch_ratio.labels(group).observe(100 * acquirable // partitions)
 
     def record_acknowledgements(self, batches: Iterable[AcknowledgementBatch]) -> None:
         for ack_type, count in acknowledged_records(batches).items():

@@ -1,6 +1,6 @@
 """The pure parts of the share metrics: records counted per acknowledgement type as Kafka's
-SharePartitionManager counts them, and the windowed average and maximum of
-share-coordinator-metrics' write latency."""
+SharePartitionManager counts them, a ShareFetch's fetch ratio as a percentage per group, and
+the windowed average and maximum of share-coordinator-metrics' write latency."""
 
 from __future__ import annotations
 
@@ -47,3 +47,18 @@ def test_latency_average_and_maximum_over_the_window() -> None:
     assert stats.measure(30) == (6, 10)
     assert stats.measure(61) == (2, 2)  # the first sample left the window
     assert all(math.isnan(v) for v in stats.measure(100))
+
+
+def test_fetch_ratio_is_a_whole_percentage_per_group() -> None:
+    registry = CollectorRegistry()
+    metrics = ShareGroupMetrics(registry, lambda: 0, lambda: 0)
+    metrics.record_fetch_ratio("g1", 3, 2)
+    metrics.record_fetch_ratio("g1", 3, 0)
+    metrics.record_acquire_time("g2", 12.5)
+    ratio = "kafka_server_sharegroupmetrics_requesttopicpartitionsfetchratio"
+    assert registry.get_sample_value(f"{ratio}_sum", {"group": "g1"}) == 66
+    assert registry.get_sample_value(f"{ratio}_count", {"group": "g1"}) == 2
+    assert registry.get_sample_value(f"{ratio}_bucket", {"group": "g1", "le": "0.0"}) == 1
+    acquire = "kafka_server_sharegroupmetrics_topicpartitionsacquiretimems"
+    assert registry.get_sample_value(f"{acquire}_sum", {"group": "g2"}) == 12.5
+    assert registry.get_sample_value(f"{acquire}_count", {"group": "g1"}) is None

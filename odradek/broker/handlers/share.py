@@ -138,15 +138,24 @@ async def _fetch(context: RequestContext, shares: SharePartitionManager, request
         return result
     max_bytes = min(request.max_bytes, broker.config.integer("fetch.max.bytes"))
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + _ms(request.max_wait) / 1000
+    acquiring_since = loop.time()
+    deadline = acquiring_since + _ms(request.max_wait) / 1000
+    metrics, group_id = shares.metrics, request.group_id
     while True:
         waiter = broker.waiters.wait([(topic, partition) for topic, _, partition in wanted])
-        got = await shares.fetch(request.group_id, request.member_id, wanted,
+        got = await shares.fetch(group_id, request.member_id, wanted,
                                  request.max_records, request.batch_size, max_bytes, mode)
+        acquirable = sum(f.acquirable for f in got.values())
         size = sum(len(f.records) for f in got.values())
         failed = any(f.error != ErrorCode.none for f in got.values())
-        if size or failed or loop.time() >= deadline:
+        done = size or failed or loop.time() >= deadline
+        if acquirable or done:  # Kafka's DelayedShareFetch: at each acquisition, and at the end
+            now = loop.time()
+            metrics.record_acquire_time(group_id, (now - acquiring_since) * 1000)
+            acquiring_since = now
+        if done:
             waiter.cancel()
+            metrics.record_fetch_ratio(group_id, len(wanted), acquirable)
             return result | got
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(waiter, max(deadline - loop.time(), 0))

@@ -228,6 +228,13 @@ def test_share_metrics_and_a_reset_consumed_again(broker: BrokerProcess) -> None
         "ack_Accept": 9, "ack_Release": 1, "ack_Reject": 1, "ack_Renew": 0}
     assert after["kafka_server_sharegroupmetrics_partitionloadtimems_count"] > before[
         "kafka_server_sharegroupmetrics_partitionloadtimems_count"]
+    per_group = {name: value for (name, labels), value in scrape(broker).items()
+                 if ("group", group) in labels}
+    prefix = "kafka_server_sharegroupmetrics_"
+    # its ShareFetches could acquire from their one partition: at 100 %, at least once
+    assert per_group[prefix + "requesttopicpartitionsfetchratio_count"] > 0
+    assert per_group[prefix + "requesttopicpartitionsfetchratio_sum"] >= 100
+    assert per_group[prefix + "topicpartitionsacquiretimems_count"] > 0
     assert after["kafka_server_share_coordinator_metrics_write_total"] > before[
         "kafka_server_share_coordinator_metrics_write_total"]
     assert 0 <= after["kafka_server_share_coordinator_metrics_write_latency_avg"] <= after[
