@@ -1,9 +1,11 @@
 """Offset syncs written outside the copy's transactions: to `mm2-offset-syncs.<target>.internal`
 on the source cluster (MM2's default `offset-syncs.topic.location=source`), partition 0 as
 MM2's OffsetSyncWriter writes them, by one idempotent producer per flow. Copiers hand syncs
-over without waiting; a background task writes them in order. A sync that cannot be
-written is logged and dropped: the copier's progress record keeps the last transaction's
-syncs, and a new session writes them again."""
+over without waiting; a background task writes them in order. Syncs that cannot be written
+are tried again, in order and with backoff, with a new producer id: a sync lost silently
+would leave the checkpoints of its partition waiting for the next one, which an idle
+partition never writes (MM2 drops it). Past MAX_PENDING unwritten syncs, the oldest are
+dropped, and logged."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import asyncio
 import logging
 
 from odradek.clock import now_ms
+from odradek.mirror.backoff import Backoff
 from odradek.mirror.formats import OffsetSync
 from odradek.mirror.producer import MirrorProducer, ProducerError
 from odradek.protocol.record_codec import build_batch
@@ -19,12 +22,16 @@ log = logging.getLogger("odradek.mirror.offset_syncs")
 
 PARTITION = 0
 STOP_TIMEOUT_S = 5.0
+MAX_PENDING = 100_000
+"""Unwritten syncs kept while the source cluster refuses them (about 100 bytes each)."""
 
 
 class OffsetSyncWriter:
-    def __init__(self, producer: MirrorProducer, topic: str) -> None:
+    def __init__(self, producer: MirrorProducer, topic: str,
+                 backoff: Backoff | None = None) -> None:
         self.producer = producer
         self.topic = topic
+        self._backoff = backoff or Backoff()
         self._pending: list[OffsetSync] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -69,9 +76,18 @@ class OffsetSyncWriter:
                                         base_sequence=self.producer.sequence(key))
                     await self.producer.produce(key, batch, len(syncs))
                     self.written += len(syncs)
+                    self._backoff.reset()
                 except ProducerError as error:
-                    log.warning("dropped %d offset syncs to %s: %s", len(syncs), self.topic,
-                                error)
                     self._ready = False
+                    self._pending = syncs + self._pending
+                    excess = len(self._pending) - MAX_PENDING
+                    if excess > 0:
+                        del self._pending[:excess]
+                        log.warning("dropped the %d oldest offset syncs not written to %s",
+                                    excess, self.topic)
+                    delay_ms = self._backoff.next_ms()
+                    log.warning("%d offset syncs not written to %s, again in %.1f s: %s",
+                                len(self._pending), self.topic, delay_ms / 1000, error)
+                    await asyncio.sleep(delay_ms / 1000)
             if self._stopping:
                 return

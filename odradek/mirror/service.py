@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 
 from odradek.kafka_client import KafkaClientError, KafkaCluster
 from odradek.mirror.acl_sync import TopicAclSync
+from odradek.mirror.backoff import Backoff
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
 from odradek.mirror.client_security import flow_librdkafka_config, flow_security
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
@@ -32,21 +32,6 @@ from odradek.service_runtime import run_service, start_metrics
 
 log = logging.getLogger("odradek.mirror")
 Work = Callable[[], Awaitable[object]]
-
-
-@dataclass
-class Backoff:
-    """Exponential: 0.5 s doubling to 10 s, back to the start after a success."""
-    first_ms: int = 500
-    max_ms: int = 10_000
-    _next_ms: int = field(default=0, init=False)
-
-    def next_ms(self) -> int:
-        self._next_ms = min(self.max_ms, max(self.first_ms, self._next_ms * 2))
-        return self._next_ms
-
-    def reset(self) -> None:
-        self._next_ms = 0
 
 
 async def repeat(name: str, interval_ms: int, work: Work, setup: Work | None = None) -> None:
