@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.access import AUTHORIZATION_ERRORS, Access, Pair
 from odradek.broker.broker import Broker
-from odradek.broker.server import ConnectionAbort, MutedResponse, Response
+from odradek.broker.server import ConnectionAbort, Later, MutedResponse, Response
 from odradek.broker.services import BrokerServices
 from odradek.broker.session import Session
 from odradek.clock import now_ms
@@ -169,7 +169,7 @@ class Dispatcher:
         self.throttle = throttle
 
     def __call__(self, frame: bytes | bytearray, session: Session
-                 ) -> Response | Awaitable[Response]:
+                 ) -> Response | Awaitable[Response] | Later:
         started = time.perf_counter()
         try:
             header, offset = codec.decode_header(frame)
@@ -206,10 +206,11 @@ class Dispatcher:
             answer = self._encode(api, header, failure.result, started)
             return _close_later(str(failure), answer, session.failed_authentication_delay_ms)
         busy_s = time.perf_counter() - started
+        size = len(frame)
         if inspect.isawaitable(result):
-            return self._finish_later(api, context, request, len(frame), result, started,
-                                      busy_s)
-        return self._finish(api, context, request, len(frame), result, started, busy_s)
+            return Later(result, lambda done: self._finish(api, context, request, size, done,
+                                                           started, busy_s))
+        return self._finish(api, context, request, size, result, started, busy_s)
 
     def _refusal(self, access: Access, context: RequestContext, request: Any) -> Result:
         """The response to a request one of its API's gates refuses (None: all allow it)."""
@@ -218,12 +219,6 @@ class Dispatcher:
             if not context.allowed(gate.operation, gate.resource_type, name):
                 return access.refusal(request, AUTHORIZATION_ERRORS[gate.resource_type])
         return None
-
-    async def _finish_later(self, api: Api, context: RequestContext, request: Any, size: int,
-                            pending: Awaitable[Result], started: float, busy_s: float
-                            ) -> Response:
-        result = await pending
-        return self._finish(api, context, request, size, result, started, busy_s)
 
     def _finish(self, api: Api, context: RequestContext, request: Any, size: int,
                 result: Result, started: float, busy_s: float) -> Response:

@@ -16,6 +16,8 @@ import time
 import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from odradek.broker.session import Session
 from odradek.protocol.frames import FrameDecoder, FrameError
@@ -25,7 +27,20 @@ log = logging.getLogger("odradek.broker.server")
 Response = Sequence[bytes | memoryview] | None
 """The buffers of one response frame, or None when the request gets no response."""
 
-Dispatch = Callable[[bytes | bytearray, Session], Response | Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A request whose handler still runs: `pending` (run as the connection's in-flight task
+    itself) and `finish`, which makes the response of its result. A coroutine wrapping the
+    handler's instead, cancelled before its first step (the client went away), would leave
+    the handler's coroutine never awaited."""
+
+    pending: Awaitable[Any]
+    finish: Callable[[Any], Response]
+
+
+Dispatch = Callable[[bytes | bytearray, Session], Response | Awaitable[Response] | Later]
 """Handles one frame of a connection; raises ConnectionAbort to drop the connection."""
 OpenSession = Callable[[asyncio.BaseTransport, str], Session]
 """A new connection's session from its transport and peer; raises ConnectionAbort to refuse
@@ -104,7 +119,9 @@ class KafkaConnection(asyncio.Protocol):
         """The loop time of the connection's latest read or write."""
         self._queue: deque[bytes | bytearray] = deque()
         self._queued_bytes = 0
-        self._in_flight: asyncio.Future[Response] | None = None
+        self._in_flight: asyncio.Future[Any] | None = None
+        self._finish: Callable[[Any], Response] | None = None
+        """How the in-flight request's result becomes its response (None: it is one)."""
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._reading_paused = False
@@ -211,34 +228,45 @@ class KafkaConnection(asyncio.Protocol):
             except Exception as error:
                 self._fail(error)
                 return
-            if isinstance(result, Awaitable):
-                future = asyncio.ensure_future(result)
-                if not future.done():
-                    self._in_flight = future
-                    future.add_done_callback(self._on_done)
-                    break
-                if not self._complete(future):
-                    return
+            if isinstance(result, Later):
+                future, finish = asyncio.ensure_future(result.pending), result.finish
+            elif isinstance(result, Awaitable):
+                future, finish = asyncio.ensure_future(result), None
             else:
                 self._write(result)
+                continue
+            if not future.done():
+                self._in_flight, self._finish = future, finish
+                future.add_done_callback(self._on_done)
+                break
+            if not self._complete(future, finish):
+                return
         self._update_reading()
 
-    def _on_done(self, future: asyncio.Future[Response]) -> None:
+    def _on_done(self, future: asyncio.Future[Any]) -> None:
         if future is not self._in_flight:
             return
-        self._in_flight = None
-        if self._complete(future):
+        finish, self._in_flight, self._finish = self._finish, None, None
+        if self._complete(future, finish):
             self._run()
 
-    def _complete(self, future: asyncio.Future[Response]) -> bool:
+    def _complete(self, future: asyncio.Future[Any],
+                  finish: Callable[[Any], Response] | None) -> bool:
         """Write a finished request's response; False when the connection is now closed."""
         if self._closed or future.cancelled():
             return False
         error = future.exception()
+        if error is None and finish is not None:
+            try:
+                response = finish(future.result())
+            except Exception as failure:
+                error = failure
+        elif error is None:
+            response = future.result()
         if error is not None:
             self._fail(error)
             return False
-        self._write(future.result())
+        self._write(response)
         return True
 
     def _write(self, response: Response) -> None:
@@ -314,7 +342,7 @@ class KafkaConnection(asyncio.Protocol):
             self._muted = None
         if self._in_flight is not None:
             self._in_flight.cancel()
-            self._in_flight = None
+            self._in_flight = self._finish = None
         self._queue.clear()
         self._queued_bytes = 0
         if self._connections is not None:

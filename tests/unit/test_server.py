@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import struct
+import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from types import SimpleNamespace
 
@@ -14,6 +16,7 @@ from odradek.broker.server import (
     MAX_QUEUED_FRAMES,
     ConnectionAbort,
     KafkaConnection,
+    Later,
     MutedResponse,
     Response,
 )
@@ -63,9 +66,12 @@ class Handler:
         self.gates: dict[bytes, asyncio.Future[None]] = {}
 
     def __call__(self, frame: bytes | bytearray,
-                 session: Session) -> Response | Awaitable[Response]:
+                 session: Session) -> Response | Awaitable[Response] | Later:
         frame = bytes(frame)
         self.calls.append(frame)
+        if frame.startswith(b"later"):
+            gate = self.gates[frame] = asyncio.get_running_loop().create_future()
+            return Later(self._later(frame, gate), self._finish)
         if frame == b"abort":
             raise ConnectionAbort("bad request")
         if frame == b"boom":
@@ -82,6 +88,13 @@ class Handler:
         if frame == b"async-abort":
             raise ConnectionAbort("bad body")
         return [b"echo:" + frame]
+
+    @staticmethod
+    def _finish(result: Response) -> Response:
+        assert result is not None
+        if result[0] == b"echo:later-bug":
+            raise RuntimeError("encoding bug")
+        return [b"finished:" + bytes(result[0])]
 
 
 @pytest.fixture
@@ -260,6 +273,55 @@ def test_close_cancels_the_in_flight_request(loop: asyncio.AbstractEventLoop) ->
     assert connections == set()
     connection.data_received(framed(b"late"))
     assert handler.calls == [b"async-1"]
+
+
+def test_a_later_result_is_finished_into_its_response_in_order(
+        loop: asyncio.AbstractEventLoop) -> None:
+    handler = Handler()
+    connection, transport = connect(handler)
+
+    async def scenario() -> None:
+        connection.data_received(framed(b"later-1", b"sync"))
+
+    loop.run_until_complete(scenario())
+    settle(loop)
+    assert transport.written == []
+    handler.gates[b"later-1"].set_result(None)
+    settle(loop)
+    assert transport.written == [b"finished:echo:later-1", b"echo:sync"]
+
+
+def test_a_failing_finish_aborts_only_its_connection(loop: asyncio.AbstractEventLoop) -> None:
+    handler = Handler()
+    connection, transport = connect(handler)
+
+    async def scenario() -> None:
+        connection.data_received(framed(b"later-bug", b"after"))
+
+    loop.run_until_complete(scenario())
+    handler.gates[b"later-bug"].set_result(None)
+    settle(loop)
+    assert transport.aborted
+    assert handler.calls == [b"later-bug"]
+
+
+def test_a_request_cancelled_before_it_started_leaves_no_coroutine_unawaited(
+        loop: asyncio.AbstractEventLoop) -> None:
+    """The client went away before the handler's task took its first step."""
+    handler = Handler()
+    connection, _ = connect(handler)
+
+    async def scenario() -> None:
+        connection.data_received(framed(b"later-gone"))
+        in_flight = connection.close()
+        assert in_flight is not None
+        await asyncio.gather(in_flight, return_exceptions=True)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loop.run_until_complete(scenario())
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
 
 
 # --- throttling, connection limits, the pre-authentication cap ------------------------------
