@@ -110,6 +110,8 @@ class Commit:
     partition: int
     offset: int
     time: float
+    """A consumer's commit: when it was issued (it commits the positions of that moment);
+    the monitor's: when it was read."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -370,6 +371,10 @@ class Reader(Client):
         self.topics, self.isolation, self.group, self.protocol = \
             topics, isolation, group, protocol
         self.last_commit = time.monotonic()
+        self.issued: defaultdict[tuple[str, int, int], deque[float]] = defaultdict(deque)
+        """When the commits not yet answered of each (topic, partition, offset) were issued,
+        oldest first (a partition that did not move is committed again at the same
+        offset)."""
 
     def open(self) -> None:
         config: dict[str, Any] = {
@@ -421,22 +426,35 @@ class Reader(Client):
             self.commit()
 
     def commit(self) -> None:
-        """Asynchronous, so that a coordinator that never answers cannot block the reader
-        past its stop (a synchronous commit has no timeout); `on_commit` records the
-        acknowledgement when a later `consume` serves it."""
+        """The consumer's positions, committed asynchronously, so that a coordinator that
+        never answers cannot block the reader past its stop (a synchronous commit has no
+        timeout); `on_commit` records the acknowledgement when a later `consume` serves
+        it."""
+        issued = time.monotonic()
         try:
-            self.consumer.commit(asynchronous=True)
+            positions = [p for p in self.consumer.position(self.consumer.assignment())
+                         if p.offset >= 0]
+            if positions:
+                self.consumer.commit(offsets=positions, asynchronous=True)
         except KafkaException:
-            return  # nothing to commit
+            return
+        for p in positions:
+            self.issued[(p.topic, p.partition, p.offset)].append(issued)
 
     def on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        if error is not None:
-            return  # a rebalance, a coordinator moving: not acknowledged
+        """An answer to a commit: recorded at the time the commit was issued, whose
+        positions it committed (answers may come in another order, and reads served while
+        it was in flight come after it)."""
         now = time.monotonic()
         for partition in partitions:
-            if partition.error is None and partition.offset >= 0:
+            key = (partition.topic, partition.partition, partition.offset)
+            pending = self.issued.get(key)
+            issued = pending.popleft() if pending else now
+            if pending is not None and not pending:
+                del self.issued[key]
+            if error is None and partition.error is None and partition.offset >= 0:
                 self.history.add(Commit(self.name, str(self.group), partition.topic,
-                                        partition.partition, partition.offset, now))
+                                        partition.partition, partition.offset, issued))
 
     def finish(self) -> None:
         close(self.consumer, self.name, self.history)

@@ -13,9 +13,10 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import BrokerProcess, free_port
-from tests.integration.cluster import admin, create
+from tests.integration.cluster import admin, create, partitions, running_cluster
 from tests.integration.fault_proxy import dropping_produce_responses
 from tests.integration.raw_client import RawClient, now_ms
+from tests.waiting import wait_until
 
 MESSAGES = 3000
 DROPS = 6
@@ -145,3 +146,38 @@ def test_deduplication_survives_a_restart(fresh_broker: BrokerProcess, idempoten
         assert client.latest_offset(idempotent_topic, 0) == last_offset + 2
     finally:
         client.close()
+
+
+def test_a_new_leader_answers_a_retry_with_its_original_offset(tmp_path: Path) -> None:
+    """The batches reached every replica, and the last answers were lost with the leader
+    (kill -9): the producer's retries to the new leader are duplicates there too (a
+    follower keeps producer state from what it replicates), answered with their first
+    offsets and not written again."""
+    with running_cluster(tmp_path, 1, 3, {"broker.session.timeout.ms": "3000",
+                                          "broker.heartbeat.interval.ms": "500"}) as cluster:
+        topic = create(admin(cluster.bootstrap), 1, 3)
+        wait_until(lambda: len(partitions(cluster.bootstrap, topic)[0].isrs) == 3, 60,
+                   "every replica in sync")
+        leader = partitions(cluster.bootstrap, topic)[0].leader
+        client = RawClient(cluster.broker_bootstrap(f"broker-{leader}"))
+        offsets = {}
+        try:
+            for sequence in range(0, 20, 2):
+                response = client.produce_partition(topic, 0, _batch(88, 0, sequence), acks=-1)
+                assert response.error_code == ErrorCode.none
+                offsets[sequence] = response.base_offset
+        finally:
+            client.close()
+        cluster.stop(f"broker-{leader}", kill=True)
+        wait_until(lambda: partitions(cluster.bootstrap, topic)[0].leader not in (leader, -1),
+                   60, "a new leader")
+        successor = partitions(cluster.bootstrap, topic)[0].leader
+        client = RawClient(cluster.broker_bootstrap(f"broker-{successor}"))
+        try:
+            for sequence in (18, 14):  # the last batch, and one of the five before it
+                retry = client.produce_partition(topic, 0, _batch(88, 0, sequence), acks=-1)
+                assert (retry.error_code, retry.base_offset) == (ErrorCode.none,
+                                                                 offsets[sequence])
+            assert client.latest_offset(topic, 0) == offsets[18] + 2
+        finally:
+            client.close()
