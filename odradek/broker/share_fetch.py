@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.broker.share_metrics import ShareGroupMetrics
+from odradek.broker.share_metrics import ShareGroupMetrics, SharePartitionMetrics
 from odradek.broker.share_persister import PersisterError, StatePersister
 from odradek.clock import now_ms
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
@@ -89,6 +89,13 @@ class SharePartitionManager:
         self._entries: dict[ShareKey, _Entry] = {}
         self._locks: dict[ShareKey, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        SharePartitionMetrics(broker.metrics.registry, self._led)
+
+    def _led(self) -> list[tuple[str, str, int, SharePartition]]:
+        """The share-partitions held here, for the metrics' thread (a snapshot: the loop
+        changes the dict meanwhile)."""
+        return [(entry.key[0], entry.topic, entry.key[2], entry.partition)
+                for entry in list(self._entries.values())]
 
     # --- fetching ------------------------------------------------------------------------
 

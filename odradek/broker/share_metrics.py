@@ -1,7 +1,9 @@
 """Share-group metrics under the names Kafka's Prometheus JMX exporter gives Kafka 4.3's:
 kafka.server:type=ShareGroupMetrics (the share-partition leader: records acknowledged per
 type, share-partition load time, and per group the share of a ShareFetch's partitions it
-could acquire from and how long it took), kafka.server:type=ShareSessionCache (share sessions and
+could acquire from and how long it took), kafka.server:type=SharePartitionMetrics (each
+share-partition's records and batches in flight and acquisition locks that ran out),
+kafka.server:type=ShareSessionCache (share sessions and
 their partitions) and kafka.server:type=share-coordinator-metrics (state writes and their
 latency)."""
 
@@ -14,11 +16,11 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from odradek.broker.metrics import LATENCY_BUCKETS_MS
-from odradek.share.partition import AcknowledgementBatch, AcknowledgeType
+from odradek.share.partition import AcknowledgementBatch, AcknowledgeType, SharePartition
 from odradek.windowed_rate import WINDOW_S
 
 ACK_TYPES = {AcknowledgeType.ACCEPT: "Accept", AcknowledgeType.RELEASE: "Release",
@@ -106,6 +108,38 @@ class WindowedStats:
         if not values:
             return math.nan, math.nan
         return sum(values) / len(values), max(values)
+
+
+SharePartitions = Callable[[], Iterable[tuple[str, str, int, SharePartition]]]
+"""The share-partitions this broker leads, as (group, topic, partition, state)."""
+
+
+class SharePartitionMetrics(Collector):
+    """SharePartitionMetrics' InFlightMessageCount, InFlightBatchCount and
+    AcquisitionLockTimeoutPerSec, per group, topic and partition, read from the
+    share-partitions at each scrape."""
+
+    PREFIX = "kafka_server_sharepartitionmetrics_"
+    LABELS = ("group", "topic", "partition")
+
+    def __init__(self, registry: CollectorRegistry, partitions: SharePartitions) -> None:
+        self.partitions = partitions
+        registry.register(self)
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        messages = GaugeMetricFamily(self.PREFIX + "inflightmessagecount", "Records in flight "
+                                     "(start offset to end offset).", labels=self.LABELS)
+        batches = GaugeMetricFamily(self.PREFIX + "inflightbatchcount", "Batches in flight.",
+                                    labels=self.LABELS)
+        timeouts = CounterMetricFamily(self.PREFIX + "acquisitionlocktimeout", "Records whose "
+                                       "acquisition lock ran out (AcquisitionLockTimeoutPerSec).",
+                                       labels=self.LABELS)
+        for group, topic, partition, share in self.partitions():
+            labels = [group, topic, str(partition)]
+            messages.add_metric(labels, share.in_flight_count())
+            batches.add_metric(labels, share.in_flight_batch_count())
+            timeouts.add_metric(labels, share.lock_timeouts)
+        yield from (messages, batches, timeouts)
 
 
 class ShareCoordinatorMetrics(Collector):

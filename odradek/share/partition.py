@@ -257,6 +257,8 @@ class SharePartition:
         """SPSO: every offset below it is acknowledged or archived."""
         self.end_offset = start_offset
         """SPEO: the last in-flight offset; equal to the start offset when none is."""
+        self.lock_timeouts = 0
+        """Records whose acquisition lock ran out, for Kafka's AcquisitionLockTimeoutPerSec."""
         self._batches: list[_Batch] = []
 
     @classmethod
@@ -302,7 +304,7 @@ class SharePartition:
         """Whether a fetch can acquire: records to redeliver, or room under the lock limit."""
         if self.next_fetch_offset() != self.end_offset + 1:
             return True
-        return self._in_flight_count() < self.config.max_record_locks
+        return self.in_flight_count() < self.config.max_record_locks
 
     def next_lock_deadline(self) -> int | None:
         """The earliest acquisition-lock deadline, for the shell's timer."""
@@ -421,7 +423,7 @@ class SharePartition:
         """Kafka's lastOffsetAndMaxRecordsToAcquire: the last offset and the number of
         records a fetch may acquire under the in-flight limit."""
         max_records = min(max_fetch_records,
-                          self.config.max_record_locks - self._in_flight_count())
+                          self.config.max_record_locks - self.in_flight_count())
         if max_records <= 0 and fetch_offset <= self.end_offset:
             # At the limit, a fetch may still re-acquire records within the in-flight ones.
             return (min(last_offset, self.end_offset),
@@ -679,6 +681,8 @@ class SharePartition:
                 if state.state != RecordState.ACQUIRED or not which(state):
                     continue
                 changes.touch(first, last, state)
+                if not decrease:  # its lock ran out
+                    self.lock_timeouts += last - first + 1
                 if last < self.start_offset:
                     state.settle(RecordState.ARCHIVED)
                 elif decrease:
@@ -755,8 +759,12 @@ class SharePartition:
         return StateWrite(self.state_epoch, self.leader_epoch, self.start_offset,
                           self.delivery_complete_count(), tuple(ranges))
 
-    def _in_flight_count(self) -> int:
+    def in_flight_count(self) -> int:
+        """Records from the start offset to the end offset, while any is in flight."""
         return self.end_offset - self.start_offset + 1 if self._batches else 0
+
+    def in_flight_batch_count(self) -> int:
+        return len(self._batches)
 
     def _floor(self, offset: int) -> _Batch | None:
         index = bisect.bisect_right(self._batches, offset, key=lambda b: b.first_offset)

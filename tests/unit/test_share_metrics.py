@@ -1,6 +1,7 @@
 """The pure parts of the share metrics: records counted per acknowledgement type as Kafka's
-SharePartitionManager counts them, a ShareFetch's fetch ratio as a percentage per group, and
-the windowed average and maximum of share-coordinator-metrics' write latency."""
+SharePartitionManager counts them, a ShareFetch's fetch ratio as a percentage per group, each
+share-partition's records and batches in flight and lock timeouts, and the windowed average
+and maximum of share-coordinator-metrics' write latency."""
 
 from __future__ import annotations
 
@@ -10,10 +11,16 @@ from prometheus_client import CollectorRegistry
 
 from odradek.broker.share_metrics import (
     ShareGroupMetrics,
+    SharePartitionMetrics,
     WindowedStats,
     acknowledged_records,
 )
-from odradek.share.partition import AcknowledgementBatch, AcknowledgeType
+from odradek.share.partition import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    SharePartition,
+    SharePartitionConfig,
+)
 
 
 def test_a_batch_type_counts_its_range_and_per_offset_types_count_one_each() -> None:
@@ -62,3 +69,18 @@ def test_fetch_ratio_is_a_whole_percentage_per_group() -> None:
     acquire = "kafka_server_sharegroupmetrics_topicpartitionsacquiretimems"
     assert registry.get_sample_value(f"{acquire}_sum", {"group": "g2"}) == 12.5
     assert registry.get_sample_value(f"{acquire}_count", {"group": "g1"}) is None
+
+
+def test_share_partition_metrics_count_in_flight_records_batches_and_lock_timeouts() -> None:
+    share = SharePartition(SharePartitionConfig(record_lock_duration_ms=100), 0, 0, 0)
+    share.acquire("m1", 0, [(0, 4), (5, 9)], 0, 100, batch_size=5)
+    share.acknowledge("m1", [AcknowledgementBatch(0, 4, (AcknowledgeType.ACCEPT,))], 0)
+    share.acquire("m1", 10, [(10, 12)], 50, 100)
+    share.expire_locks(100)  # 5-9's lock ran out; 10-12's not yet
+    registry = CollectorRegistry()
+    SharePartitionMetrics(registry, lambda: [("g", "orders", 3, share)])
+    labels = {"group": "g", "topic": "orders", "partition": "3"}
+    prefix = "kafka_server_sharepartitionmetrics_"
+    assert {name: registry.get_sample_value(prefix + name, labels) for name in (
+        "inflightmessagecount", "inflightbatchcount", "acquisitionlocktimeout_total")} == {
+        "inflightmessagecount": 8, "inflightbatchcount": 2, "acquisitionlocktimeout_total": 5}
