@@ -20,6 +20,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
 )
@@ -87,6 +88,10 @@ def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
             if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
 
+NO_LEADER_YET = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                 KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
 def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Message]:
     """Every committed record of the topic, to its end; none while the topic does not exist."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("read"),
@@ -96,10 +101,20 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Message]:
         consumer.close()
         return []
     consumer.assign([CTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
-            for p in range(partitions)}
+    ends: dict[int, int] = {}
     records: list[Message] = []
     at_end: set[int] = set()
+
+    def end_offsets() -> bool:
+        """A topic just created may have no leader yet (NOT_LEADER_OR_FOLLOWER): not yet."""
+        for p in range(partitions):
+            try:
+                ends[p] = consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
+            except KafkaException as error:
+                if error.args[0].code() not in NO_LEADER_YET:
+                    raise
+                return False
+        return True
 
     def consume() -> None:
         for message in consumer.consume(500, 0.2):
@@ -110,6 +125,7 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Message]:
                 at_end.add(message.partition())
 
     try:
+        wait_until(end_offsets, TIMEOUT, f"the end offsets of {topic}")
         wait_until(lambda: len(at_end) == partitions, TIMEOUT, f"the end of {topic}",
                    between=consume)
     finally:
