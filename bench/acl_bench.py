@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from odradek.kafka_client import KafkaCluster  # noqa: E402
+from odradek.net.kafka_client import KafkaCluster  # noqa: E402
 from odradek.protocol.codec import build_request  # noqa: E402
 from odradek.protocol.record_codec import build_batch  # noqa: E402
 from odradek.security.acls import (  # noqa: E402

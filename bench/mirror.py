@@ -30,7 +30,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.cluster_cli.layout import free_port
+from odradek.cli.cluster.layout import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable

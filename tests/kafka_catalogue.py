@@ -1,4 +1,4 @@
-"""Kafka's own config catalogue as Odradek's committed table: `odradek/kafka_catalogue.py` is
+"""Kafka's own config catalogue as Odradek's committed table: `odradek/config/kafka_catalogue.py` is
 rendered from what `odradek.jvm.catalogue.DumpCatalogue` prints of the pinned Kafka's broker
 and topic ConfigDefs. After a Kafka upgrade (tests/jvm/pom.xml), regenerate it with
 
@@ -54,7 +54,7 @@ def _broker_rows(configs: dict[str, Any]) -> list[str]:
 
 
 def render(catalogue: dict[str, Any]) -> str:
-    """The text of odradek/kafka_catalogue.py for a DumpCatalogue output."""
+    """The text of odradek/config/kafka_catalogue.py for a DumpCatalogue output."""
     lines = [HEADER.format(version=catalogue["kafka_version"])]
     lines.append("BROKER: dict[str, BrokerEntry] = {")
     lines += _broker_rows(catalogue["broker"])

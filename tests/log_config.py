@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from odradek.config import BrokerConfig, effective_topic_config
+from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
 from odradek.log import LogConfig
 
 DEFAULTS: dict[str, object] = dict(effective_topic_config(BrokerConfig({}), {}))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from odradek.controller.audit_series import (
+from odradek.exporter.audit_series import (
     BUCKETS,
     EXTRA_RECORDS,
     FAILED,

@@ -39,16 +39,24 @@ from odradek.broker.share_runtime import ShareCoordinatorRuntime
 from odradek.broker.throttling import throttle
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.clock import now_ms
-from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
-from odradek.grpc_tls import ControllerChannels
-from odradek.inter_broker import inter_broker_security
-from odradek.listeners import BROKER, COMBINED, WILDCARD, Endpoint, Roles, resolve, with_bound_ports
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError, parse_voters
+from odradek.config.listeners import (
+    BROKER,
+    COMBINED,
+    WILDCARD,
+    Endpoint,
+    Roles,
+    resolve,
+    with_bound_ports,
+)
 from odradek.log.segment_swap import SwapHook
 from odradek.metadata.image import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
+from odradek.net.grpc_tls import ControllerChannels
+from odradek.net.inter_broker import inter_broker_security
 from odradek.rpc import controller_pb2 as pb
+from odradek.runtime.clock import now_ms
+from odradek.runtime.service import every, run_service, start_metrics
 from odradek.security.scram import ScramCredential, ScramMechanism, stored_credential
-from odradek.service_runtime import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.broker.app")
 UNFENCE_POLL_S = 0.01

@@ -6,7 +6,7 @@ remembered decisions are rebuilt when its ACLs change."""
 from __future__ import annotations
 
 from odradek.broker.broker import Broker
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.metadata.image import ClusterMetadata
 from odradek.security.acls import AclOperation, ResourceType
 from odradek.security.authorizer import (

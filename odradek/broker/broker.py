@@ -14,16 +14,14 @@ from prometheus_client import CollectorRegistry
 
 from odradek.broker.metrics import BrokerMetrics
 from odradek.broker.partitions import PartitionWaiters, TopicPartition
-from odradek.clock import now_ms
-from odradek.config import BrokerConfig, effective_topic_config
-from odradek.group_config import EffectiveGroupConfig, group_config
-from odradek.kafka_client import PLAINTEXT_CLIENT, ClientSecurity
-from odradek.listeners import Endpoint
+from odradek.config.group import EffectiveGroupConfig, group_config
+from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
+from odradek.config.listeners import Endpoint
 from odradek.log.config import LogConfig
 from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
+from odradek.log.meta_properties import read_or_create_cluster_id
 from odradek.log.partition import PartitionLog
 from odradek.log.partition_metadata import read_topic_id, write_topic_id
-from odradek.meta_properties import read_or_create_cluster_id
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import (
     NO_LEADER,
@@ -33,6 +31,8 @@ from odradek.metadata.records import (
     PartitionChangeRecord,
     RemoveTopicRecord,
 )
+from odradek.net.kafka_client import PLAINTEXT_CLIENT, ClientSecurity
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.broker")
 
@@ -84,7 +84,7 @@ class Broker:
         return config
 
     def group_config(self, group_id: str) -> EffectiveGroupConfig:
-        """A group's effective configs (odradek/group_config.py): its own configs clamped into
+        """A group's effective configs (odradek/config/group.py): its own configs clamped into
         this broker's bounds over this broker's group defaults. The group need not exist."""
         config = self._group_configs.get(group_id)
         if config is None:

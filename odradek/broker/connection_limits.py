@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from odradek.broker.server import KafkaConnection
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.security.connection_quotas import (
     Admission,
     ConnectionQuotas,

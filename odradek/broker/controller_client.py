@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import grpc
 from kio.schema.errors import ErrorCode
 
-from odradek.grpc_tls import ControllerChannels
+from odradek.net.grpc_tls import ControllerChannels
 from odradek.rpc import controller_pb2_grpc
 
 log = logging.getLogger("odradek.broker.controller")

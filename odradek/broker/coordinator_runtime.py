@@ -26,12 +26,12 @@ from odradek.broker.broker import Broker
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.topic_creation import create_topic
-from odradek.clock import now_ms
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
 from odradek.protocol.record_codec import build_batch, decode_records
 from odradek.protocol.records import BatchInfo, iter_batches, validate_batches
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.broker.coordinators")
 

@@ -20,9 +20,9 @@ from odradek.broker.broker import Broker
 from odradek.broker.server import ConnectionAbort, Later, MutedResponse, Response
 from odradek.broker.services import BrokerServices
 from odradek.broker.session import Session
-from odradek.clock import now_ms
 from odradek.protocol import codec
 from odradek.protocol.codec import RequestDecodeError, RequestHeader
+from odradek.runtime.clock import now_ms
 from odradek.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from odradek.security.authorizer import all_operations
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal

@@ -23,7 +23,6 @@ from odradek.broker.coordinator_runtime import (
 )
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import (
     GroupCoordinatorShard,
@@ -34,6 +33,7 @@ from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
 from odradek.group.records import Record
 from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.runtime.clock import now_ms
 
 __all__ = ["CoordinatorUnavailable", "GroupCoordinatorRuntime", "NotCoordinator"]
 

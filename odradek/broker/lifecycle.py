@@ -16,7 +16,7 @@ import grpc
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.controller_client import ControllerClient, ControllerUnavailable
-from odradek.listeners import Endpoint
+from odradek.config.listeners import Endpoint
 from odradek.metadata.records import MetadataRecord, decode_batch
 from odradek.rpc import controller_pb2 as pb
 

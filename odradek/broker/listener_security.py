@@ -11,15 +11,15 @@ import ssl
 
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.session import Session
-from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.listeners import Endpoint
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.config.listeners import Endpoint
+from odradek.net.tls import ReloadingServerContext, settings
 from odradek.security import jaas
 from odradek.security.plain import PlainServer
 from odradek.security.principal import ANONYMOUS, USER, KafkaPrincipal
 from odradek.security.principal_mapping import NoMatchingRule, map_name, parse_rules, rfc2253
 from odradek.security.sasl import PLAIN, SUPPORTED_MECHANISMS, MechanismServer, SaslSession
 from odradek.security.scram import CredentialLookup, ScramMechanism, ScramServer
-from odradek.tls import ReloadingServerContext, settings
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})

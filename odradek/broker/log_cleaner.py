@@ -21,13 +21,13 @@ from concurrent.futures.process import BrokenProcessPool
 
 from odradek.broker.broker import Broker
 from odradek.broker.cleaner_figures import CleanerFigures, LastCleaning
-from odradek.clock import now_ms
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.log.cleaner import CleanerSettings, CleanJob, CleanResult, clean_log, job_for
 from odradek.log.cleaning_plan import LogToClean, SegmentSummary, filthiest, log_to_clean
 from odradek.log.partition import PartitionLog
 from odradek.log.segment import LogSegment
 from odradek.log.segment_swap import SwapHook, finish_swap
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.broker.log_cleaner")
 

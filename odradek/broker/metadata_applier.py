@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from odradek.broker.broker import Broker
-from odradek.clock import now_ms
 from odradek.metadata.records import MetadataRecord
+from odradek.runtime.clock import now_ms
 
 
 class MetadataApplier:

@@ -8,8 +8,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.kafka_client import BrokerConnectionError, ConnectionPool
-from odradek.kafka_client.request_versions import LIST_OFFSETS
+from odradek.net.kafka_client import BrokerConnectionError, ConnectionPool
+from odradek.net.kafka_client.request_versions import LIST_OFFSETS
 from odradek.protocol.codec import build_request
 
 LATEST = -1

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.security.client_quotas import (
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,

@@ -20,15 +20,19 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.file_deletion import delete_later
 from odradek.broker.partitions import TopicPartition
-from odradek.clock import now_ms
-from odradek.kafka_client import BrokerConnection, BrokerConnectionError, SaslAuthenticationError
-from odradek.kafka_client.request_versions import FETCH, OFFSET_FOR_LEADER_EPOCH
 from odradek.log.leader_epochs import UNDEFINED_EPOCH
 from odradek.log.partition import OffsetOutOfRangeError
+from odradek.net.kafka_client import (
+    BrokerConnection,
+    BrokerConnectionError,
+    SaslAuthenticationError,
+)
+from odradek.net.kafka_client.request_versions import FETCH, OFFSET_FOR_LEADER_EPOCH
 from odradek.protocol.codec import build_request
 from odradek.protocol.records import InvalidRecordsError, validate_batches
 from odradek.replication.follower import restart_inside_first_batch, truncation
 from odradek.replication.throttle import ByteRate
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.broker.fetcher")
 

@@ -28,10 +28,10 @@ from odradek.broker.broker import Broker
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.share_metrics import ShareGroupMetrics, SharePartitionMetrics
 from odradek.broker.share_persister import PersisterError, StatePersister
-from odradek.clock import now_ms
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.records import BatchInfo, InvalidRecordsError, iter_batches
+from odradek.runtime.clock import now_ms
 from odradek.share.partition import (
     UNINITIALIZED_START_OFFSET,
     AcknowledgementBatch,

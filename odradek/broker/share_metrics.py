@@ -20,8 +20,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from odradek.broker.metrics import LATENCY_BUCKETS_MS
+from odradek.runtime.windowed_rate import WINDOW_S
 from odradek.share.partition import AcknowledgementBatch, AcknowledgeType, SharePartition
-from odradek.windowed_rate import WINDOW_S
 
 ACK_TYPES = {AcknowledgeType.ACCEPT: "Accept", AcknowledgeType.RELEASE: "Release",
              AcknowledgeType.REJECT: "Reject", AcknowledgeType.RENEW: "Renew"}

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.broker import Broker
-from odradek.kafka_client import BrokerConnectionError, ConnectionPool
+from odradek.net.kafka_client import BrokerConnectionError, ConnectionPool
 from odradek.protocol.codec import build_request
 from odradek.share.partition import StateBatch, StateWrite
 

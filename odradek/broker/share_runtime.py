@@ -25,10 +25,10 @@ from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.records_deletion import delete_on_leader
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.share_metrics import ShareCoordinatorMetrics
-from odradek.clock import now_ms
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import SHARE_GROUP_STATE_TOPIC
 from odradek.protocol.records import BatchInfo
+from odradek.runtime.clock import now_ms
 from odradek.share.coordinator import (
     UNINITIALIZED,
     Output,

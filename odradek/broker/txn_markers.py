@@ -14,13 +14,13 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.partitions import TopicPartition
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
-from odradek.clock import now_ms
-from odradek.kafka_client import BrokerConnection, BrokerConnectionError
-from odradek.kafka_client.request_versions import WRITE_TXN_MARKERS
 from odradek.metadata.image import OFFSETS_TOPIC
+from odradek.net.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.net.kafka_client.request_versions import WRITE_TXN_MARKERS
 from odradek.protocol.codec import build_request
 from odradek.protocol.control import build_marker_batch
 from odradek.protocol.records import validate_batches
+from odradek.runtime.clock import now_ms
 from odradek.txn.coordinator import MarkerJob
 from odradek.txn.producer_state import ProducerStateError
 

@@ -11,9 +11,9 @@ from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.txn_markers import MarkerSender, MarkerWriter
-from odradek.clock import now_ms
 from odradek.group.coordinator import partition_for
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
+from odradek.runtime.clock import now_ms
 from odradek.txn.coordinator import MarkerJob, Output, TransactionCoordinatorShard, TxnConfig
 from odradek.txn.log_records import TransactionLogValue, decode, encode
 

@@ -12,8 +12,8 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.kafka_client import BrokerConnection, BrokerConnectionError
-from odradek.kafka_client.request_versions import ADD_PARTITIONS_TO_TXN_VERIFY
+from odradek.net.kafka_client import BrokerConnection, BrokerConnectionError
+from odradek.net.kafka_client.request_versions import ADD_PARTITIONS_TO_TXN_VERIFY
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.broker.txn_verification")

@@ -14,9 +14,8 @@ from pathlib import Path
 import grpc
 from prometheus_client import CollectorRegistry
 
-from odradek.clock import now_ms
-from odradek.config import BrokerConfig, InvalidConfigError, parse_voters
-from odradek.controller.cluster_exporter import ClusterExporter
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError, parse_voters
+from odradek.config.listeners import CONTROLLER, SSL, WILDCARD, Listeners, resolve
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.metrics import ControllerMetrics
 from odradek.controller.raft_driver import RaftDriver
@@ -28,18 +27,19 @@ from odradek.controller.raft_transport import (
     channel_options,
 )
 from odradek.controller.service import ControllerService, NotController
-from odradek.grpc_tls import ControllerChannels, server_credentials
-from odradek.inter_broker import inter_broker_security
-from odradek.listeners import CONTROLLER, SSL, WILDCARD, Listeners, resolve
-from odradek.meta_properties import read_bootstrap, read_or_create_cluster_id
+from odradek.exporter.cluster import ClusterExporter
+from odradek.log.meta_properties import read_bootstrap, read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
 from odradek.metadata.records import encode_batch
+from odradek.net.grpc_tls import ControllerChannels, server_credentials
+from odradek.net.inter_broker import inter_broker_security
+from odradek.net.tls import settings
 from odradek.raft import RaftConfig, RaftNode
 from odradek.raft.types import NO_NODE, Role
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
-from odradek.service_runtime import every, run_service, start_metrics
-from odradek.tls import settings
+from odradek.runtime.clock import now_ms
+from odradek.runtime.service import every, run_service, start_metrics
 
 log = logging.getLogger("odradek.controller")
 

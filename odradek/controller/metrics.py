@@ -15,7 +15,7 @@ from odradek.controller.machine import ControllerMachine
 from odradek.controller.raft_driver import RaftDriver
 from odradek.controller.raft_transport import ChannelStats
 from odradek.raft.types import NO_NODE, Role
-from odradek.windowed_rate import WindowedRate
+from odradek.runtime.windowed_rate import WindowedRate
 
 LATENCY_WINDOW = 1024
 """Commit latencies kept for commit-latency-avg/max."""

@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from odradek.clock import now_ms
 from odradek.controller.quorum_replication import QuorumReplication, ReplicaReport
 from odradek.controller.raft_store import RaftLogStore
 from odradek.raft import RaftNode
 from odradek.raft.types import Entry, Message, MessageType, NotLeaderError, Ready, Role, Snapshot
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.controller.raft")
 

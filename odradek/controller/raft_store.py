@@ -27,7 +27,7 @@ import crc32c
 
 from odradek.log.checkpoint import fsync_directory
 from odradek.raft.types import Entry, HardState, Snapshot
-from odradek.service_runtime import StartupError
+from odradek.runtime.service import StartupError
 
 log = logging.getLogger("odradek.controller.store")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import grpc
 
 from odradek.controller.raft_codec import message_from_proto, message_to_proto
-from odradek.grpc_tls import ControllerChannels
+from odradek.net.grpc_tls import ControllerChannels
 from odradek.raft.types import Message
 from odradek.rpc import raft_pb2, raft_pb2_grpc
 

@@ -13,11 +13,10 @@ from typing import TypeVar
 import grpc
 from kio.schema.errors import ErrorCode
 
-from odradek.clock import now_ms
+from odradek.config.listeners import Endpoint
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.quorum_replication import ReplicaReport
 from odradek.controller.raft_driver import RaftDriver
-from odradek.listeners import Endpoint
 from odradek.metadata import scram_control
 from odradek.metadata.controller import ElectionType
 from odradek.metadata.image import MetadataError
@@ -26,6 +25,7 @@ from odradek.raft.types import NotLeaderError
 from odradek.rpc import controller_pb2 as pb
 from odradek.rpc import controller_pb2_grpc
 from odradek.rpc.acls import acl_binding, acl_filter, acl_message
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.controller.service")
 

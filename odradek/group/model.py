@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.group.records import Record, RecordKey, RecordValue
 
 if TYPE_CHECKING:
     import random
 
-    from odradek.group_config import EffectiveGroupConfig
+    from odradek.config.group import EffectiveGroupConfig
 
 
 class GroupError(Exception):
@@ -174,7 +174,7 @@ class GroupContext:
     timers: Timers
     rng: random.Random
     group_configs: GroupConfigs | None = None
-    """Each group's own configs (odradek/group_config.py); None: the broker's for all."""
+    """Each group's own configs (odradek/config/group.py); None: the broker's for all."""
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         """The group's consumer.session.timeout.ms, else group.consumer.session.timeout.ms

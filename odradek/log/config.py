@@ -34,7 +34,7 @@ def _str(values: Mapping[str, object], name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """One partition's log settings; defaults live in `odradek.config`, not here."""
+    """One partition's log settings; defaults live in `odradek.config.kafka_configs`, not here."""
 
     segment_bytes: int
     segment_ms: int

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import BrokerConfig
-from odradek.group_config import BrokerValues
-from odradek.listeners import Endpoint
+from odradek.config.group import BrokerValues
+from odradek.config.kafka_configs import BrokerConfig
+from odradek.config.listeners import Endpoint
 from odradek.metadata import reassignment
 from odradek.metadata.errors import MetadataError
 from odradek.metadata.image import BrokerRegistration, ClusterMetadata

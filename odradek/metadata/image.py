@@ -10,9 +10,13 @@ from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import ALL_TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
-from odradek.group_config import BrokerValues, validate_group_configs
-from odradek.listeners import Endpoint
+from odradek.config.group import BrokerValues, validate_group_configs
+from odradek.config.kafka_configs import (
+    ALL_TOPIC_CONFIGS,
+    InvalidConfigError,
+    validate_topic_configs,
+)
+from odradek.config.listeners import Endpoint
 from odradek.metadata.errors import MetadataError as MetadataError
 from odradek.metadata.placement import place_replicas, unable_to_replicate
 from odradek.metadata.records import (
@@ -134,7 +138,7 @@ class ClusterMetadata:
         """Dynamic broker configs by broker resource name: "" the cluster default, a node id
         that broker's own."""
         self.group_configs: dict[str, dict[str, str]] = {}
-        """Each group's own configs (odradek/group_config.py) by group id; a group need not
+        """Each group's own configs (odradek/config/group.py) by group id; a group need not
         exist to have them."""
         self.brokers: dict[int, BrokerRegistration] = {}
         self.next_producer_id = 0

@@ -10,7 +10,7 @@ import types
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from odradek.listeners import PLAINTEXT, Endpoint
+from odradek.config.listeners import PLAINTEXT, Endpoint
 
 NO_LEADER = -1
 """The leader of an offline partition."""

@@ -12,13 +12,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import KafkaClientError, KafkaCluster
-from odradek.kafka_client.request_versions import CREATE_ACLS, DESCRIBE_ACLS
 from odradek.mirror.acl_rules import ANY_TOPIC_ACL, topic_acls_to_sync
 from odradek.mirror.client_security import flow_security
 from odradek.mirror.clients import ClusterHealth, ClusterUnavailable
 from odradek.mirror.config import Flow, Side
 from odradek.mirror.replicator import REQUEST_TIMEOUT_S, addresses
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster
+from odradek.net.kafka_client.request_versions import CREATE_ACLS, DESCRIBE_ACLS
 from odradek.protocol.codec import build_request
 from odradek.security.acls import (
     AclBinding,

@@ -21,7 +21,6 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from odradek.clock import now_ms
 from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import (
     CLIENT_LOG,
@@ -40,6 +39,7 @@ from odradek.mirror.translation import (
     checkpoints_for_group,
     offsets_to_sync,
 )
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.mirror.checkpoints")
 CHECKPOINT_LATENCY = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms"

@@ -3,14 +3,14 @@ MM2 reads them (`<alias>.security.protocol`, `<alias>.ssl.*`, `<alias>.sasl.mech
 `<alias>.sasl.jaas.config`, the top-level ones for every cluster, and
 `<alias>.{consumer,producer,admin}.*` for one client role): our own connections get a
 `ClientSecurity`, the librdkafka clients the same settings in librdkafka's names
-(`odradek.kafka_client.spelling`)."""
+(`odradek.net.kafka_client.spelling`)."""
 
 from __future__ import annotations
 
-from odradek.config import InvalidConfigError
-from odradek.kafka_client import ClientSecurity, client_security
-from odradek.kafka_client.spelling import librdkafka_spelling
+from odradek.config.kafka_configs import InvalidConfigError
 from odradek.mirror.config import Flow, MirrorConfig, MirrorConfigError, Role, Side
+from odradek.net.kafka_client import ClientSecurity, client_security
+from odradek.net.kafka_client.spelling import librdkafka_spelling
 
 ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
 SECURITY_PREFIXES = ("security.protocol", "ssl.", "sasl.")

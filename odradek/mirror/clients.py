@@ -28,17 +28,17 @@ from confluent_kafka.admin import (
 )
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import KafkaClientError, KafkaCluster
-from odradek.kafka_client.request_versions import (
+from odradek.mirror.config import MirrorConfigError, TopicNotCreatable
+from odradek.mirror.topic_rules import SourceConfig
+from odradek.mirror.translation import GroupOffset
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster
+from odradek.net.kafka_client.request_versions import (
     CONSUMER_GROUP_DESCRIBE,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
-from odradek.mirror.config import MirrorConfigError, TopicNotCreatable
-from odradek.mirror.topic_rules import SourceConfig
-from odradek.mirror.translation import GroupOffset
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror")

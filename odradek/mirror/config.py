@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from odradek.config import InvalidConfigError
+from odradek.config.kafka_configs import InvalidConfigError
 from odradek.mirror.policy import ReplicationPolicy, is_cycle, make_policy
 
 

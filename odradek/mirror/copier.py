@@ -24,8 +24,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from odradek.clock import now_ms
-from odradek.kafka_client import KafkaClientError, KafkaCluster
 from odradek.mirror.batches import ProducerStamp, Selection, select_batches, stamp_batches
 from odradek.mirror.formats import OffsetSync
 from odradek.mirror.metrics import PartitionMetrics
@@ -39,8 +37,10 @@ from odradek.mirror.reader import (
     PartitionReader,
     ReadError,
 )
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster
 from odradek.protocol.record_codec import build_batch, decode_records
 from odradek.protocol.records import InvalidRecordsError
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.mirror.copier")
 

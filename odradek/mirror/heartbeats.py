@@ -5,11 +5,11 @@ target's `heartbeats` topic every `emit.heartbeats.interval.seconds`. With flows
 
 from __future__ import annotations
 
-from odradek.clock import now_ms
 from odradek.mirror.clients import ClusterClient
 from odradek.mirror.config import Flow
 from odradek.mirror.formats import Heartbeat
 from odradek.mirror.topic_sync import create_internal
+from odradek.runtime.clock import now_ms
 
 
 class HeartbeatEmitter:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from odradek.clock import now_ms
 from odradek.mirror.backoff import Backoff
 from odradek.mirror.formats import OffsetSync
 from odradek.mirror.producer import MirrorProducer, ProducerError
 from odradek.protocol.record_codec import build_batch
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.mirror.offset_syncs")
 

@@ -1,5 +1,5 @@
 """The mirror's producer on one cluster, spoken in Kafka's protocol over
-`odradek.kafka_client`: idempotent, and transactional when it has a transactional id
+`odradek.net.kafka_client`: idempotent, and transactional when it has a transactional id
 (FindCoordinator, InitProducerId, AddPartitionsToTxn, Produce with acks=all, EndTxn).
 
 It sends record batches that are already whole (the mirror's rewritten batches): it keeps
@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import Address, KafkaClientError, KafkaCluster
-from odradek.kafka_client.request_versions import (
+from odradek.net.kafka_client import Address, KafkaClientError, KafkaCluster
+from odradek.net.kafka_client.request_versions import (
     ADD_PARTITIONS_TO_TXN,
     END_TXN,
     FIND_COORDINATOR,

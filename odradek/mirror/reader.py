@@ -12,8 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import KafkaClientError, KafkaCluster
-from odradek.kafka_client.request_versions import FETCH, LIST_OFFSETS
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster
+from odradek.net.kafka_client.request_versions import FETCH, LIST_OFFSETS
 from odradek.protocol.codec import build_request
 
 log = logging.getLogger("odradek.mirror.reader")

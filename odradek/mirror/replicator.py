@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 from prometheus_client.registry import CollectorRegistry
 
-from odradek.clock import now_ms
-from odradek.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
-from odradek.kafka_client.request_versions import CREATE_TOPICS
 from odradek.mirror.client_security import flow_librdkafka_config, flow_security
 from odradek.mirror.clients import ALL_FENCED
 from odradek.mirror.config import Flow, MirrorConfig, Role, Side, TopicNotCreatable
@@ -32,7 +29,10 @@ from odradek.mirror.metrics import MirrorSourceMetrics
 from odradek.mirror.offset_sync_writer import OffsetSyncWriter
 from odradek.mirror.ownership import GroupOwnership, group_id
 from odradek.mirror.producer import MirrorProducer
+from odradek.net.kafka_client import Address, ClientSecurity, KafkaClientError, KafkaCluster
+from odradek.net.kafka_client.request_versions import CREATE_TOPICS
 from odradek.protocol.codec import build_request
+from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.mirror.replicator")
 

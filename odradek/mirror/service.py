@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 
-from odradek.kafka_client import KafkaClientError, KafkaCluster
 from odradek.mirror.acl_sync import TopicAclSync
 from odradek.mirror.backoff import Backoff
 from odradek.mirror.checkpoints import CheckpointEmitter, CheckpointLatency, OffsetSyncReader
@@ -28,7 +27,8 @@ from odradek.mirror.producer import ProducerError
 from odradek.mirror.reader import ReadError
 from odradek.mirror.replicator import REQUEST_TIMEOUT_S, FlowReplicator, addresses
 from odradek.mirror.topic_sync import TopicSync
-from odradek.service_runtime import run_service, start_metrics
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster
+from odradek.runtime.service import run_service, start_metrics
 
 log = logging.getLogger("odradek.mirror")
 Work = Callable[[], Awaitable[object]]

@@ -17,13 +17,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from odradek.cli.tools.common import table
 from odradek.mirror.client_security import flow_librdkafka_config
 from odradek.mirror.clients import CLIENT_LOG, TIMEOUT_S
 from odradek.mirror.config import Flow, MirrorConfig
 from odradek.mirror.formats import Checkpoint, FormatError
 from odradek.mirror.ownership import group_id
 from odradek.mirror.progress import Progress, progress_key
-from odradek.tools.common import table
 
 
 @dataclass(frozen=True)

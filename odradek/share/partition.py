@@ -825,7 +825,7 @@ def initial_start_offset(strategy: str, duration_ms: int | None, log_start_offse
                          offset_for_timestamp: Callable[[int], int | None] | None = None) -> int:
     """The start offset of a share-partition never initialized (Kafka's
     startOffsetDuringInitialization), by `share.auto.offset.reset`'s strategy
-    (odradek/group_config.py parses it): the log's end for "latest", its start for
+    (odradek/config/group.py parses it): the log's end for "latest", its start for
     "earliest", and for "by_duration" the first offset at or after `now_ms` less the
     duration (`offset_for_timestamp`, as ListOffsets finds it; the log's end when none is)."""
     if strategy == "latest":

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from odradek.cli.tools.common import ToolError, librdkafka_config, read_properties
+from odradek.cli.tools.wire import check_login
 from odradek.spark.audit_rules import compacts
 from odradek.spark.kafka_client import ClusterLookup
 from odradek.spark.source_options import Subscribe
-from odradek.tools.common import ToolError, librdkafka_config, read_properties
-from odradek.tools.wire import check_login
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,7 +1,7 @@
 """One mapping between Kafka's config names and the images' ODRADEK_* variables:
-odradek/env_config.py. The chart writes its variables with `odradek.configVariable`
-(_helpers.tpl) and the compose files write theirs by hand; these tests tie both to
-env_config, so that neither can drift from what the image reads (`odradek.container`)."""
+odradek/config/env.py. The chart writes its variables with `odradek.configVariable`
+(_helpers.tpl) and the compose files write theirs by hand; these tests tie both to it, so
+that neither can drift from what the image reads (`odradek.image.entrypoint`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from odradek.config import ALL_BROKER_CONFIGS
-from odradek.container import node_configs
-from odradek.env_config import config_name, variable_name
+from odradek.config.env import config_name, variable_name
+from odradek.config.kafka_configs import ALL_BROKER_CONFIGS
+from odradek.image.entrypoint import node_configs
 from tests.helm.chart import MATRIX, ROOT, env_of, render
 
 pytestmark = pytest.mark.helm
@@ -40,7 +40,7 @@ def node_envs(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 
 def test_the_chart_names_every_config_as_the_image_reads_it() -> None:
     """Every config name the image accepts, set through `brokers.config`, reaches the broker
-    as the variable env_config names, and the image reads it back as that config."""
+    as the variable `config/env.py` names, and the image reads it back as that config."""
     chart_own = {config_name(v) for v in node_envs(render({}))["east-odradek-broker/odradek"]}
     names = sorted((set(ALL_BROKER_CONFIGS) - chart_own) | set(ESCAPED))
     values = {name: f"value-{i}" for i, name in enumerate(names)}

@@ -1,4 +1,4 @@
-"""The brokers' init container (python -m odradek.kubernetes_node) against a stand-in API
+"""The brokers' init container (python -m odradek.image.kubernetes_node) against a stand-in API
 server over TLS: it authenticates with the service account's token, trusts only the
 account's CA, and writes the rack and node address files; errors are one line and exit 1."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek import kubernetes_node
+from odradek.image import kubernetes_node
 from tests.helm.fake_api import FakeApiServer, self_signed
 
 pytestmark = pytest.mark.helm

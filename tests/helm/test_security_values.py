@@ -12,7 +12,7 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from odradek.env_config import configs_from_env
+from odradek.config.env import configs_from_env
 from tests.helm.chart import MATRIX, env_of, find, notes, one, render
 
 pytestmark = pytest.mark.helm

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from odradek.cluster_cli.layout import free_port
+from odradek.cli.cluster.layout import free_port
 from tests.waiting import wait_until
 
 ODRADEK = [sys.executable, "-m", "odradek.cli"]

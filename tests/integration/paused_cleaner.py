@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast, get_args
 
-from odradek import cli
+from odradek.cli import main as cli
 from odradek.log.segment_swap import SwapHook, SwapPoint
 
 

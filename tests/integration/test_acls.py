@@ -36,7 +36,7 @@ from kafka import KafkaConsumer
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.apis import API_TABLE
-from odradek.kafka_client import KafkaCluster
+from odradek.net.kafka_client import KafkaCluster
 from odradek.protocol.codec import build_request, encode_body
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess

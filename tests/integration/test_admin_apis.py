@@ -40,8 +40,8 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
 )
 
-from odradek.cli import DEV_DEFAULTS
-from odradek.config import LISTED_BROKER_CONFIGS, LISTED_TOPIC_CONFIGS, TOPIC_CONFIGS
+from odradek.cli.main import DEV_DEFAULTS
+from odradek.config.kafka_configs import LISTED_BROKER_CONFIGS, LISTED_TOPIC_CONFIGS, TOPIC_CONFIGS
 from tests.integration.broker_process import BrokerProcess
 
 NODE_ID = 1

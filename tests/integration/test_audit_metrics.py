@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from odradek.controller.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
+from odradek.exporter.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
 from odradek.spark.audit import _publish
 from odradek.spark.audit_rules import AUDIT_TOPIC
 from tests.audit_runs import audit_run

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from odradek.cli import main as odradek
+from odradek.cli.main import main as odradek
 from tests.integration.clients import (
     Out,
     Rec,

@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.kafka_client import KafkaCluster
+from odradek.net.kafka_client import KafkaCluster
 from odradek.protocol.codec import build_request
 from tests.integration.broker_process import BrokerProcess
 from tests.waiting import wait_until

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from odradek.config import BrokerConfig, effective_topic_config
+from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
 from odradek.group.coordinator import partition_for
 from odradek.log import LogConfig, PartitionLog
 from odradek.protocol.record_codec import build_batch

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client.connection import BrokerConnection
+from odradek.net.kafka_client.connection import BrokerConnection
 from odradek.protocol.codec import build_request
 from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
 from tests.integration.clients import (

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from odradek.cluster_cli.layout import free_port
+from odradek.cli.cluster.layout import free_port
 from odradek.spark.audit import _publish
 from odradek.spark.audit_rules import AUDIT_TOPIC
 from tests import observability as obs

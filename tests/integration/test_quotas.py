@@ -24,7 +24,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import KafkaCluster
+from odradek.net.kafka_client import KafkaCluster
 from odradek.protocol.codec import build_request
 from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import ODRADEK, BrokerProcess

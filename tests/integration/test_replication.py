@@ -34,7 +34,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import BrokerConnection
+from odradek.net.kafka_client import BrokerConnection
 from odradek.protocol.codec import build_request
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches

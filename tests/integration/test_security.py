@@ -40,7 +40,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from odradek.kafka_client import KafkaClientError, KafkaCluster, client_security
+from odradek.net.kafka_client import KafkaClientError, KafkaCluster, client_security
 from tests.certificates import Authority
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import unique
@@ -514,7 +514,7 @@ def test_fuzzed_sasl_frames_close_only_that_connection(secure: SecureBroker, mec
 
 def own_client_properties(secure: SecureBroker, listener: str, mechanism: str = "",
                           password: str = "") -> dict[str, str]:
-    """Kafka client properties, as `odradek.kafka_client.client_security` reads them."""
+    """Kafka client properties, as `odradek.net.kafka_client.client_security` reads them."""
     properties = {"security.protocol": listener, "ssl.truststore.type": "PEM",
                   "ssl.truststore.location": str(secure.pki.truststore)}
     if listener == "SSL":

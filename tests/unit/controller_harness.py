@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from odradek.listeners import Endpoint
+from odradek.config.listeners import Endpoint
 from odradek.metadata.controller import HeartbeatResult, QuorumController
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import MetadataRecord, PartitionRecord, decode_batch, encode_batch

@@ -15,7 +15,7 @@ from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
 from odradek.broker.txn_markers import MarkerWriter
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
 from odradek.metadata.records import (
     ConfigRecord,

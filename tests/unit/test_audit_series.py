@@ -1,4 +1,4 @@
-"""The mirror audit's latest results as Prometheus series (odradek.controller.audit_series),
+"""The mirror audit's latest results as Prometheus series (odradek.exporter.audit_series),
 from records in the audit job's own format (odradek.spark.audit.audit_records)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from odradek.controller import audit_series
-from odradek.controller.audit_series import SERIES, AuditResults, audit_families
+from odradek.exporter import audit_series
+from odradek.exporter.audit_series import SERIES, AuditResults, audit_families
 from odradek.spark import audit_rules
 from odradek.spark.audit import audit_records
 from odradek.spark.audit_rules import Audit

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cli import build_parser, node_config
-from odradek.cluster_cli.layout import plan, properties, read_layout, voters, write_layout
-from odradek.cluster_cli.processes import alive, start_time
-from odradek.config import BrokerConfig, load_properties
+from odradek.cli.cluster.layout import plan, properties, read_layout, voters, write_layout
+from odradek.cli.cluster.processes import alive, start_time
+from odradek.cli.main import build_parser, node_config
+from odradek.config.kafka_configs import BrokerConfig, load_properties
 from tests.waiting import wait_until
 
 
@@ -154,11 +154,11 @@ def test_listeners_named_after_a_protocol_use_it_as_in_kafkas_default_map(
 def test_a_node_command_parses_without_the_tools_modules() -> None:
     """Start-up time: `odradek dev`, `broker` and `controller` import no tool's module to
     parse their arguments (a fresh interpreter, as the command runs)."""
-    probe = ("import sys; from odradek.cli import build_parser; "
+    probe = ("import sys; from odradek.cli.main import build_parser; "
              "args = build_parser('dev').parse_args(['dev', '--port', '1']); "
              "print(args.port, sorted(m for m in sys.modules if m.startswith(("
-             "'odradek.cluster_cli', 'odradek.tools.topics', 'odradek.mirror', "
-             "'odradek.spark', 'odradek.perf'))))")
+             "'odradek.cli.cluster', 'odradek.cli.tools.topics', 'odradek.mirror', "
+             "'odradek.spark', 'odradek.cli.perf'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip().split(maxsplit=1)
     assert out == ["1", "[]"]
@@ -170,9 +170,9 @@ def test_a_node_imports_neither_the_tools_nor_a_kafka_client_library() -> None:
     """Start-up time: a broker and a controller (`odradek dev` runs both) import no tool,
     no Spark job, no mirror service and not librdkafka; the controller's audit exporter needs
     only the audit's rules and the mirror's partition reader."""
-    probe = ("import sys; import odradek.cli, odradek.broker.app, odradek.controller.app; "
+    probe = ("import sys; import odradek.cli.main, odradek.broker.app, odradek.controller.app; "
              "print(sorted(m for m in sys.modules if m.startswith(("
-             "'odradek.tools', 'odradek.cluster_cli', 'odradek.spark.', 'odradek.mirror.', "
+             "'odradek.cli.tools', 'odradek.cli.cluster', 'odradek.spark.', 'odradek.mirror.', "
              "'confluent_kafka', 'pyspark'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()

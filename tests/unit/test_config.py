@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.config import (
+from odradek.config.kafka_configs import (
     ALL_TOPIC_CONFIGS,
     BROKER_CONFIGS,
     INT_MAX,

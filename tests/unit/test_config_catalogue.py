@@ -1,14 +1,15 @@
-"""Kafka's config catalogue (odradek/kafka_catalogue.py, generated from Kafka's own classes) in
-Odradek's config layer: every Kafka config is accepted, validated and described as Kafka does,
-and Odradek's own definitions agree with Kafka's except where tests/config_differences.py
-says why not."""
+"""Kafka's config catalogue (odradek/config/kafka_catalogue.py, generated from Kafka's own
+classes) in Odradek's config layer: every Kafka config is accepted, validated and described as
+Kafka does, and Odradek's own definitions agree with Kafka's except where
+tests/config_differences.py says why not."""
 
 from __future__ import annotations
 
 import pytest
 
-from odradek import kafka_catalogue as kafka
-from odradek.config import (
+from odradek.config import kafka_catalogue as kafka
+from odradek.config.catalogue import broker_synonyms, java_double, kafka_validator, update_mode
+from odradek.config.kafka_configs import (
     ALL_TOPIC_CONFIGS,
     BROKER_CONFIGS,
     LISTED_BROKER_CONFIGS,
@@ -23,7 +24,6 @@ from odradek.config import (
     validate_dynamic_broker_configs,
     validate_topic_configs,
 )
-from odradek.config_catalogue import broker_synonyms, java_double, kafka_validator, update_mode
 from tests.config_differences import APPLIED_AT_START, ODRADEK_ONLY, OWN_DEFAULTS
 
 

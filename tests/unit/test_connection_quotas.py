@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from odradek.broker.connection_limits import ConnectionLimits
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.security.connection_quotas import (
     Admission,
     ConnectionQuotas,

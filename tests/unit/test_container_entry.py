@@ -1,4 +1,4 @@
-"""The images' entrypoint (`python -m odradek.container`): process.roles picks the process,
+"""The images' entrypoint (`python -m odradek.image.entrypoint`): process.roles picks the process,
 ODRADEK_* variables override the default file, the health check reads /health."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from odradek.config import InvalidConfigError
-from odradek.container import healthcheck, main, node_argv
-from odradek.service_runtime import start_metrics
+from odradek.config.kafka_configs import InvalidConfigError
+from odradek.image.entrypoint import healthcheck, main, node_argv
+from odradek.runtime.service import start_metrics
 
 SERVICES = Path(__file__).resolve().parents[2] / "services"
 

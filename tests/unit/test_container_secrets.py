@@ -1,5 +1,5 @@
 """Certificates and SCRAM users given to the images as mounted files
-(`odradek/container_secrets.py`): the key store the entrypoint writes from a
+(`odradek/image/secrets.py`): the key store the entrypoint writes from a
 kubernetes.io/tls Secret's files and keeps in step with them, the users of a Secret mounted
 as a directory, and the `storage format --add-scram` command made of them."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from odradek import container_secrets as secrets
-from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.container import commands, node_argv
-from odradek.tls import server_context, settings
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.image import secrets
+from odradek.image.entrypoint import commands, node_argv
+from odradek.net.tls import server_context, settings
 from tests.certificates import Authority
 from tests.waiting import wait_until
 
@@ -162,7 +162,7 @@ def test_a_controller_formats_with_the_users_then_runs_and_a_broker_just_runs(
 def test_the_format_command_parses_a_cluster_id_that_begins_with_a_dash(tmp_path: Path) -> None:
     """`odradek storage format` itself reads the command (its arguments as argparse sees
     them): a cluster id may begin with "-"."""
-    from odradek.cli import build_parser
+    from odradek.cli.main import build_parser
 
     argv = secrets.format_argv(tmp_path / "f.properties", "-kU3OEVBNTcwNTJENDM2Qk",
                                {"admin": "a-pw"})

@@ -21,10 +21,10 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.coordinator_runtime import CoordinatorUnavailable
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
 from odradek.protocol.records import validate_batches
+from odradek.runtime.clock import now_ms
 from tests.unit.coordinator_shell import apply_transaction_state_topic, transaction_coordinator
 
 LEADER, FOLLOWER = 1, 2

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.config import BROKER_CONFIGS, InvalidConfigError
-from odradek.env_config import config_name, configs_from_env, variable_name
+from odradek.config.env import config_name, configs_from_env, variable_name
+from odradek.config.kafka_configs import BROKER_CONFIGS, InvalidConfigError
 
 
 @pytest.mark.parametrize(("config", "variable"), [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from odradek.controller.exporter_series import ClusterView, PartitionView, exporter_families
+from odradek.exporter.series import ClusterView, PartitionView, exporter_families
 
 
 def samples(view: ClusterView) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -1,4 +1,4 @@
-"""Kafka's group configs (odradek/group_config.py): GroupConfig.CONFIG_DEF's names, types and
+"""Kafka's group configs (odradek/config/group.py): GroupConfig.CONFIG_DEF's names, types and
 defaults, GroupConfig.validate's messages against the broker's bounds, the effective values the
 coordinators read, and share.auto.offset.reset with Java's Duration.parse."""
 
@@ -9,10 +9,8 @@ from dataclasses import replace
 import pytest
 from kio.schema.errors import ErrorCode
 
-from odradek import kafka_catalogue as kafka
-from odradek.config import BROKER_CONFIGS, BrokerConfig, ConfigType, InvalidConfigError
-from odradek.group.consumer_handlers import SESSION_TIMER
-from odradek.group_config import (
+from odradek.config import kafka_catalogue as kafka
+from odradek.config.group import (
     BOUNDS,
     GROUP_CONFIGS,
     AutoOffsetReset,
@@ -21,6 +19,13 @@ from odradek.group_config import (
     group_config,
     validate_group_configs,
 )
+from odradek.config.kafka_configs import (
+    BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigType,
+    InvalidConfigError,
+)
+from odradek.group.consumer_handlers import SESSION_TIMER
 from odradek.metadata.image import ClusterMetadata, MetadataError
 from odradek.metadata.records import ConfigRecord
 from tests.unit.test_group_consumer import GROUP, Harness

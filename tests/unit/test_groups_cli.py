@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from odradek.cli import build_parser
-from odradek.groups_cli import cli
-from odradek.groups_cli.model import GroupInfo, Member, Partition
-from odradek.groups_cli.reset import ResetTarget, TopicArg
+from odradek.cli.groups import cli
+from odradek.cli.groups.model import GroupInfo, Member, Partition
+from odradek.cli.groups.reset import ResetTarget, TopicArg
+from odradek.cli.main import build_parser
 
 T0, T1 = Partition("orders", 0), Partition("orders", 1)
 

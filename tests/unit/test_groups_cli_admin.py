@@ -6,8 +6,8 @@ import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, Node, TopicPartition
 from confluent_kafka.admin import ConsumerGroupDescription, MemberAssignment, MemberDescription
 
-from odradek.groups_cli.admin import state_name, to_group_info
-from odradek.groups_cli.model import GroupInfo, Member, Partition
+from odradek.cli.groups.admin import state_name, to_group_info
+from odradek.cli.groups.model import GroupInfo, Member, Partition
 
 T0, T1 = Partition("orders", 0), Partition("orders", 1)
 

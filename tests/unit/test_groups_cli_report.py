@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from odradek.groups_cli.model import GroupInfo, Member, Partition
-from odradek.groups_cli.report import (
+from odradek.cli.groups.model import GroupInfo, Member, Partition
+from odradek.cli.groups.report import (
     OffsetRow,
     format_assignment,
     format_table,

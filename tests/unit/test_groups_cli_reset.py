@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.groups_cli.model import GroupsError, Partition
-from odradek.groups_cli.reset import (
+from odradek.cli.groups.model import GroupsError, Partition
+from odradek.cli.groups.reset import (
     PartitionOffsets,
     ResetKind,
     ResetTarget,

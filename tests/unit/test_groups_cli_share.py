@@ -5,7 +5,7 @@ live)."""
 
 from __future__ import annotations
 
-from odradek.groups_cli.share import (
+from odradek.cli.groups.share import (
     ShareGroup,
     ShareMember,
     assignment_text,

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from odradek.groups_cli.model import Partition
-from odradek.groups_cli.share_offsets import (
+from odradek.cli.groups.model import Partition
+from odradek.cli.groups.share_offsets import (
     ShareOffset,
     delete_table,
     reset_table,

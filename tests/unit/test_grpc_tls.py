@@ -1,4 +1,4 @@
-"""gRPC credentials from a controller listener's SSL configs (odradek/grpc_tls.py): PEM stores
+"""gRPC credentials from a controller listener's SSL configs (odradek/net/grpc_tls.py): PEM stores
 as gRPC takes them, the one-line refusals, and host name checks as
 ssl.endpoint.identification.algorithm says, through a real gRPC server on loopback."""
 
@@ -11,12 +11,12 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from odradek.config import BrokerConfig, InvalidConfigError
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.config.listeners import BROKER, resolve
 from odradek.controller.raft_transport import ChannelStats, RaftTransportServicer
-from odradek.grpc_tls import ControllerChannels, pem_stores, server_credentials
-from odradek.listeners import BROKER, resolve
+from odradek.net.grpc_tls import ControllerChannels, pem_stores, server_credentials
+from odradek.net.tls import settings
 from odradek.rpc import raft_pb2, raft_pb2_grpc
-from odradek.tls import settings
 from tests.certificates import Authority
 
 PREFIX = "listener.name.controller."

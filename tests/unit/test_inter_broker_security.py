@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.inter_broker import inter_broker_security
-from odradek.kafka_client import PLAINTEXT_CLIENT
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.net.inter_broker import inter_broker_security
+from odradek.net.kafka_client import PLAINTEXT_CLIENT
 from tests.certificates import Authority
 
 SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '

@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.replica_manager import IsrChangeRequest, ReplicaManager
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.service import ControllerService
 from odradek.metadata.records import (

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from odradek.kafka_client import (
+from odradek.net.kafka_client import (
     BrokerConnection,
     BrokerConnectionError,
     ConnectionPool,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.config import InvalidConfigError
-from odradek.kafka_client import client_security
-from odradek.kafka_client.spelling import kafka_spelling, librdkafka_spelling
+from odradek.config.kafka_configs import InvalidConfigError
+from odradek.net.kafka_client import client_security
+from odradek.net.kafka_client.spelling import kafka_spelling, librdkafka_spelling
 from odradek.security import jaas
 
 SCRAM = ('org.apache.kafka.common.security.scram.ScramLoginModule required '

@@ -1,4 +1,4 @@
-"""odradek.kubernetes_node's reading of a Node: the rack from its zone label and the address
+"""odradek.image.kubernetes_node's reading of a Node: the rack from its zone label and the address
 a NodePort client reaches it on, in Strimzi's order of preference."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.kubernetes_node import ADDRESS_PREFERENCE, api_server, node_facts
+from odradek.image.kubernetes_node import ADDRESS_PREFERENCE, api_server, node_facts
 
 
 def node(labels: dict[str, str], addresses: list[tuple[str, str]]) -> dict[str, Any]:

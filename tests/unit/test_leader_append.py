@@ -17,7 +17,7 @@ from odradek.broker.handlers.transactions import handle_write_txn_markers
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.txn_markers import MarkerWriter
-from odradek.config import BrokerConfig
+from odradek.config.kafka_configs import BrokerConfig
 from odradek.metadata.records import (
     ConfigRecord,
     ConfigResourceType,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.listener_security import ListenerSecurity
-from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.listeners import Endpoint
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.config.listeners import Endpoint
 from tests.certificates import Authority
 
 

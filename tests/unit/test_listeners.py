@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from odradek.config import BrokerConfig, InvalidConfigError
-from odradek.listeners import (
+from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError
+from odradek.config.listeners import (
     BROKER,
     COMBINED,
     CONTROLLER,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.config import BrokerConfig, effective_topic_config
+from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
 from odradek.log import LogConfig, LogManager, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.manager import CLEAN_SHUTDOWN_FILE, parse_log_dir_name

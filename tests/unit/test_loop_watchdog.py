@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from odradek.loop_watchdog import LoopWatchdog
+from odradek.runtime.loop_watchdog import LoopWatchdog
 
 
 def stuck_in_a_callback(seconds: float, spin: bool) -> None:

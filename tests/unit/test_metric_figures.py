@@ -18,7 +18,7 @@ from odradek.broker.metrics import (
 )
 from odradek.controller.metrics import current_vote, raft_state
 from odradek.raft.types import NO_NODE, Role
-from odradek.windowed_rate import WINDOW_S, WindowedRate, idle_fraction
+from odradek.runtime.windowed_rate import WINDOW_S, WindowedRate, idle_fraction
 
 
 @given(st.floats(0, 1e6), st.lists(st.floats(0.01, 30), min_size=1, max_size=50))

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from odradek.kafka_client import KafkaCluster
 from odradek.mirror.clients import ClusterClient, ClusterHealth, ClusterUnavailable
 from odradek.mirror.translation import GroupOffset
+from odradek.net.kafka_client import KafkaCluster
 from odradek.protocol.codec import INT32, decode_header, encode_response
 
 FIND_COORDINATOR, OFFSET_FETCH = 10, 9

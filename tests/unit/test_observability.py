@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cluster_cli.layout import plan
+from odradek.cli.cluster.layout import plan
 from tests import observability as obs
 
 DEFAULT_BASE_PORT = 9092

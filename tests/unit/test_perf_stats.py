@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from odradek.perf import MB, ProducerStats, detailed_stats_line, percentiles
+from odradek.cli.perf import MB, ProducerStats, detailed_stats_line, percentiles
 
 
 def test_percentiles_index_the_sorted_sample() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.cli import main
-from odradek.tools.common import ToolError, table
-from odradek.tools.quorum import (
+from odradek.cli.main import main
+from odradek.cli.tools.common import ToolError, table
+from odradek.cli.tools.quorum import (
     REPLICATION_HEADER,
     QuorumInfo,
     Replica,

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from odradek.broker.replica_fetcher import EPOCH_RETRY_S, ReplicaFetcher
-from odradek.config import BrokerConfig
-from odradek.kafka_client import PLAINTEXT_CLIENT, BrokerConnection
+from odradek.config.kafka_configs import BrokerConfig
+from odradek.net.kafka_client import PLAINTEXT_CLIENT, BrokerConnection
 from odradek.replication.throttle import ByteRate
 
 SPIN_LIMIT = 1000

@@ -1,4 +1,4 @@
-"""The client request versions (odradek/kafka_client/request_versions.py) against the
+"""The client request versions (odradek/net/kafka_client/request_versions.py) against the
 broker's own API table: each names the API of its key and is a version the broker serves."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from kio.schema.index import api_key_map
 
 from odradek.broker.apis import API_TABLE
-from odradek.kafka_client import request_versions
-from odradek.kafka_client.request_versions import ApiVersion
+from odradek.net.kafka_client import request_versions
+from odradek.net.kafka_client.request_versions import ApiVersion
 from odradek.protocol.codec import api_name
 
 SERVED = {api.key: (api.min_version, api.max_version) for api in API_TABLE}

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from kio.schema.errors import ErrorCode
 
-from odradek.group_config import auto_offset_reset
+from odradek.config.group import auto_offset_reset
 from odradek.share.partition import (
     AcknowledgementBatch,
     AcknowledgeType,

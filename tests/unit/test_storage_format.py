@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cli import main
-from odradek.config import BrokerConfig
+from odradek.cli.main import main
+from odradek.cli.tools.storage import format_storage
+from odradek.config.kafka_configs import BrokerConfig
+from odradek.config.listeners import resolve
 from odradek.controller.app import ControllerApp, metadata_dir
-from odradek.listeners import resolve
-from odradek.meta_properties import new_cluster_id, read_bootstrap, read_or_create_cluster_id
+from odradek.log.meta_properties import new_cluster_id, read_bootstrap, read_or_create_cluster_id
 from odradek.metadata.records import MetadataRecord, UserScramCredentialRecord
 from odradek.metadata.scram_bootstrap import FormatterError
-from odradek.tools.storage import format_storage
 
 SCRAM = "SCRAM-SHA-512=[name=broker,password=broker-secret]"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.cli import build_parser
+from odradek.cli.main import build_parser
+from odradek.cli.tools.acls import acls_to_change
+from odradek.cli.tools.common import ToolError
 from odradek.security.acls import CLUSTER_NAME, AclOperation, PatternType, ResourceType
-from odradek.tools.acls import acls_to_change
-from odradek.tools.common import ToolError
 
 Op = AclOperation
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from odradek.cli import build_parser
-from odradek.tools.common import ToolError
-from odradek.tools.config_entities import (
+from odradek.cli.main import build_parser
+from odradek.cli.tools.common import ToolError
+from odradek.cli.tools.config_entities import (
     Entity,
     completed,
     entity_from_args,
@@ -20,7 +20,7 @@ from odradek.tools.config_entities import (
     parse_add_config,
     parse_delete_config,
 )
-from odradek.tools.quota_entities import (
+from odradek.cli.tools.quota_entities import (
     QuotaEntity,
     completed_line,
     describe_lines,

@@ -8,11 +8,7 @@ import json
 
 import pytest
 
-from odradek.log.txn_index import AbortedTxn
-from odradek.protocol.control import build_marker_batch
-from odradek.protocol.record_codec import Record, build_batch
-from odradek.protocol.records import GZIP, LZ4, SNAPPY, ZSTD, parse_batch_header
-from odradek.tools.dump_log_format import (
+from odradek.cli.tools.dump_log_format import (
     Findings,
     Line,
     LogOptions,
@@ -22,6 +18,10 @@ from odradek.tools.dump_log_format import (
     dump_time_index,
     dump_txn_index,
 )
+from odradek.log.txn_index import AbortedTxn
+from odradek.protocol.control import build_marker_batch
+from odradek.protocol.record_codec import Record, build_batch
+from odradek.protocol.records import GZIP, LZ4, SNAPPY, ZSTD, parse_batch_header
 from odradek.txn.producer_state import ProducerStateManager
 
 T = 1_700_000_000_000

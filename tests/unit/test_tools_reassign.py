@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from odradek.tools.common import ToolError
-from odradek.tools.delete_records import parse_offsets
-from odradek.tools.leader_election import check_options, parse_election_partitions
-from odradek.tools.log_dirs import log_dirs_json
-from odradek.tools.reassign_plan import (
+from odradek.cli.tools.common import ToolError
+from odradek.cli.tools.delete_records import parse_offsets
+from odradek.cli.tools.leader_election import check_options, parse_election_partitions
+from odradek.cli.tools.log_dirs import log_dirs_json
+from odradek.cli.tools.reassign_plan import (
     CopyProgress,
     Ongoing,
     Partition,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.tools.common import ToolError
-from odradek.tools.record_lines import (
+from odradek.cli.tools.common import ToolError
+from odradek.cli.tools.record_lines import (
     ConsumerRecord,
     LineReader,
     MessageFormatter,

@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.security.scram import (
-    ScramClient,
-    ScramMechanism,
-    ScramServer,
-    credential_from_salted,
-)
-from odradek.tools.common import ToolError
-from odradek.tools.quota_entities import QuotaEntity, check_config_names
-from odradek.tools.scram_users import (
+from odradek.cli.tools.common import ToolError
+from odradek.cli.tools.quota_entities import QuotaEntity, check_config_names
+from odradek.cli.tools.scram_users import (
     Described,
     ScramChanges,
     Upsertion,
@@ -22,6 +16,12 @@ from odradek.tools.scram_users import (
     describe_lines,
     parse_credential,
     scram_changes,
+)
+from odradek.security.scram import (
+    ScramClient,
+    ScramMechanism,
+    ScramServer,
+    credential_from_salted,
 )
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512

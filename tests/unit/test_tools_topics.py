@@ -7,15 +7,15 @@ import argparse
 
 import pytest
 
-from odradek.cli import build_parser
-from odradek.tools.common import ToolError
-from odradek.tools.topic_args import (
+from odradek.cli.main import build_parser
+from odradek.cli.tools.common import ToolError
+from odradek.cli.tools.topic_args import (
     check_arguments,
     parse_replica_assignment,
     parse_topic_configs,
     select_topics,
 )
-from odradek.tools.topic_report import (
+from odradek.cli.tools.topic_report import (
     Filters,
     PartitionState,
     TopicState,

@@ -4,7 +4,7 @@ Topic overrides live in the metadata image. Broker configs come in Kafka's layer
 BrokerConfig): this broker's own dynamic configs (the broker resource named by its node id) over
 cluster-wide dynamic defaults (the broker resource named "") over static server properties over
 defaults. Both dynamic resources can be described and altered. A group's configs
-(odradek/group_config.py) live in the metadata image too, over the broker's group defaults; a
+(odradek/config/group.py) live in the metadata image too, over the broker's group defaults; a
 group need not exist to have them.
 """
 
@@ -20,7 +20,8 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.access import AUTHORIZATION_ERRORS, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import RequestContext, Result
-from odradek.config import (
+from odradek.config.group import GROUP_CONFIGS
+from odradek.config.kafka_configs import (
     ALL_BROKER_CONFIGS,
     ALL_TOPIC_CONFIGS,
     INT_MAX,
@@ -36,7 +37,6 @@ from odradek.config import (
     parse_value,
     validate_dynamic_broker_configs,
 )
-from odradek.group_config import GROUP_CONFIGS
 from odradek.metadata.image import MetadataError, validate_topic_name
 from odradek.metadata.records import ConfigResourceType, MetadataRecord
 from odradek.security.acls import CLUSTER_NAME, AclOperation, ResourceType

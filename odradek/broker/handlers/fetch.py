@@ -29,7 +29,6 @@ from odradek.broker.access import CLUSTER, TOPIC, Op
 from odradek.broker.broker import Broker
 from odradek.broker.dispatch import EncodedBody, RequestContext, Result
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.clock import now_ms
 from odradek.log.leader_epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from odradek.log.partition import OffsetOutOfRangeError, PartitionLog
 from odradek.protocol.fetch_response import (
@@ -40,6 +39,7 @@ from odradek.protocol.fetch_response import (
     encode_fetch_body,
 )
 from odradek.replication.read_replica import NO_PREFERRED_REPLICA
+from odradek.runtime.clock import now_ms
 
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_RACK_VERSION = 11

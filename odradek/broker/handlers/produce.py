@@ -21,11 +21,11 @@ from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import client_verdict, verify
-from odradek.clock import now_ms
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
 from odradek.protocol.record_codec import keyless_records
 from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
+from odradek.runtime.clock import now_ms
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")

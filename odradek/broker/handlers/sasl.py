@@ -10,7 +10,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.broker.dispatch import AuthenticationFailure, RequestContext, Result
-from odradek.clock import now_ms
+from odradek.runtime.clock import now_ms
 from odradek.security.sasl import (
     IllegalSaslState,
     SaslAuthenticationFailed,

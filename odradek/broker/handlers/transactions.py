@@ -17,11 +17,11 @@ from odradek.broker.coordinator_runtime import CoordinatorUnavailable, NotCoordi
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.producer_ids import ProducerIdsUnavailable
 from odradek.broker.txn_verification import client_verdict, verify
-from odradek.clock import now_ms
 from odradek.group.classic import Output
 from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, OffsetCommitRequest
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import INTERNAL_TOPICS, OFFSETS_TOPIC
+from odradek.runtime.clock import now_ms
 from odradek.txn.producer_state import NO_SEQUENCE, ProducerStateError, ProducerStateManager
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4

@@ -332,7 +332,7 @@ def test_bad_flags_get_one_line(flags: list[str], message: str, tmp_path: Path) 
 
 
 def test_the_wrapper_without_pyspark_says_so_in_one_line(tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['pyspark'] = None; from odradek.cli import main; "
+    code = ("import sys; sys.modules['pyspark'] = None; from odradek.cli.main import main; "
             "sys.exit(main(sys.argv[1:]))")
     done = subprocess.run([sys.executable, "-c", code, "audit", "--source-bootstrap", "x",
                            "--target-bootstrap", "y", "--source-alias", "east", "--output",

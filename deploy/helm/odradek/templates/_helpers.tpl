@@ -113,7 +113,7 @@ and the pods' stable DNS names. */}}
 {{ include "odradek.fullname" . }}-cluster-id
 {{- end -}}
 
-{{/* A Kafka config name as the image's environment variable (odradek/env_config.py):
+{{/* A Kafka config name as the image's environment variable (odradek/config/env.py):
 `_` -> `__`, `-` -> `___`, `.` -> `_`, upper case, ODRADEK_ in front. */}}
 {{- define "odradek.configVariable" -}}
 ODRADEK_{{ . | replace "_" "__" | replace "-" "___" | replace "." "_" | upper }}

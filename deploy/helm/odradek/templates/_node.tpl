@@ -127,7 +127,7 @@ spec:
         - name: node-info
           image: {{ include "odradek.image" (dict "root" $root "component" "broker") }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          command: [python3, -m, odradek.kubernetes_node, --output, /var/run/odradek,
+          command: [python3, -m, odradek.image.kubernetes_node, --output, /var/run/odradek,
                     --zone-label, {{ $root.Values.brokers.rack.nodeLabel | quote }}]
           env:
             - name: NODE_NAME
@@ -175,7 +175,7 @@ spec:
               fi
               export ODRADEK_ADVERTISED_LISTENERS="$advertised"
               {{- end }}
-              exec python3 -m odradek.container run
+              exec python3 -m odradek.image.entrypoint run
           env:
             - name: POD_NAME
               valueFrom: {fieldRef: {fieldPath: metadata.name}}

@@ -17,7 +17,7 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * config of the broker's ConfigDef (type, default as DescribeConfigs reports it, internal, how
  * it may be updated dynamically, its validator), the broker synonyms DescribeConfigs lists, and
  * every topic config of LogConfig with the broker config that supplies its default. Odradek's
- * {@code odradek/kafka_catalogue.py} is generated from this output.
+ * {@code odradek/config/kafka_catalogue.py} is generated from this output.
  *
  * <p>The broker's classes (kafka-server, kafka-storage) are runtime dependencies of kafka_2.13,
  * off the compile classpath, so they are reached by reflection.
