@@ -1,6 +1,6 @@
 """Odradek's Grafana dashboards, written as code: `python observability/grafana/generate.py`
 rewrites dashboards/*.json beside this file, which Grafana's provisioning loads and which are
-committed (tests/unit/test_observability.py checks they equal this file's output).
+committed (tests/unit/project/test_observability.py checks they equal this file's output).
 
 A dashboard is a list of rows of panels; a panel is a title, a unit and PromQL queries over
 Kafka's metric names (as Prometheus' JMX exporter and Strimzi name them). Every query selects

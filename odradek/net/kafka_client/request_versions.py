@@ -3,7 +3,7 @@ the operator tools, the `groups`/`transactions` commands, the mirror, the Kafka 
 the broker's own inter-broker clients (replica fetchers, transaction markers and
 verification). Each name is Kafka's API name, upper case, with a suffix where one API is sent
 at two versions for two purposes; each version is one the broker serves
-(tests/unit/test_request_versions.py checks both against odradek/broker/apis.py).
+(tests/unit/net/test_request_versions.py checks both against odradek/broker/apis.py).
 
 The share coordinator's state requests (odradek/broker/share_persister.py) keep their own."""
 

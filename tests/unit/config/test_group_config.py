@@ -28,7 +28,7 @@ from odradek.config.kafka_configs import (
 from odradek.group.consumer_handlers import SESSION_TIMER
 from odradek.metadata.image import ClusterMetadata, MetadataError
 from odradek.metadata.records import ConfigRecord
-from tests.unit.test_group_consumer import GROUP, Harness
+from tests.unit.group.test_group_consumer import GROUP, Harness
 
 BROKER = BrokerConfig({})
 

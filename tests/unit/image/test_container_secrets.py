@@ -17,7 +17,7 @@ from odradek.net.tls import server_context, settings
 from tests.certificates import Authority
 from tests.waiting import wait_until
 
-SERVICES = Path(__file__).resolve().parents[2] / "services"
+SERVICES = Path(__file__).resolve().parents[3] / "services"
 
 
 def tls_secret(directory: Path, authority: Authority, name: str = "broker-1") -> Path:

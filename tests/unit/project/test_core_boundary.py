@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "share", "replication",
                  "security")
 LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config")

@@ -28,7 +28,7 @@ from odradek.share.records import (
     ShareUpdateKey,
     StateBatch,
 )
-from tests.unit.test_share_partition import SharePartitionMachine
+from tests.unit.share.test_share_partition import SharePartitionMachine
 
 TOPIC = "5f6c2a4e-8a1b-4c3d-9e0f-112233445566"
 KEY = SharePartitionKey("g", TOPIC, 0)

@@ -12,7 +12,7 @@ from odradek.config.kafka_configs import InvalidConfigError
 from odradek.image.entrypoint import healthcheck, main, node_argv
 from odradek.runtime.service import start_metrics
 
-SERVICES = Path(__file__).resolve().parents[2] / "services"
+SERVICES = Path(__file__).resolve().parents[3] / "services"
 
 
 def env_for(service: str, **variables: str) -> dict[str, str]:

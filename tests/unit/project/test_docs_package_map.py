@@ -9,7 +9,7 @@ from pathlib import Path
 
 from odradek.broker.apis import API_TABLE
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = (ROOT / "docs" / "architecture.md").read_text()
 
 

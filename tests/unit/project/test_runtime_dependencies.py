@@ -12,7 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILD_ONLY = {"odradek/rpc/codegen.py"}
 """Run by setup.py at build time, with the build system's requirements."""
 
