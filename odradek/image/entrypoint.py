@@ -7,8 +7,10 @@ The node's config is the image's default file (ODRADEK_CONFIG_FILE names another
 with the SSL configs of ODRADEK_TLS_DIR's certificates, then with the ODRADEK_* variables
 (`odradek/config/env.py`). `process.roles` picks the process, as in Kafka: `broker` runs
 `odradek broker`, `controller` runs `odradek controller`, both run the combined `odradek dev`.
-ODRADEK_CLUSTER_ID is required. A controller given ODRADEK_SCRAM_USERS_DIR formats its
-storage with those users first (`odradek/image/secrets.py`)."""
+ODRADEK_CLUSTER_ID is required. In a pod of the Helm chart, the node's id, advertised
+listeners and rack come from the pod (`odradek/image/pod.py`). A controller given
+ODRADEK_SCRAM_USERS_DIR formats its storage with those users first
+(`odradek/image/secrets.py`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from odradek.config.env import PREFIX, configs_from_env, variable_name
 from odradek.config.kafka_configs import BrokerConfig, InvalidConfigError, load_properties
 from odradek.image import secrets
+from odradek.image.pod import pod_variables
 from odradek.runtime.service import HEALTH_PATH
 
 CONFIG_FILE_VARIABLE = "ODRADEK_CONFIG_FILE"
@@ -119,6 +122,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] = environ) ->
     args = list(sys.argv[1:] if argv is None else argv)
     verb, rest = (args[0], args[1:]) if args else ("", [])
     try:
+        env = {**env, **pod_variables(env)}
         if verb == "healthcheck":
             return healthcheck(env)
         if verb == "run":

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import stat
-import subprocess
 import tarfile
 from base64 import b64decode
 from collections.abc import Iterator
@@ -24,6 +21,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from odradek.image.pod import pod_variables
 from odradek.mirror.config import parse_mirror_config
 from odradek.spark import audit, compaction
 from tests.helm.chart import (
@@ -138,29 +136,21 @@ def test_quorum_voters_are_the_controller_pods_dns_names(mode: str, replicas: in
     assert voter_pool["spec"]["replicas"] == replicas
 
 
-def run_start_script(workload: dict[str, Any], index: int, tmp_path: Path,
-                     node_address: str = "203.0.113.7") -> dict[str, str]:
+def pod_start(workload: dict[str, Any], index: int, tmp_path: Path,
+              node_address: str = "203.0.113.7") -> dict[str, str]:
     """The ODRADEK_* configs pod `index` starts the node with: the container's rendered
-    command run by sh, with `python3` a stub that prints its environment, the downward API's
-    values set, and the init container's files where the chart mounts them."""
+    variables and the downward API's values, as the image's entrypoint (its command) reads
+    them, with the init container's files where the chart mounts them."""
     spec = container(workload)
-    stub = tmp_path / "bin" / "python3"
-    stub.parent.mkdir(exist_ok=True)
-    stub.write_text("#!/bin/sh\nenv\n")
-    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    assert spec["command"] == ["python3", "-m", "odradek.image.entrypoint", "run"]
     node_info = tmp_path / "node-info"
     node_info.mkdir(exist_ok=True)
-    (node_info / "rack").write_text("zone-b")
+    (node_info / "rack").write_text("zone-b\n")
     (node_info / "node-address").write_text(node_address)
-    env = {"PATH": f"{stub.parent}:{os.environ['PATH']}",
-           "POD_NAME": f"{workload['metadata']['name']}-{index}", "POD_NAMESPACE": NAMESPACE}
+    env = {"POD_NAME": f"{workload['metadata']['name']}-{index}", "POD_NAMESPACE": NAMESPACE}
     env.update({name: e["value"] for name, e in env_of(spec).items() if "value" in e})
-    script = spec["command"][2].replace("/var/run/odradek", str(node_info))
-    result = subprocess.run([*spec["command"][:2], script], env=env, capture_output=True,
-                            text=True, check=False, timeout=30)
-    assert result.returncode == 0, result.stderr
-    lines = (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
-    return {name: value for name, value in lines if name.startswith("ODRADEK_")}
+    configs = {**env, **pod_variables(env, node_info)}
+    return {name: value for name, value in configs.items() if name.startswith("ODRADEK_")}
 
 
 def advertised(configs: dict[str, str]) -> dict[str, str]:
@@ -176,7 +166,7 @@ def test_each_broker_advertises_its_own_address(tmp_path: Path) -> None:
                 for s in find(objects, "Service") if s["spec"].get("type") == "NodePort"}
     seen = set()
     for i in range(3):
-        configs = run_start_script(brokers, i, tmp_path)
+        configs = pod_start(brokers, i, tmp_path)
         listeners = advertised(configs)
         assert listeners["INTERNAL"] == f"{pod_dns_name(brokers, i)}:9092"
         assert listeners["EXTERNAL"] == f"203.0.113.7:{external[f'east-odradek-broker-{i}']}"
@@ -192,7 +182,7 @@ def test_behind_load_balancers_each_broker_advertises_its_host(tmp_path: Path) -
     brokers = one(objects, "StatefulSet", "east-odradek-broker")
     hosts = values["brokers"]["external"]["advertisedHosts"]
     for i in range(3):
-        assert advertised(run_start_script(brokers, i, tmp_path))["EXTERNAL"] == \
+        assert advertised(pod_start(brokers, i, tmp_path))["EXTERNAL"] == \
             f"{hosts[i]}:9094"
     assert {s["spec"].get("type") for s in find(objects, "Service")
             if s["metadata"]["name"].endswith("-external")} == {"LoadBalancer"}
@@ -203,7 +193,7 @@ def test_behind_load_balancers_each_broker_advertises_its_host(tmp_path: Path) -
 
 def test_controllers_get_ids_from_their_ordinals(tmp_path: Path) -> None:
     controllers = one(render({}), "StatefulSet", "east-odradek-controller")
-    ids = [run_start_script(controllers, i, tmp_path)["ODRADEK_NODE_ID"] for i in range(3)]
+    ids = [pod_start(controllers, i, tmp_path)["ODRADEK_NODE_ID"] for i in range(3)]
     assert ids == ["1000", "1001", "1002"]
 
 

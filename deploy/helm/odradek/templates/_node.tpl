@@ -144,38 +144,9 @@ spec:
         - name: odradek
           image: {{ include "odradek.image" (dict "root" $root "component" (ternary "broker" "controller" $isBroker)) }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          # node.id from the pod's ordinal; a broker advertises its own stable name (and its
-          # external address), with broker.rack as the init container found it. exec: the
-          # node is PID 1 and gets SIGTERM, its controlled shutdown.
-          command:
-            - sh
-            - -c
-            - |
-              set -eu
-              ordinal=${POD_NAME##*-}
-              export ODRADEK_NODE_ID=$((NODE_ID_BASE + ordinal))
-              {{- if $isBroker }}
-              if [ -s /var/run/odradek/rack ]; then
-                ODRADEK_BROKER_RACK=$(cat /var/run/odradek/rack); export ODRADEK_BROKER_RACK
-              fi
-              host="${POD_NAME}.${HEADLESS_SERVICE}.${POD_NAMESPACE}.svc.${CLUSTER_DOMAIN}"
-              advertised="INTERNAL://${host}:${INTERNAL_PORT}"
-              if [ -n "${REPLICATION_PORT:-}" ]; then
-                advertised="$advertised,REPLICATION://${host}:${REPLICATION_PORT}"
-              fi
-              if [ -n "${EXTERNAL_PORT:-}" ]; then
-                if [ -n "${EXTERNAL_HOSTS:-}" ]; then
-                  set -- $EXTERNAL_HOSTS
-                  [ "$#" -gt "$ordinal" ] || { echo "no external host for broker $ordinal" >&2; exit 1; }
-                  shift "$ordinal"; host=$1
-                else
-                  host=$(cat /var/run/odradek/node-address)
-                fi
-                advertised="$advertised,EXTERNAL://${host}:$((EXTERNAL_PORT + ordinal * EXTERNAL_PORT_STEP))"
-              fi
-              export ODRADEK_ADVERTISED_LISTENERS="$advertised"
-              {{- end }}
-              exec python3 -m odradek.image.entrypoint run
+          # the node is PID 1 and gets SIGTERM, its controlled shutdown; node.id, a broker's
+          # advertised listeners and broker.rack come from the pod (odradek/image/pod.py)
+          command: [python3, -m, odradek.image.entrypoint, run]
           env:
             - name: POD_NAME
               valueFrom: {fieldRef: {fieldPath: metadata.name}}
