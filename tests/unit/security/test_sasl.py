@@ -14,9 +14,11 @@ from odradek.security.sasl import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
     IllegalSaslState,
+    IllegalSaslTransition,
     MechanismServer,
     SaslAuthenticationFailed,
     SaslSession,
+    SaslState,
     UnsupportedSaslMechanism,
 )
 
@@ -43,13 +45,51 @@ def login(sasl: SaslSession, user: str, password: str, now_ms: int = 0) -> int:
 def test_only_sasl_requests_and_one_api_versions_come_before_authentication() -> None:
     sasl = session()
     sasl.check(API_VERSIONS, 0)
+    assert sasl.state == SaslState.HANDSHAKE_REQUEST
     with pytest.raises(IllegalSaslState, match="API_VERSIONS during SASL handshake"):
         sasl.check(API_VERSIONS, 0)
+    assert sasl.state == SaslState.FAILED
     with pytest.raises(IllegalSaslState, match="METADATA during SASL handshake"):
-        sasl.check(METADATA, 0)
+        session().check(METADATA, 0)
+    sasl = session()
     sasl.handshake("PLAIN")
     with pytest.raises(IllegalSaslState, match="METADATA during SASL authentication"):
         sasl.check(METADATA, 0)
+
+
+def test_a_failed_session_admits_nothing_more() -> None:
+    sasl = session()
+    sasl.handshake("PLAIN")
+    with pytest.raises(SaslAuthenticationFailed):
+        sasl.authenticate(b"\0alice\0wrong", 0)
+    assert sasl.state == SaslState.FAILED
+    for api_key in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE):
+        with pytest.raises(IllegalSaslState):
+            sasl.check(api_key, 0)
+    with pytest.raises(IllegalSaslState):
+        sasl.handshake("PLAIN")
+
+
+def test_every_move_is_in_the_table() -> None:
+    """A session through login, re-authentication and a refused mechanism passes Kafka's
+    states, and a move the table does not list raises."""
+    sasl = session(reauth_ms=1000)
+    seen = [sasl.state]
+    sasl.check(API_VERSIONS, 0)
+    seen.append(sasl.state)
+    login(sasl, "alice", "alice-secret")
+    seen.append(sasl.state)
+    sasl.handshake("PLAIN")
+    seen.append(sasl.state)
+    sasl.authenticate(b"\0alice\0alice-secret", 1)
+    seen.append(sasl.state)
+    sasl.handshake("SCRAM-SHA-512")
+    seen.append(sasl.state)
+    assert seen == [SaslState.HANDSHAKE_OR_VERSIONS_REQUEST, SaslState.HANDSHAKE_REQUEST,
+                    SaslState.AUTHENTICATED, SaslState.REAUTH_AUTHENTICATE,
+                    SaslState.AUTHENTICATED, SaslState.REAUTH_BAD_MECHANISM]
+    with pytest.raises(IllegalSaslTransition):
+        sasl._move(SaslState.AUTHENTICATED)
 
 
 def test_a_successful_login_names_the_principal_and_admits_every_request() -> None:
@@ -96,6 +136,9 @@ def test_re_authentication_keeps_the_principal_and_the_mechanism() -> None:
     with pytest.raises(SaslAuthenticationFailed, match="Cannot change principals during "
                                                        "re-authentication from User.alice"):
         login(sasl, "bob", "bob-secret", now_ms=10)
+    assert sasl.state == SaslState.FAILED
+    sasl = session(reauth_ms=1000)
+    login(sasl, "alice", "alice-secret")
     sasl.handshake("SCRAM-SHA-512")
     with pytest.raises(SaslAuthenticationFailed, match="not supported for re-authentication"):
         sasl.authenticate(b"n,,n=alice,r=abc", 20)
