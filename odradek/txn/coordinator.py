@@ -25,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.txn.log_records import TransactionLogValue, TxnState
+from odradek.txn.log_records import TransactionLogValue, TxnState, check_transition
 
 Token = Hashable
 TopicPartition = tuple[str, int]
@@ -134,7 +134,11 @@ class TransactionCoordinatorShard:
     def _emit_record(self, out: Output, transactional_id: str,
                      value: TransactionLogValue | None, last_epoch: int | None = None) -> None:
         """Add a record to `out` (the shell appends it) and apply it to this shard now;
-        `last_epoch` replaces the volatile last epoch (None keeps it)."""
+        `last_epoch` replaces the volatile last epoch (None keeps it). A move the state table
+        does not list raises instead (log_records.TRANSITIONS)."""
+        before = self.transactions.get(transactional_id)
+        check_transition(TxnState.EMPTY if before is None else before.state,
+                         TxnState.DEAD if value is None else value.state)
         kept = self._last_epochs.get(transactional_id, NO_PRODUCER_EPOCH)
         out.records.append((transactional_id, value))
         self.replay(transactional_id, value)

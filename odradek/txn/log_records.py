@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from odradek.protocol.coordinator_serde import RecordFormatError, RecordReader, RecordWriter
 
@@ -49,6 +51,32 @@ class TxnState(enum.IntEnum):
     def kafka_name(self) -> str:
         """The name DescribeTransactions and ListTransactions report ("PrepareCommit")."""
         return "".join(part.capitalize() for part in self.name.split("_"))
+
+
+_T = TxnState
+TRANSITIONS: Mapping[TxnState, frozenset[TxnState]] = MappingProxyType({
+    _T.EMPTY: frozenset({_T.EMPTY, _T.ONGOING, _T.PREPARE_ABORT, _T.DEAD}),
+    _T.ONGOING: frozenset({_T.ONGOING, _T.PREPARE_COMMIT, _T.PREPARE_ABORT,
+                           _T.PREPARE_EPOCH_FENCE}),
+    _T.PREPARE_COMMIT: frozenset({_T.COMPLETE_COMMIT}),
+    _T.PREPARE_ABORT: frozenset({_T.COMPLETE_ABORT}),
+    _T.COMPLETE_COMMIT: frozenset({_T.EMPTY, _T.ONGOING, _T.PREPARE_ABORT, _T.DEAD}),
+    _T.COMPLETE_ABORT: frozenset({_T.EMPTY, _T.ONGOING, _T.PREPARE_ABORT, _T.DEAD}),
+    _T.PREPARE_EPOCH_FENCE: frozenset({_T.PREPARE_ABORT}),
+    _T.DEAD: frozenset(),
+})
+"""State -> the states it may move to: Kafka 4.3's TransactionState.validPreviousStates, read
+forwards. A new transactional id starts as EMPTY; expiry (a tombstone) is DEAD."""
+
+
+class IllegalTxnTransition(Exception):
+    """A move the table does not list: a coordinator bug."""
+
+
+def check_transition(current: TxnState, new: TxnState) -> None:
+    if new not in TRANSITIONS[current]:
+        raise IllegalTxnTransition(f"a transaction cannot go from {current.kafka_name} to "
+                                   f"{new.kafka_name}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from odradek.txn.coordinator import (
@@ -17,7 +19,7 @@ from odradek.txn.coordinator import (
     TransactionCoordinatorShard,
     TxnConfig,
 )
-from odradek.txn.log_records import TransactionLogValue, TxnState
+from odradek.txn.log_records import IllegalTxnTransition, TransactionLogValue, TxnState
 
 TID = "tx"
 TIMEOUT = 60000
@@ -506,3 +508,53 @@ def test_listing_filters_as_kafka_does(states: set[str], pids: set[int], duratio
     assert [item["transactional_id"] for item in listed] == expected
     names = {item["transactional_id"]: item["transaction_state"] for item in listed}
     assert names.get("done", "CompleteCommit") == "CompleteCommit"
+
+
+# -- the state table ----------------------------------------------------------------------
+
+
+def test_a_move_the_table_does_not_list_raises() -> None:
+    h = loaded_with(TransactionLogValue(5, 3, TIMEOUT, TxnState.PREPARE_COMMIT, (A0,), 0, 0))
+    with pytest.raises(IllegalTxnTransition, match="from PrepareCommit to Ongoing"):
+        h.shard._emit_record(Output(), TID, replace(h.txn, state=TxnState.ONGOING))
+
+
+OPERATION = st.one_of(
+    st.tuples(st.just("init"), st.sampled_from([(-1, -1), (0, 0), (1000, 0), (1000, 1)])),
+    st.tuples(st.just("add"), st.lists(st.sampled_from([A0, A1, B0]), min_size=1, max_size=2)),
+    st.tuples(st.just("end"), st.booleans(), st.sampled_from([1, 2]), st.sampled_from([0, -1])),
+    st.tuples(st.just("markers")),
+    st.tuples(st.just("tick"),
+              st.sampled_from([1, TIMEOUT + 1, CONFIG.transactional_id_expiration_ms * 2])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(operations=st.lists(OPERATION, max_size=25))
+def test_every_move_a_client_can_cause_is_in_the_table(operations: list[tuple[Any, ...]]
+                                                        ) -> None:
+    """Clients that retry, restart and stall (epochs one behind, stale ids, time jumps) drive
+    the shard only through moves the table lists, and replay reaches the same state."""
+    h = Harness()
+    now = 0
+    pid, epoch = -1, -1
+    for operation in operations:
+        kind = operation[0]
+        if kind == "init":
+            body = h.response(h.init(now, expected=operation[1]))
+            if body["error_code"] == ErrorCode.none:
+                pid, epoch = body["producer_id"], body["producer_epoch"]
+        elif kind == "add" and pid >= 0:
+            h.add(pid, epoch, operation[1], now)
+        elif kind == "end" and pid >= 0:
+            _, commit, version, lag = operation
+            body = h.response(h.end(pid, epoch + lag, commit, now, version))
+            if body["error_code"] == ErrorCode.none and version == 2:
+                pid, epoch = body["producer_id"], body["producer_epoch"]
+        elif kind == "markers" and TID in h.shard.transactions:
+            txn = h.txn
+            h._run(h.shard.markers_written(TID, txn.producer_id, txn.producer_epoch, now))
+        elif kind == "tick":
+            now += operation[1]
+            h.tick(now)
+    assert h.replayed().transactions == h.shard.transactions
