@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.jvm_toolchain import ROOT, run_java
 
-TABLE = ROOT / "odradek" / "kafka_catalogue.py"
+TABLE = ROOT / "odradek" / "config" / "kafka_catalogue.py"
 
 HEADER = '''"""Kafka {version}'s broker and topic config catalogue, documentation left out:
 every config of the broker's ConfigDef and of LogConfig with its type, its default as
