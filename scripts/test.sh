@@ -10,14 +10,17 @@ bash scripts/docker_engine.sh
 pytest=(.venv/bin/pytest -q -p no:cacheprovider --durations=25)
 if (( $# )); then exec "${pytest[@]}" "$@"; fi
 # The JVM layer (Kafka's own software) runs beside the rest: its cost is the JVMs' CPU, the
-# rest's mostly waiting on clients, clusters and timeouts. Its report follows the rest's.
+# rest's mostly waiting on clients, clusters and timeouts (about 0.75 of a core), so the rest
+# runs in two workers, a module in one (tests/conftest.py's groups). Its report follows the
+# rest's.
 # The fault campaign (`-m campaign`) runs on its own: it finds no anomaly now, but its
 # transform stages do not yet stop after healing (docs/reliability.md, "Latest figures").
 work=$(mktemp -d)
 "${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
 jvm=$!
 status=0
-"${pytest[@]}" -m "not jvm and not campaign" --basetemp="$work/rest" || status=$?
+"${pytest[@]}" -n 2 --dist loadgroup --no-loadscope-reorder -m "not jvm and not campaign" \
+  --basetemp="$work/rest" || status=$?
 wait "$jvm" || status=$?
 echo "=== the jvm layer (pytest -m jvm) ==="
 cat "$work/jvm.log"

@@ -1,7 +1,9 @@
 """Client quotas against a real `odradek dev` broker: set and described with `odradek configs`
 (AlterClientQuotas / DescribeClientQuotas), enforced on real clients. A producer over
-producer_byte_rate and a consumer over consumer_byte_rate are held to their quota (measured as
-a ratio, beside an unlimited client in the same run) and told their throttle time; a
+producer_byte_rate and a consumer over consumer_byte_rate are held to their quota and told their
+throttle time. The quota is set from an unlimited client measured first in the same run (a
+quarter of its rate, at most QUOTA), so that a loaded machine cannot close the gap between
+the two clients that the test relies on; a
 throttled connection is muted for the throttle time it was told (KIP-219); the quota
 gauges carry Kafka's names; topic mutations past controller_mutation_rate are refused.
 
@@ -35,12 +37,14 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.quotas
 
 QUOTA = 256 * 1024
-"""Bytes per second of the throttled clients."""
+"""The most bytes per second a throttled client is given."""
 RECORD = b"q" * 1000
 WARMUP_S = 3.0
 """The first seconds of a run, which the first burst allowance (2 windows) distorts."""
-MEASURED_BYTES = 3 * QUOTA * 4
-"""About 12 s of a throttled client's traffic."""
+MEASURED_S = 12
+"""Seconds of a throttled client's traffic measured."""
+MEASURED_BYTES = MEASURED_S * QUOTA
+"""What an unlimited client writes or reads: MEASURED_S at the largest quota."""
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +82,25 @@ def rate_after_warmup(deliveries: list[tuple[float, int]]) -> float:
     return measured / max(last - first - warmup, 1e-3)
 
 
-def assert_held_to_quota(rate: float, unlimited_rate: float) -> None:
-    """A loaded machine only slows a client down: the quota bounds the throttled rate from
-    above, and from below only where the unlimited client beside it ran faster than the quota."""
-    figures = f"throttled {rate / QUOTA:.2f}, unlimited {unlimited_rate / QUOTA:.2f} × quota"
-    assert rate / QUOTA <= 1.25, figures
-    assert rate / min(QUOTA, unlimited_rate) >= 0.75, figures
-    assert unlimited_rate / rate >= 2, figures
+def quota_below(unlimited_rate: float) -> int:
+    """The quota for a throttled client: a quarter of the unlimited client's rate in this
+    run, at most QUOTA."""
+    return int(min(QUOTA, unlimited_rate / 4))
+
+
+def assert_held_to_quota(rate: float, quota: int, unlimited_rate: float) -> None:
+    figures = (f"throttled {rate / quota:.2f} × quota, unlimited {unlimited_rate / quota:.2f} "
+               f"× quota ({quota} B/s)")
+    assert 0.75 <= rate / quota <= 1.25, figures
+
+
+def apply_quota(broker: BrokerProcess, entity: list[str], kind: str, quota: int) -> None:
+    """Sets `kind` (producer_byte_rate, consumer_byte_rate) to `quota` for `entity` (configs'
+    entity options) and waits until this broker's image has it: DescribeClientQuotas is
+    answered from it, with the value as Kafka prints a double."""
+    configs(broker, "alter", *entity, "--add-config", f"{kind}={quota}")
+    wait_until(lambda: f"{kind}={float(quota)}" in configs(broker, "describe", *entity), 30,
+               f"the broker applying {kind}={quota} to {entity}")
 
 
 def produce_for_rate(bootstrap: str, topic: str, client_id: str, total: int,
@@ -158,12 +174,13 @@ def test_bad_quota_alterations_fail_with_the_brokers_reason(broker: BrokerProces
 def test_a_producer_is_held_to_its_producer_byte_rate(broker: BrokerProcess) -> None:
     topic = unique("quota-produce")
     create_topic(broker.bootstrap, topic)
-    throttled = unique("slow-producer")
-    set_client_quota(broker, throttled, f"producer_byte_rate={QUOTA}")
     unlimited_rate, unlimited_throttle = produce_for_rate(broker.bootstrap, topic,
                                                           unique("free"), MEASURED_BYTES)
-    rate, throttle = produce_for_rate(broker.bootstrap, topic, throttled, MEASURED_BYTES)
-    assert_held_to_quota(rate, unlimited_rate)
+    throttled = unique("slow-producer")
+    quota = quota_below(unlimited_rate)
+    apply_quota(broker, ["--client", throttled], "producer_byte_rate", quota)
+    rate, throttle = produce_for_rate(broker.bootstrap, topic, throttled, MEASURED_S * quota)
+    assert_held_to_quota(rate, quota, unlimited_rate)
     assert throttle > 0 and unlimited_throttle == 0
     gauges = scrape(broker)
     assert sample(gauges, "kafka_server_quota_byte_rate", resource="Produce", user="",
@@ -177,7 +194,7 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(broker: BrokerProcess) -> 
     create_topic(broker.bootstrap, topic)
     produce_for_rate(broker.bootstrap, topic, unique("loader"), MEASURED_BYTES)
 
-    def consume(client_id: str) -> tuple[float, int]:
+    def consume(client_id: str, total: int) -> tuple[float, int]:
         throttles: list[int] = []
         consumer = confluent_consumer(
             broker.bootstrap, **{"client.id": client_id, "auto.offset.reset": "earliest",
@@ -199,18 +216,19 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(broker: BrokerProcess) -> 
                     received[0] += len(message.value() or b"")
 
         try:
-            wait_until(lambda: received[0] >= MEASURED_BYTES, 90,
+            wait_until(lambda: received[0] >= total, 90,
                        "every record consumed", between=poll)
             wait_until(lambda: throttles, 10, "a statistics report", between=poll)
         finally:
             consumer.close()
         return rate_after_warmup(deliveries), max(throttles)
 
+    unlimited_rate, _ = consume(unique("free-consumer"), MEASURED_BYTES)
     throttled = unique("slow-consumer")
-    set_client_quota(broker, throttled, f"consumer_byte_rate={QUOTA}")
-    unlimited_rate, _ = consume(unique("free-consumer"))
-    rate, throttle = consume(throttled)
-    assert_held_to_quota(rate, unlimited_rate)
+    quota = quota_below(unlimited_rate)
+    apply_quota(broker, ["--client", throttled], "consumer_byte_rate", quota)
+    rate, throttle = consume(throttled, MEASURED_S * quota)
+    assert_held_to_quota(rate, quota, unlimited_rate)
     assert throttle > 0
     assert sample(scrape(broker), "kafka_server_quota_byte_rate", resource="Fetch", user="",
                   clientId=throttled) > 0

@@ -15,7 +15,14 @@ from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import create_topic, unique
 from tests.integration.raw_client import RawClient
-from tests.integration.test_quotas import MEASURED_BYTES, QUOTA, configs, produce_for_rate
+from tests.integration.test_quotas import (
+    MEASURED_BYTES,
+    MEASURED_S,
+    apply_quota,
+    assert_held_to_quota,
+    produce_for_rate,
+    quota_below,
+)
 
 pytestmark = pytest.mark.quotas
 
@@ -56,17 +63,16 @@ def test_a_user_quota_holds_each_of_its_clients_and_user_client_quotas_one(
     topic = unique("user-quota")
     create_topic(broker.bootstrap, topic)
     sasl = f"127.0.0.1:{broker.sasl_port}"
-    configs(broker, "alter", "--user", "alice", "--add-config", f"producer_byte_rate={QUOTA}")
-    configs(broker, "alter", "--user", "bob", "--client", "bulk", "--add-config",
-            f"producer_byte_rate={QUOTA}")
-    rate, throttle = produce_for_rate(sasl, topic, unique("any"), MEASURED_BYTES,
-                                      **broker.as_user("alice"))
-    assert 0.75 <= rate / QUOTA <= 1.25, rate / QUOTA
-    assert throttle > 0
     free_rate, free_throttle = produce_for_rate(sasl, topic, "other", MEASURED_BYTES,
                                                 **broker.as_user("bob"))
-    assert free_rate / QUOTA >= 3 and free_throttle == 0
-    _, bulk_throttle = produce_for_rate(sasl, topic, "bulk", 4 * QUOTA, **broker.as_user("bob"))
+    quota = quota_below(free_rate)
+    apply_quota(broker, ["--user", "alice"], "producer_byte_rate", quota)
+    apply_quota(broker, ["--user", "bob", "--client", "bulk"], "producer_byte_rate", quota)
+    rate, throttle = produce_for_rate(sasl, topic, unique("any"), MEASURED_S * quota,
+                                      **broker.as_user("alice"))
+    assert_held_to_quota(rate, quota, free_rate)
+    assert throttle > 0 and free_throttle == 0
+    _, bulk_throttle = produce_for_rate(sasl, topic, "bulk", 4 * quota, **broker.as_user("bob"))
     assert bulk_throttle > 0
     gauges = scrape(broker)
     # alice's quota is a user quota: all her clients are measured together, without client id
