@@ -72,6 +72,13 @@ class NotCoordinator(CoordinatorUnavailable):
     error_code = ErrorCode.not_coordinator
 
 
+class CoordinatorLoading(CoordinatorUnavailable):
+    """The metadata makes this broker the leader of the key's partition, and its shard is
+    not loaded yet; clients retry here, as Kafka answers while a shard loads."""
+
+    error_code = ErrorCode.coordinator_load_in_progress
+
+
 class CoordinatorRuntime(Generic[ShardT, OutputT]):
     """Subclasses say which topic, how to make a shard, how records are encoded and
     replayed, and what to do once an output is committed."""
@@ -169,12 +176,19 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     def shard_for(self, key: str) -> tuple[int, ShardT]:
         """The key's shard, by the partition count the shards were loaded with (the
-        metadata refuses to change it); NotCoordinator when another broker leads it."""
+        metadata refuses to change it); CoordinatorLoading while this broker's shard of it
+        loads, NotCoordinator when another broker leads it."""
         partition = self.coordinator_partition(key)
         shard = self.shards.get(partition)
         if shard is None:
-            raise NotCoordinator()
+            raise CoordinatorLoading() if self._leads(partition) else NotCoordinator()
         return partition, shard
+
+    def _leads(self, partition: int) -> bool:
+        """Whether the image makes this broker the leader of the topic's `partition`."""
+        state = self.broker.metadata.topics.get(self.topic)
+        record = None if state is None else state.partitions.get(partition)
+        return record is not None and record.leader == self.broker.node_id
 
     # Loading.
 

@@ -67,11 +67,15 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1,
-                 config: dict[str, str] | None = None) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
-    futures[name].result(TIMEOUT)
+def create_topic(bootstrap: str, name: str, partitions: int = 1, *,
+                 config: dict[str, str] | None = None, replication: int = 1,
+                 assignment: list[list[int]] | None = None, timeout: float = TIMEOUT) -> str:
+    """Creates topic `name` (with `partitions` of `replication` replicas, or the replicas of
+    each partition in `assignment`) and waits for the controller's answer; returns `name`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the future is done
+    topic = (NewTopic(name, len(assignment), replica_assignment=assignment, config=config or {})
+             if assignment else NewTopic(name, partitions, replication, config=config or {}))
+    admin.create_topics([topic], request_timeout=timeout)[name].result(timeout)
     return name
 
 
@@ -98,6 +102,20 @@ def produce_confluent(bootstrap: str, topic: str, outs: Sequence[Out],
                       config: dict[str, Any] | None = None) -> list[Rec]:
     """Produce with librdkafka; returns the acknowledged records in send order."""
     return deliver(Producer({"bootstrap.servers": bootstrap, **(config or {})}), topic, outs)
+
+
+def produce_values(bootstrap: str, topic: str, values: Sequence[bytes],
+                   partition: int | None = 0, **config: Any) -> list[Rec]:
+    """Each of `values` as a record of `partition` (None: librdkafka's partitioner chooses),
+    without a key, acknowledged (acks=all); the records as stored."""
+    now = now_ms()
+    return produce_confluent(bootstrap, topic, [Out(None, value, now, partition=partition)
+                                                for value in values], config)
+
+
+def numbered(count: int, size: int = 100) -> list[bytes]:
+    """`count` distinct values of `size` bytes: each one's number, padded."""
+    return [str(i).encode().rjust(size, b"x") for i in range(count)]
 
 
 def deliver(producer: Producer, topic: str, outs: Sequence[Out],
@@ -275,13 +293,18 @@ def receive(consumer: Consumer, count: int, timeout: float = TIMEOUT) -> list[Me
 
 
 def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
-                   start: int = OFFSET_BEGINNING) -> list[Rec]:
+                   start: int = OFFSET_BEGINNING, isolation: str = "read_committed",
+                   timeout: float = TIMEOUT) -> list[Rec]:
     """Every record of `partitions` from `start` (an offset or a logical one) to the end,
-    sorted by (partition, offset). A partition is read once its last record is, or once the
-    consumer reaches the end past control records (a transactional topic ends in a marker)."""
-    consumer = confluent_consumer(bootstrap, **{"enable.partition.eof": True})
+    sorted by (partition, offset), with `isolation` (librdkafka's default, read_committed,
+    unless told). The end is the last stable offset, or with read_uncommitted the high
+    watermark, as the partition's leader answers when the read starts. A
+    partition is read once its last record is, or once the consumer reaches the end past
+    control records (a transactional topic ends in a marker)."""
+    consumer = confluent_consumer(bootstrap, **{"enable.partition.eof": True,
+                                                "isolation.level": isolation})
     try:
-        ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), TIMEOUT)[1]
+        ends = {p: consumer.get_watermark_offsets(CTopicPartition(topic, p), timeout)[1]
                 for p in partitions}
         consumer.assign([CTopicPartition(topic, p, start) for p in partitions])
         records: list[Rec] = []
@@ -300,7 +323,7 @@ def read_confluent(bootstrap: str, topic: str, partitions: Sequence[int] = (0,),
                     records.append(record)
                     positions[record.partition] = record.offset
 
-        wait_until(lambda: all(positions[p] + 1 >= ends[p] for p in partitions), TIMEOUT,
+        wait_until(lambda: all(positions[p] + 1 >= ends[p] for p in partitions), timeout,
                    lambda: f"read {positions}, ends {ends}", between=consume)
         return in_order(records)
     finally:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK
@@ -126,14 +125,6 @@ def running_cluster(data_dir: Path, controllers: int, brokers: int,
 
 def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
-
-
-def create(client: AdminClient, partitions: int, replication: int, name: str | None = None,
-           timeout: float = TIMEOUT) -> str:
-    name = name or f"t-{uuid.uuid4().hex[:8]}"
-    client.create_topics([NewTopic(name, partitions, replication)],
-                         request_timeout=timeout)[name].result(timeout)
-    return name
 
 
 def partitions(bootstrap: str, topic: str) -> dict[int, Any]:

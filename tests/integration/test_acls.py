@@ -87,7 +87,7 @@ def set_up(bootstrap: str) -> None:
     producer.produce(SECRET, b"kept")
     producer.commit_transaction(TIMEOUT)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
-    # a commit while the group's coordinator is still loading is refused with NOT_COORDINATOR,
+    # a commit before the group's coordinator is found can fail (COORDINATOR_NOT_AVAILABLE),
     # which librdkafka hands back from a synchronous commit rather than retrying
     wait_until(lambda: consumer.commit(offsets=[TopicPartition(SECRET, 0, 1)],
                                        asynchronous=False), TIMEOUT, "a committed offset",

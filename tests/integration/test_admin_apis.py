@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -25,7 +25,6 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
-    NewTopic,
     OffsetSpec,
     ResourceType,
 )
@@ -43,6 +42,7 @@ from kafka.protocol.admin import (
 from odradek.cli.main import DEV_DEFAULTS
 from odradek.config.kafka_configs import LISTED_BROKER_CONFIGS, LISTED_TOPIC_CONFIGS, TOPIC_CONFIGS
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, numbered, produce_values, unique
 
 NODE_ID = 1
 TIMEOUT = 15.0
@@ -72,26 +72,6 @@ def kadmin(broker: BrokerProcess) -> Iterator[KafkaAdminClient]:
     client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
     yield client
     client.close()
-
-
-def new_topic(admin: AdminClient, partitions: int = 1, config: dict[str, str] | None = None,
-              name: str | None = None) -> str:
-    name = name or f"admin-{uuid.uuid4().hex[:10]}"
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
-    futures[name].result(TIMEOUT)
-    return name
-
-
-def produce(broker: BrokerProcess, topic: str, count: int, partition: int = 0,
-            one_per_batch: bool = False) -> None:
-    producer = Producer({
-        "bootstrap.servers": broker.bootstrap,
-        "linger.ms": 0,
-        **({"batch.num.messages": 1} if one_per_batch else {}),
-    })
-    for i in range(count):
-        producer.produce(topic, b"x" * 100 + str(i).encode(), partition=partition)
-    assert producer.flush(TIMEOUT) == 0
 
 
 def describe_topic(admin: AdminClient, topic: str) -> dict[str, ConfigEntry]:
@@ -173,9 +153,9 @@ def log_dir_sizes(client: KafkaAdminClient, topics: Any = None) -> dict[tuple[st
 
 
 def test_describe_topic_configs_lists_every_config_with_sources_and_synonyms(
-    admin: AdminClient,
+    broker: BrokerProcess, admin: AdminClient,
 ) -> None:
-    topic = new_topic(admin, config={"retention.ms": "3600000"})
+    topic = create_topic(broker.bootstrap, unique("admin"), config={"retention.ms": "3600000"})
 
     configs = describe_topic(admin, topic)
 
@@ -192,9 +172,9 @@ def test_describe_topic_configs_lists_every_config_with_sources_and_synonyms(
 
 
 def test_describe_configs_reports_types_and_filters_keys(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     result = kadmin.describe_configs(
         [KConfigResource("TOPIC", topic, ["retention.ms", "cleanup.policy", "no.such.config"])],
@@ -245,9 +225,9 @@ def test_describe_broker_configs(
 
 
 def test_describe_configs_documentation_and_resource_errors(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     response = send(kadmin, DescribeConfigsRequest(
         resources=[(2, topic, ["retention.ms"]), (4, "2", None), (4, "one", None), (8, "1", None),
@@ -282,8 +262,11 @@ def test_describe_configs_with_an_unknown_resource_type_fails_every_resource(
 # --- AlterConfigs (legacy) ---------------------------------------------------------------
 
 
-def test_alter_configs_replaces_the_whole_override_set(admin: AdminClient) -> None:
-    topic = new_topic(admin, config={"retention.ms": "1000000", "segment.ms": "100000"})
+def test_alter_configs_replaces_the_whole_override_set(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(broker.bootstrap, unique("admin"),
+                         config={"retention.ms": "1000000", "segment.ms": "100000"})
     resource = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "2000000"})
 
     admin.alter_configs([resource])[resource].result(TIMEOUT)
@@ -304,9 +287,9 @@ def test_alter_configs_replaces_the_whole_override_set(admin: AdminClient) -> No
     ],
 )
 def test_alter_configs_refuses_bad_configs_with_invalid_config(
-    admin: AdminClient, name: str, value: str, message: str
+    broker: BrokerProcess, admin: AdminClient, name: str, value: str, message: str
 ) -> None:
-    topic = new_topic(admin, config={"retention.ms": "1000000"})
+    topic = create_topic(broker.bootstrap, unique("admin"), config={"retention.ms": "1000000"})
     resource = ConfigResource(ResourceType.TOPIC, topic, set_config={name: value})
 
     with pytest.raises(KafkaException) as excinfo:
@@ -329,9 +312,9 @@ def test_alter_configs_of_unknown_topic(admin: AdminClient) -> None:
 
 
 def test_alter_configs_validate_only_leaves_nothing_changed(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, admin: AdminClient, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     result = kadmin.alter_configs(
         [KConfigResource("TOPIC", topic, {"retention.ms": "5000"})],
@@ -344,9 +327,9 @@ def test_alter_configs_validate_only_leaves_nothing_changed(
 
 
 def test_legacy_alter_configs_through_kafka_python(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, admin: AdminClient, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     ok = kadmin.alter_configs(
         [KConfigResource("TOPIC", topic, {"retention.ms": "7000"})], incremental=False)
@@ -360,9 +343,9 @@ def test_legacy_alter_configs_through_kafka_python(
 
 
 def test_alter_configs_rejects_malformed_resources(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, admin: AdminClient, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     duplicated = send(kadmin, AlterConfigsRequest(
         resources=[(2, topic, [("retention.ms", "1")]), (2, topic, [("retention.ms", "2")])],
@@ -382,8 +365,10 @@ def test_alter_configs_rejects_malformed_resources(
 # --- IncrementalAlterConfigs -------------------------------------------------------------
 
 
-def test_incremental_alter_set_append_subtract_delete(admin: AdminClient) -> None:
-    topic = new_topic(admin)
+def test_incremental_alter_set_append_subtract_delete(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     incremental(admin, topic, ("retention.ms", "86400000", AlterConfigOpType.SET),
                 ("cleanup.policy", "compact", AlterConfigOpType.APPEND))
@@ -403,9 +388,9 @@ def test_incremental_alter_set_append_subtract_delete(admin: AdminClient) -> Non
 
 @pytest.mark.parametrize("op", [AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT])
 def test_incremental_append_or_subtract_on_a_non_list_is_invalid_config(
-    admin: AdminClient, op: AlterConfigOpType
+    broker: BrokerProcess, admin: AdminClient, op: AlterConfigOpType
 ) -> None:
-    topic = new_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     with pytest.raises(KafkaException) as excinfo:
         incremental(admin, topic, ("retention.ms", "5", op))
@@ -415,8 +400,10 @@ def test_incremental_append_or_subtract_on_a_non_list_is_invalid_config(
     assert "because its type is not LIST" in error.str()
 
 
-def test_incremental_bad_value_is_invalid_config_and_changes_nothing(admin: AdminClient) -> None:
-    topic = new_topic(admin)
+def test_incremental_bad_value_is_invalid_config_and_changes_nothing(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     with pytest.raises(KafkaException) as excinfo:
         incremental(admin, topic, ("segment.ms", "5000", AlterConfigOpType.SET),
@@ -428,8 +415,10 @@ def test_incremental_bad_value_is_invalid_config_and_changes_nothing(admin: Admi
     assert source(describe_topic(admin, topic)["segment.ms"]) == DEFAULT
 
 
-def test_incremental_validate_only_leaves_nothing_changed(admin: AdminClient) -> None:
-    topic = new_topic(admin)
+def test_incremental_validate_only_leaves_nothing_changed(
+    broker: BrokerProcess, admin: AdminClient
+) -> None:
+    topic = create_topic(broker.bootstrap, unique("admin"))
 
     incremental(admin, topic, ("retention.ms", "5000", AlterConfigOpType.SET),
                 validate_only=True)
@@ -441,7 +430,7 @@ def test_changed_retention_is_described_as_topic_config_and_survives_restart(
     fresh_broker: BrokerProcess,
 ) -> None:
     fresh_broker.start()
-    topic = new_topic(admin_for(fresh_broker))
+    topic = create_topic(fresh_broker.bootstrap, unique("admin"))
     incremental(admin_for(fresh_broker), topic,
                 ("retention.ms", "123456789", AlterConfigOpType.SET))
 
@@ -457,7 +446,7 @@ def test_changed_retention_is_described_as_topic_config_and_survives_restart(
 def test_cluster_default_broker_configs(fresh_broker: BrokerProcess) -> None:
     fresh_broker.start()
     admin = admin_for(fresh_broker)
-    topic = new_topic(admin)
+    topic = create_topic(fresh_broker.bootstrap, unique("admin"))
     client = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap, request_timeout_ms=10_000)
     try:
         response = send(client, IncrementalAlterConfigsRequest(
@@ -552,7 +541,7 @@ def test_per_broker_configs_through_confluent(fresh_broker: BrokerProcess) -> No
     fresh_broker.overrides["log.retention.ms"] = "86400000"
     fresh_broker.start()
     admin = admin_for(fresh_broker)
-    topic = new_topic(admin)
+    topic = create_topic(fresh_broker.bootstrap, unique("admin"))
     this_broker = ConfigResource(ResourceType.BROKER, str(NODE_ID), incremental_configs=[
         ConfigEntry("log.retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
     chain = [
@@ -681,8 +670,8 @@ def test_describe_cluster_endpoint_types_and_omitted_operations(kadmin: KafkaAdm
 
 
 def test_delete_records_moves_the_low_watermark(broker: BrokerProcess, admin: AdminClient) -> None:
-    topic = new_topic(admin, partitions=2)
-    produce(broker, topic, 100)
+    topic = create_topic(broker.bootstrap, unique("admin"), partitions=2)
+    produce_values(broker.bootstrap, topic, numbered(100))
 
     futures = admin.delete_records([CTopicPartition(topic, 0, 40)])
     deleted = next(iter(futures.values())).result(TIMEOUT)
@@ -693,10 +682,10 @@ def test_delete_records_moves_the_low_watermark(broker: BrokerProcess, admin: Ad
 
 
 def test_delete_records_to_the_high_watermark_and_below_the_start(
-    broker: BrokerProcess, admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
-    produce(broker, topic, 30)
+    topic = create_topic(broker.bootstrap, unique("admin"))
+    produce_values(broker.bootstrap, topic, numbered(30))
 
     to_end = kadmin.delete_records({TopicPartition(topic, 0): -1})
     below_start = kadmin.delete_records({TopicPartition(topic, 0): 5})
@@ -708,8 +697,8 @@ def test_delete_records_to_the_high_watermark_and_below_the_start(
 def test_delete_records_above_the_high_watermark_is_offset_out_of_range(
     broker: BrokerProcess, admin: AdminClient
 ) -> None:
-    topic = new_topic(admin)
-    produce(broker, topic, 10)
+    topic = create_topic(broker.bootstrap, unique("admin"))
+    produce_values(broker.bootstrap, topic, numbered(10))
 
     futures = admin.delete_records([CTopicPartition(topic, 0, 11)])
 
@@ -719,10 +708,11 @@ def test_delete_records_above_the_high_watermark_is_offset_out_of_range(
 
 
 def test_delete_records_of_unknown_partition_and_compacted_topic(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin)
-    compacted = new_topic(admin, config={"cleanup.policy": "compact"})
+    topic = create_topic(broker.bootstrap, unique("admin"))
+    compacted = create_topic(broker.bootstrap, unique("admin"),
+                             config={"cleanup.policy": "compact"})
 
     with pytest.raises(UnknownTopicOrPartitionError):
         kadmin.delete_records({TopicPartition(topic, 7): 0}, partition_leader_id=NODE_ID)
@@ -731,10 +721,10 @@ def test_delete_records_of_unknown_partition_and_compacted_topic(
 
 
 def test_delete_records_removes_whole_segments(
-    broker: BrokerProcess, admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin, config={"segment.bytes": "1024"})
-    produce(broker, topic, 60, one_per_batch=True)
+    topic = create_topic(broker.bootstrap, unique("admin"), config={"segment.bytes": "1024"})
+    produce_values(broker.bootstrap, topic, numbered(60), **{"batch.num.messages": 1})
     directory = broker.data_dir / f"{topic}-0"
     first_segment = directory / f"{0:020d}.log"
     size_before = log_dir_sizes(kadmin, {topic: [0]})[(topic, 0)]
@@ -749,10 +739,9 @@ def test_delete_records_removes_whole_segments(
 # --- DescribeLogDirs -----------------------------------------------------------------------
 
 
-def test_describe_log_dirs(broker: BrokerProcess, admin: AdminClient,
-                           kadmin: KafkaAdminClient) -> None:
-    topic = new_topic(admin, partitions=3)
-    produce(broker, topic, 20, partition=1)
+def test_describe_log_dirs(broker: BrokerProcess, kadmin: KafkaAdminClient) -> None:
+    topic = create_topic(broker.bootstrap, unique("admin"), partitions=3)
+    produce_values(broker.bootstrap, topic, numbered(20), 1)
 
     (entry,) = kadmin.describe_log_dirs()
     (log_dir,) = entry["log_dirs"]
@@ -778,11 +767,11 @@ def test_describe_log_dirs(broker: BrokerProcess, admin: AdminClient,
 
 
 def test_describe_topic_partitions_paginates_with_a_cursor(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
     base = f"pages-{uuid.uuid4().hex[:8]}"
-    second = new_topic(admin, partitions=2, name=f"{base}-b")
-    first = new_topic(admin, partitions=5, name=f"{base}-a")
+    second = create_topic(broker.bootstrap, f"{base}-b", partitions=2)
+    first = create_topic(broker.bootstrap, f"{base}-a", partitions=5)
     topics = [second, first]  # the broker orders topics by name
 
     pages = []
@@ -803,9 +792,9 @@ def test_describe_topic_partitions_paginates_with_a_cursor(
 
 
 def test_describe_topic_partitions_details_and_errors(
-    admin: AdminClient, kadmin: KafkaAdminClient
+    broker: BrokerProcess, kadmin: KafkaAdminClient
 ) -> None:
-    topic = new_topic(admin, partitions=2)
+    topic = create_topic(broker.bootstrap, unique("admin"), partitions=2)
     missing = "no-such-topic-" + uuid.uuid4().hex
 
     result = kadmin.describe_topic_partitions([topic, missing, "bad name!"])
@@ -825,9 +814,9 @@ def test_describe_topic_partitions_details_and_errors(
     assert [t["error_code"] for t in bad_cursor["topics"]] == [INVALID_REQUEST]
 
 
-def test_confluent_describe_topics(admin: AdminClient) -> None:
+def test_confluent_describe_topics(broker: BrokerProcess, admin: AdminClient) -> None:
     """librdkafka answers describe_topics from Metadata; it must agree with the topic."""
-    topic = new_topic(admin, partitions=3)
+    topic = create_topic(broker.bootstrap, unique("admin"), partitions=3)
     missing = "no-such-topic-" + uuid.uuid4().hex
 
     futures = admin.describe_topics(TopicCollection([topic, missing]))

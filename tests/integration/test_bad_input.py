@@ -29,6 +29,7 @@ from kafka.protocol.producer import ProduceRequest
 from odradek.protocol.record_codec import build_batch, decode_records
 from odradek.protocol.records import ZSTD, iter_batches
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, unique
 from tests.integration.raw_client import RawClient, batch_of, frame, header_v1, now_ms
 
 MAX_REQUEST_BYTES = 1_048_576
@@ -64,21 +65,13 @@ def admin(broker: BrokerProcess) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
-def create_topic(admin: AdminClient, partitions: int = 1,
-                 config: dict[str, str] | None = None) -> str:
-    name = f"bad-input-{uuid.uuid4().hex[:10]}"
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
-    futures[name].result(TIMEOUT)
-    return name
-
-
 class HealthyClients:
     """Connections opened before any bad input and kept open: a raw socket that asks
     ApiVersions and Metadata, and a librdkafka producer whose every message must land at the
     next offset of its topic."""
 
-    def __init__(self, broker: BrokerProcess, admin: AdminClient) -> None:
-        self.topic = create_topic(admin)
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.topic = create_topic(broker.bootstrap, unique("bad-input"))
         self.raw = RawClient(broker.bootstrap)
         self.producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0,
                                   "acks": "all"})
@@ -108,8 +101,8 @@ class HealthyClients:
 
 
 @pytest.fixture(scope="module")
-def healthy(broker: BrokerProcess, admin: AdminClient) -> Iterator[HealthyClients]:
-    clients = HealthyClients(broker, admin)
+def healthy(broker: BrokerProcess) -> Iterator[HealthyClients]:
+    clients = HealthyClients(broker)
     yield clients
     clients.close()
 
@@ -296,10 +289,10 @@ BAD_RECORDS: dict[str, tuple[Callable[[], bytes], int]] = {
 
 @pytest.mark.parametrize("make_records, error_code", BAD_RECORDS.values(), ids=BAD_RECORDS.keys())
 def test_bad_records_are_rejected_and_not_appended(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients,
+    broker: BrokerProcess, healthy: HealthyClients,
     make_records: Callable[[], bytes], error_code: int,
 ) -> None:
-    topic = create_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("bad-input"))
     client = RawClient(broker.bootstrap)
     try:
         good = client.produce_partition(topic, 0, batch_of([(b"k", b"good")]))
@@ -317,10 +310,8 @@ def test_bad_records_are_rejected_and_not_appended(
     assert_still_served(broker, healthy)
 
 
-def test_invalid_acks_is_refused_before_anything_is_appended(
-    broker: BrokerProcess, admin: AdminClient
-) -> None:
-    topic = create_topic(admin)
+def test_invalid_acks_is_refused_before_anything_is_appended(broker: BrokerProcess) -> None:
+    topic = create_topic(broker.bootstrap, unique("bad-input"))
     client = RawClient(broker.bootstrap)
     try:
         response = client.produce_partition(topic, 0, batch_of([(None, b"v")]), acks=2)
@@ -330,10 +321,8 @@ def test_invalid_acks_is_refused_before_anything_is_appended(
         client.close()
 
 
-def test_zstd_before_produce_v7_is_unsupported_compression_type(
-    broker: BrokerProcess, admin: AdminClient
-) -> None:
-    topic = create_topic(admin)
+def test_zstd_before_produce_v7_is_unsupported_compression_type(broker: BrokerProcess) -> None:
+    topic = create_topic(broker.bootstrap, unique("bad-input"))
     client = RawClient(broker.bootstrap)
     try:
         zstd = build_batch([(b"k", b"z" * 100)], timestamp_ms=now_ms(), compression=ZSTD)
@@ -345,9 +334,10 @@ def test_zstd_before_produce_v7_is_unsupported_compression_type(
 
 
 def test_batch_above_max_message_bytes_is_message_too_large(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+    broker: BrokerProcess, healthy: HealthyClients
 ) -> None:
-    topic = create_topic(admin, config={"max.message.bytes": "1024"})
+    topic = create_topic(broker.bootstrap, unique("bad-input"),
+                         config={"max.message.bytes": "1024"})
     client = RawClient(broker.bootstrap)
     try:
         fits = batch_of([(None, b"x" * 900)])
@@ -364,9 +354,9 @@ def test_batch_above_max_message_bytes_is_message_too_large(
 
 
 def test_produce_to_unknown_topic_or_partition(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+    broker: BrokerProcess, healthy: HealthyClients
 ) -> None:
-    topic = create_topic(admin, partitions=2)
+    topic = create_topic(broker.bootstrap, unique("bad-input"), partitions=2)
     batch = batch_of([(None, b"v")])
     client = RawClient(broker.bootstrap)
     try:
@@ -382,9 +372,9 @@ def test_produce_to_unknown_topic_or_partition(
 
 
 def test_fetch_beyond_the_log_end_is_offset_out_of_range(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+    broker: BrokerProcess, healthy: HealthyClients
 ) -> None:
-    topic = create_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("bad-input"))
     client = RawClient(broker.bootstrap)
     try:
         batch = batch_of([(None, b"a"), (None, b"b")])
@@ -405,21 +395,21 @@ def test_fetch_beyond_the_log_end_is_offset_out_of_range(
 # --- CreateTopics errors through librdkafka ----------------------------------------------
 
 
-def existing_topic(admin: AdminClient) -> NewTopic:
-    return NewTopic(create_topic(admin), 1, 1)
+def existing_topic(bootstrap: str) -> NewTopic:
+    return NewTopic(create_topic(bootstrap, unique("bad-input")), 1, 1)
 
 
-BAD_TOPICS: dict[str, tuple[Callable[[AdminClient], NewTopic], int]] = {
+BAD_TOPICS: dict[str, tuple[Callable[[str], NewTopic], int]] = {
     "a bad name": (lambda _: NewTopic("bad/name", 1, 1), INVALID_TOPIC_EXCEPTION),
     "a duplicate": (existing_topic, TOPIC_ALREADY_EXISTS),
-    "0 partitions": (lambda _: NewTopic(f"zero-{uuid.uuid4().hex[:8]}", 0, 1),
+    "0 partitions": (lambda _: NewTopic(unique("zero"), 0, 1),
                      INVALID_PARTITIONS),
-    "replication factor 3": (lambda _: NewTopic(f"rf-{uuid.uuid4().hex[:8]}", 1, 3),
+    "replication factor 3": (lambda _: NewTopic(unique("rf"), 1, 3),
                              INVALID_REPLICATION_FACTOR),
-    "a bad config value": (lambda _: NewTopic(f"cfg-{uuid.uuid4().hex[:8]}", 1, 1,
+    "a bad config value": (lambda _: NewTopic(unique("cfg"), 1, 1,
                                               config={"retention.ms": "soon"}),
                            INVALID_CONFIG),
-    "an unknown config": (lambda _: NewTopic(f"cfg-{uuid.uuid4().hex[:8]}", 1, 1,
+    "an unknown config": (lambda _: NewTopic(unique("cfg"), 1, 1,
                                              config={"no.such.config": "1"}),
                           INVALID_CONFIG),
 }
@@ -428,10 +418,10 @@ BAD_TOPICS: dict[str, tuple[Callable[[AdminClient], NewTopic], int]] = {
 @pytest.mark.parametrize("make_topic, error_code", BAD_TOPICS.values(), ids=BAD_TOPICS.keys())
 def test_create_topics_errors(
     broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients,
-    make_topic: Callable[[AdminClient], NewTopic],
+    make_topic: Callable[[str], NewTopic],
     error_code: int,
 ) -> None:
-    topic = make_topic(admin)
+    topic = make_topic(broker.bootstrap)
     with pytest.raises(KafkaException) as excinfo:
         admin.create_topics([topic])[topic.topic].result(TIMEOUT)
     assert excinfo.value.args[0].code() == error_code  # librdkafka keeps Kafka's numbers
@@ -498,9 +488,9 @@ def send_garbage(broker: BrokerProcess, count: int, closed: list[int]) -> None:
 
 
 def test_healthy_clients_are_exact_while_garbage_connections_come_and_go(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+    broker: BrokerProcess, healthy: HealthyClients
 ) -> None:
-    topic = create_topic(admin, partitions=HEALTHY_CLIENTS)
+    topic = create_topic(broker.bootstrap, unique("bad-input"), partitions=HEALTHY_CLIENTS)
     closed: list[int] = []
     garbage_done = threading.Event()
 
@@ -530,10 +520,10 @@ def test_healthy_clients_are_exact_while_garbage_connections_come_and_go(
 
 
 def test_failed_acks_0_produce_closes_the_connection(
-    broker: BrokerProcess, admin: AdminClient, healthy: HealthyClients
+    broker: BrokerProcess, healthy: HealthyClients
 ) -> None:
     """An acks=0 producer gets no response; Kafka closes the connection so it notices."""
-    topic = create_topic(admin)
+    topic = create_topic(broker.bootstrap, unique("bad-input"))
     client = RawClient(broker.bootstrap)
     try:
         ok = produce_request(9, batch_of([(None, b"fine")]), acks=0, topic=topic)

@@ -18,13 +18,12 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeClusterRequest
 
 from odradek.rpc import controller_pb2, controller_pb2_grpc
-from tests.integration.clients import receive
+from tests.integration.clients import create_topic, receive, unique
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
     admin,
     broker_ids,
-    create,
     partitions,
     running_cluster,
     scrape,
@@ -75,7 +74,7 @@ def describe_cluster(bootstrap: str, node_id: int) -> Any:
 
 
 def test_replicated_topics_spread_leaders_and_replicas_across_brokers(cluster: Cluster) -> None:
-    topic = create(admin(cluster.broker_bootstrap("broker-2")), 6, 3)
+    topic = create_topic(cluster.broker_bootstrap("broker-2"), unique("t"), 6, replication=3)
 
     described = partitions(cluster.broker_bootstrap("broker-3"), topic)
     assert sorted(described) == list(range(6))
@@ -86,7 +85,7 @@ def test_replicated_topics_spread_leaders_and_replicas_across_brokers(cluster: C
 
 
 def test_clients_produce_to_and_consume_from_every_leader(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), 6, 3)
+    topic = create_topic(cluster.bootstrap, unique("t"), 6, replication=3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
     for i in range(60):
         producer.produce(topic, f"v{i}".encode(), partition=i % 6)
@@ -108,7 +107,7 @@ def test_clients_produce_to_and_consume_from_every_leader(cluster: Cluster) -> N
 
 
 def test_every_broker_serves_the_same_metadata(cluster: Cluster) -> None:
-    topic = create(admin(cluster.broker_bootstrap("broker-1")), 3, 2)
+    topic = create_topic(cluster.broker_bootstrap("broker-1"), unique("t"), 3, replication=2)
     views = [partitions(cluster.broker_bootstrap(f"broker-{n}"), topic) for n in (1, 2, 3)]
     shapes = [{i: (p.leader, tuple(p.replicas)) for i, p in view.items()} for view in views]
     assert shapes[0] == shapes[1] == shapes[2]
@@ -119,9 +118,9 @@ def test_every_broker_serves_the_same_metadata(cluster: Cluster) -> None:
 def test_killing_the_active_controller_elects_another_and_a_restarted_one_catches_up(
     cluster: Cluster,
 ) -> None:
-    client = admin(cluster.broker_bootstrap("broker-1"))
+    via = cluster.broker_bootstrap("broker-1")
     for _ in range(12):  # enough metadata for the controllers to take snapshots
-        create(client, 4, 3)
+        create_topic(via, unique("t"), 4, replication=3)
     victim = cluster.active_controller()
     victim_dir = Path(cluster.node(victim)["config"]).parent
     assert list(victim_dir.rglob("*.checkpoint")), "the controllers took no snapshot"
@@ -131,7 +130,7 @@ def test_killing_the_active_controller_elects_another_and_a_restarted_one_catche
     created: list[str] = []
 
     def create_a_topic() -> bool:
-        created.append(create(client, 1, 3, timeout=5))
+        created.append(create_topic(via, unique("t"), 1, replication=3, timeout=5))
         return True
 
     wait_until(create_a_topic, TIMEOUT - (time.monotonic() - started),
@@ -168,7 +167,7 @@ def test_a_gracefully_stopped_active_controller_hands_leadership_over(cluster: C
 def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
     cluster: Cluster,
 ) -> None:
-    topic = create(admin(cluster.broker_bootstrap("broker-1")), 3, 1)
+    topic = create_topic(cluster.broker_bootstrap("broker-1"), unique("t"), 3, replication=1)
     led_by_3 = [i for i, p in partitions(cluster.broker_bootstrap("broker-1"), topic).items()
                 if p.leader == 3]
     assert led_by_3
@@ -200,7 +199,7 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
 
 def test_metadata_survives_a_full_cluster_restart(cluster: Cluster) -> None:
     client = admin(cluster.bootstrap)
-    topic = create(client, 3, 3)
+    topic = create_topic(cluster.bootstrap, unique("t"), 3, replication=3)
     resource = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "3600000"})
     client.alter_configs([resource])[resource].result(TIMEOUT)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer, TopicCollection
+from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
+from tests.integration.clients import create_topic, numbered, produce_values, unique
 from tests.integration.cluster import Cluster, wait_until
 from tests.integration.raw_client import RawClient, batch_of
 
@@ -61,16 +62,6 @@ def kafka_admin(bootstrap: str) -> KafkaAdminClient:
     return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
 
 
-def new_topic(bootstrap: str, partitions: int = 3, replication: int = 3,
-              config: dict[str, str] | None = None) -> str:
-    name = f"adm-{uuid.uuid4().hex[:10]}"
-    client = admin(bootstrap)  # kept alive until the future is done
-    client.create_topics(
-        [NewTopic(name, partitions, replication, config=config or {})]
-    )[name].result(TIMEOUT)
-    return name
-
-
 def partition_counts(bootstrap: str) -> dict[str, int]:
     metadata = admin(bootstrap).list_topics(timeout=TIMEOUT)
     return {name: len(t.partitions) for name, t in metadata.topics.items()}
@@ -83,15 +74,8 @@ def topic_config(bootstrap: str, topic: str) -> dict[str, Any]:
     return result
 
 
-def produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
-    for i in range(count):
-        producer.produce(topic, b"x" * 100 + str(i).encode(), partition=partition)
-    assert producer.flush(TIMEOUT) == 0
-
-
 def test_create_topics_is_seen_by_every_broker(cluster: Cluster, via: str) -> None:
-    topic = new_topic(via, partitions=4)
+    topic = create_topic(via, unique("adm"), partitions=4, replication=3)
     for bootstrap in [via, *others(cluster, via)]:
         assert partition_counts(bootstrap)[topic] == 4
     client = admin(via)
@@ -116,7 +100,7 @@ def test_create_topics_validate_only_and_errors(via: str) -> None:
 
 
 def test_create_partitions_then_delete_topics(cluster: Cluster, via: str) -> None:
-    topic = new_topic(via, partitions=2)
+    topic = create_topic(via, unique("adm"), partitions=2, replication=3)
     grower = admin(via)
     grower.create_partitions([NewPartitions(topic, 5)])[topic].result(TIMEOUT)
     assert all(partition_counts(b)[topic] == 5 for b in [via, *others(cluster, via)])
@@ -130,7 +114,8 @@ def test_create_partitions_then_delete_topics(cluster: Cluster, via: str) -> Non
 
 
 def test_alter_and_incremental_alter_configs(cluster: Cluster, via: str) -> None:
-    topic = new_topic(via, config={"retention.ms": "7200000"})
+    topic = create_topic(via, unique("adm"), partitions=3, replication=3,
+                         config={"retention.ms": "7200000"})
     client = admin(via)
     replace = ConfigResource(ResourceType.TOPIC, topic, set_config={"segment.bytes": "1048576"})
     client.alter_configs([replace])[replace].result(TIMEOUT)
@@ -176,9 +161,9 @@ def test_describe_cluster_lists_every_broker(cluster: Cluster, via: str) -> None
 
 
 def test_delete_records_and_list_offsets_reach_the_leader(via: str) -> None:
-    topic = new_topic(via, partitions=3)
+    topic = create_topic(via, unique("adm"), partitions=3, replication=3)
     for partition in range(3):
-        produce(via, topic, partition, 10)
+        produce_values(via, topic, numbered(10), partition)
     client = admin(via)
     wanted = [CTopicPartition(topic, p, 4) for p in range(3)]
     deleted = client.delete_records(wanted, request_timeout=TIMEOUT)
@@ -198,7 +183,7 @@ def test_delete_records_and_list_offsets_reach_the_leader(via: str) -> None:
 
 
 def test_describe_log_dirs_of_each_broker_holds_its_replicas(cluster: Cluster, via: str) -> None:
-    topic = new_topic(via, partitions=3, replication=1)
+    topic = create_topic(via, unique("adm"), partitions=3, replication=1)
     leaders = {p: info.leader for p, info in
                admin(via).list_topics(topic, timeout=TIMEOUT).topics[topic].partitions.items()}
     client = kafka_admin(via)
@@ -215,7 +200,7 @@ def test_describe_log_dirs_of_each_broker_holds_its_replicas(cluster: Cluster, v
 
 
 def test_describe_topic_partitions_and_describe_topics(via: str) -> None:
-    topic = new_topic(via, partitions=3)
+    topic = create_topic(via, unique("adm"), partitions=3, replication=3)
     client = kafka_admin(via)
     try:
         page = client.describe_topic_partitions([topic])
@@ -283,7 +268,7 @@ def test_metadata_and_describe_topic_partitions_agree_on_a_broker_that_is_down(
 
 def test_produce_to_a_partition_led_elsewhere_is_not_leader(cluster: Cluster) -> None:
     bootstrap = cluster.broker_bootstrap("broker-1")
-    topic = new_topic(bootstrap, partitions=3)
+    topic = create_topic(bootstrap, unique("adm"), partitions=3, replication=3)
     partitions = admin(bootstrap).list_topics(topic, timeout=TIMEOUT).topics[topic].partitions
     elsewhere = next(p for p, info in partitions.items() if info.leader != 1)
     client = RawClient(bootstrap)

@@ -126,11 +126,9 @@ def test_killed_broker_loses_no_acknowledged_write(stack: ComposeStack) -> None:
         producing.result(60)
     stack.start(victim)
     stack.wait_healthy(victim)
-    records = read_back(EAST)
-    where = {int(sequence): (partition, offset)
-             for partition, entries in records.items() for offset, sequence in entries}
-    lost = {s: placed for s, placed in ledger.acked.items() if where.get(s) != placed}
-    assert not lost, f"{len(lost)} of {len(ledger.acked)} acknowledged records lost"
+    lost = ledger.lost(read_back(EAST))
+    assert not lost, (f"{len(lost)} of {len(ledger.acked)} acknowledged records lost, e.g. "
+                      f"{[(s, ledger.acked[s]) for s in lost[:5]]}")
 
 
 def quorum(report: str) -> Any:

@@ -22,8 +22,8 @@ from confluent_kafka import Consumer, Producer
 from odradek.rpc import controller_pb2, controller_pb2_grpc
 from tests.certificates import Authority, Issued
 from tests.integration.broker_process import ODRADEK, free_port
-from tests.integration.clients import receive
-from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster
+from tests.integration.clients import create_topic, receive, unique
+from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -102,7 +102,7 @@ def test_the_quorum_forms_over_mutual_tls_and_serves_clients(cluster: Cluster) -
     listener: a real client creates a replicated topic and produces and consumes."""
     log = Path(cluster.node(cluster.active_controller())["log"]).read_text()
     assert "serving gRPC over TLS" in log
-    topic = create(admin(cluster.bootstrap), 2, 2)
+    topic = create_topic(cluster.bootstrap, unique("t"), 2, replication=2)
     produce_and_consume(cluster.bootstrap, topic)
 
 
@@ -136,7 +136,7 @@ def test_controllers_refuse_a_client_without_a_trusted_valid_certificate(
     assert failure.value.code() == grpc.StatusCode.UNAVAILABLE, failure.value
     wait_until(lambda: REFUSALS[client] in log.read_bytes()[logged:].decode(errors="replace"),
                TIMEOUT, f"the controller logs {REFUSALS[client]!r}")
-    create(admin(cluster.bootstrap), 1, 2)
+    create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
 
 
 def served_certificate(port: int, stores: Stores) -> str:
@@ -166,7 +166,7 @@ def test_a_replaced_key_store_is_served_and_presented_without_a_restart(cluster:
     wait_until(lambda: all(client_reload in Path(n["log"]).read_text() for n in nodes),
                TIMEOUT, "brokers and the active controller reopen their channels with the "
                         "new key store")
-    create(admin(cluster.bootstrap), 1, 2)
+    create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
 
 
 def test_a_new_controller_is_elected_over_tls_after_a_kill(cluster: Cluster) -> None:
@@ -174,7 +174,7 @@ def test_a_new_controller_is_elected_over_tls_after_a_kill(cluster: Cluster) -> 
     killed = cluster.active_controller()
     cluster.stop(killed, kill=True)
     assert cluster.active_controller() != killed
-    topic = create(admin(cluster.bootstrap), 2, 2)
+    topic = create_topic(cluster.bootstrap, unique("t"), 2, replication=2)
     produce_and_consume(cluster.bootstrap, topic)
 
 

@@ -4,26 +4,17 @@ the high watermark bound, and the sessionless KIP-227 path."""
 from __future__ import annotations
 
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
-
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.protocol.record_codec import decode_records
 from tests.integration.broker_metrics import scrape
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, unique
 from tests.integration.raw_client import FETCH_VERSION, RawClient, batch_of
 from tests.waiting import wait_until
 
 FETCH_SESSION_ID_NOT_FOUND = 70
 OFFSET_OUT_OF_RANGE = 1
-
-
-def new_topic(broker: BrokerProcess) -> str:
-    topic = f"fetch-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
-    return topic
 
 
 def fetches_taken(broker: BrokerProcess) -> float:
@@ -35,7 +26,7 @@ def fetches_taken(broker: BrokerProcess) -> float:
 
 
 def test_long_poll_returns_as_soon_as_data_arrives(broker: BrokerProcess) -> None:
-    topic = new_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("fetch"))
     waiting, producing = RawClient(broker.bootstrap), RawClient(broker.bootstrap)
     taken = fetches_taken(broker)
     with ThreadPoolExecutor(1) as pool:
@@ -53,7 +44,7 @@ def test_long_poll_returns_as_soon_as_data_arrives(broker: BrokerProcess) -> Non
 
 
 def test_long_poll_without_data_waits_max_wait(broker: BrokerProcess) -> None:
-    topic = new_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("fetch"))
     client = RawClient(broker.bootstrap)
     started = time.monotonic()
     response = client.fetch_partition(topic, 0, 0, max_wait_ms=700, min_bytes=1)
@@ -65,7 +56,7 @@ def test_long_poll_without_data_waits_max_wait(broker: BrokerProcess) -> None:
 def test_partition_max_bytes_returns_whole_batches_and_at_least_one(
     broker: BrokerProcess,
 ) -> None:
-    topic = new_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("fetch"))
     client = RawClient(broker.bootstrap)
     batches = [batch_of([(None, bytes([i]) * 1000)]) for i in range(5)]
     for batch in batches:
@@ -81,7 +72,7 @@ def test_partition_max_bytes_returns_whole_batches_and_at_least_one(
 
 
 def test_out_of_range_and_session_errors(broker: BrokerProcess) -> None:
-    topic = new_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("fetch"))
     client = RawClient(broker.bootstrap)
     assert client.produce_partition(topic, 0, batch_of([(None, b"x")])).error_code == 0
     assert client.fetch_partition(topic, 0, 5).error_code == OFFSET_OUT_OF_RANGE
@@ -106,7 +97,7 @@ def test_old_fetch_versions_without_session_fields(broker: BrokerProcess) -> Non
     """Fetch v4-v6 (advertised) carry no session id or epoch."""
     from kafka.protocol.consumer import FetchRequest, FetchResponse
 
-    topic = new_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("fetch"))
     client = RawClient(broker.bootstrap)
     assert client.produce_partition(topic, 0, batch_of([(None, b"old")])).error_code == 0
     for version in (4, 5, 6):

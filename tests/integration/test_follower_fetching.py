@@ -20,11 +20,11 @@ from confluent_kafka import Consumer, Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.replication.read_replica import RACK_AWARE_SELECTOR
+from tests.integration.clients import create_topic, produce_values, unique
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
     admin,
-    create,
     partitions,
     running_cluster,
     scrape,
@@ -46,7 +46,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def replicated_topic(cluster: Cluster) -> tuple[str, int, int]:
     """A one-partition topic on every broker: its name, leader and a follower."""
-    topic = create(admin(cluster.bootstrap), partitions=1, replication=3)
+    topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=3)
     leader = partitions(cluster.bootstrap, topic)[0].leader
     return topic, leader, next(b for b in (1, 2, 3) if b != leader)
 
@@ -59,13 +59,6 @@ def consumer_bytes_out(cluster: Cluster, broker_id: int, topic: str) -> float:
                for sample in family.samples
                if sample.name == "kafka_server_brokertopicmetrics_bytesout_total"
                and sample.labels.get("topic") == topic)
-
-
-def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for value in values:
-        producer.produce(topic, value, partition=0)
-    assert producer.flush(TIMEOUT) == 0
 
 
 def consume(consumer: Consumer, count: int) -> list[bytes]:
@@ -94,14 +87,14 @@ def new_consumer(bootstrap: str, rack: str | None,
 def test_a_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> None:
     topic, leader, follower = replicated_topic(cluster)
     first = [f"early-{i}".encode() for i in range(500)]
-    produce(cluster.bootstrap, topic, first)
+    produce_values(cluster.bootstrap, topic, first)
 
     consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1])
     consumer.subscribe([topic])
     try:
         assert consume(consumer, len(first)) == first
         late = [f"late-{i}".encode() for i in range(100)]
-        produce(cluster.bootstrap, topic, late)
+        produce_values(cluster.bootstrap, topic, late)
         assert consume(consumer, len(late)) == late
     finally:
         consumer.close()
@@ -120,7 +113,7 @@ def test_a_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> Non
 def test_a_consumer_without_a_rack_reads_from_the_leader(cluster: Cluster) -> None:
     topic, leader, _ = replicated_topic(cluster)
     values = [f"v-{i}".encode() for i in range(200)]
-    produce(cluster.bootstrap, topic, values)
+    produce_values(cluster.bootstrap, topic, values)
 
     consumer = new_consumer(cluster.bootstrap, rack=None)
     consumer.subscribe([topic])
@@ -162,7 +155,7 @@ def test_read_committed_from_a_follower_skips_aborted_transactions(cluster: Clus
 def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Cluster) -> None:
     topic, leader, follower = replicated_topic(cluster)
     before = [f"before-{i}".encode() for i in range(300)]
-    produce(cluster.bootstrap, topic, before)
+    produce_values(cluster.bootstrap, topic, before)
     consumer = new_consumer(cluster.bootstrap, rack=RACKS[follower - 1])
     consumer.subscribe([topic])
     try:
@@ -170,7 +163,7 @@ def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Clus
         assert consumer_bytes_out(cluster, leader, topic) == 0
         cluster.stop(f"broker-{follower}", kill=True)
         after = [f"after-{i}".encode() for i in range(300)]
-        produce(cluster.bootstrap, topic, after)
+        produce_values(cluster.bootstrap, topic, after)
         assert consume(consumer, len(after)) == after
     finally:
         consumer.close()
@@ -184,7 +177,7 @@ def test_a_consumer_whose_follower_dies_carries_on_from_the_leader(cluster: Clus
 def test_a_kafkajs_consumer_reads_from_the_follower_in_its_rack(cluster: Cluster) -> None:
     topic, leader, follower = replicated_topic(cluster)
     values = [f"js-{i}".encode() for i in range(200)]
-    produce(cluster.bootstrap, topic, values)
+    produce_values(cluster.bootstrap, topic, values)
     (result,), log = run_kafkajs(cluster.bootstrap, {"op": "consume", "args": {
         "groupId": f"g-{uuid.uuid4().hex[:8]}", "topic": topic, "count": len(values),
         "rackId": RACKS[follower - 1]}})

@@ -13,7 +13,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import BrokerProcess, free_port
-from tests.integration.cluster import admin, create, partitions, running_cluster
+from tests.integration.clients import create_topic, unique
+from tests.integration.cluster import admin, partitions, running_cluster
 from tests.integration.fault_proxy import dropping_produce_responses
 from tests.integration.raw_client import RawClient, now_ms
 from tests.waiting import wait_until
@@ -49,7 +50,7 @@ def _produce_through_lossy_proxy(tmp_path: Path, idempotent: bool) -> tuple[list
     try:
         with dropping_produce_responses(broker.port, proxy_port, DROPS) as proxy:
             bootstrap = f"127.0.0.1:{proxy_port}"
-            create(admin(bootstrap), 1, 1, "lossy")
+            create_topic(bootstrap, "lossy", 1, replication=1)
             producer = Producer({
                 "bootstrap.servers": bootstrap, "enable.idempotence": idempotent, "acks": "all",
                 "linger.ms": 5, "batch.num.messages": 100, "retry.backoff.ms": 50,
@@ -155,7 +156,7 @@ def test_a_new_leader_answers_a_retry_with_its_original_offset(tmp_path: Path) -
     offsets and not written again."""
     with running_cluster(tmp_path, 1, 3, {"broker.session.timeout.ms": "3000",
                                           "broker.heartbeat.interval.ms": "500"}) as cluster:
-        topic = create(admin(cluster.bootstrap), 1, 3)
+        topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=3)
         wait_until(lambda: len(partitions(cluster.bootstrap, topic)[0].isrs) == 3, 60,
                    "every replica in sync")
         leader = partitions(cluster.bootstrap, topic)[0].leader

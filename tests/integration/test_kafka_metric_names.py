@@ -14,12 +14,11 @@ from confluent_kafka.admin import NewTopic
 
 from tests.integration.broker_metrics import Samples, scrape_port
 from tests.integration.clients import TIMEOUT as CLIENT_TIMEOUT
-from tests.integration.clients import unique
+from tests.integration.clients import create_topic, unique
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
     admin,
-    create,
     partitions,
     running_cluster,
 )
@@ -48,7 +47,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def traffic(cluster: Cluster) -> Iterator[dict[str, Any]]:
     """A replicated topic with records in every partition, read by a group whose one member
     committed only the first COMMITTED offsets of each partition: a lagging group."""
-    topic = create(admin(cluster.bootstrap), PARTITIONS, 3)
+    topic = create_topic(cluster.bootstrap, unique("t"), PARTITIONS, replication=3)
     fill(cluster.bootstrap, topic, PARTITIONS, PER_PARTITION)
     group = ConfluentGroup(cluster.bootstrap, unique("lagging"), topic)
     member = group.add("c0")
@@ -195,7 +194,7 @@ def test_produce_and_fetch_requests_are_counted_per_partition(cluster: Cluster,
 
 def test_raft_and_process_health_figures(cluster: Cluster, traffic: dict[str, Any]) -> None:
     active = cluster.active_controller()
-    create(admin(cluster.bootstrap), 1, 3)
+    create_topic(cluster.bootstrap, unique("t"), 1, replication=3)
     controllers = scrape_all(cluster, "controller")
     for name, samples in controllers.items():
         state = "leader" if name == active else "follower"

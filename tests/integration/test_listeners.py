@@ -31,7 +31,7 @@ from tests.integration.clients import (
     receive,
     unique,
 )
-from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
+from tests.integration.cluster import Cluster, partitions, running_cluster
 from tests.integration.test_startup_config import start_expecting_failure
 from tests.waiting import wait_until
 
@@ -151,7 +151,7 @@ def established_remote_ports(pid: int) -> set[int]:
 
 def test_replica_fetchers_connect_to_the_inter_broker_listener(cluster: Cluster) -> None:
     servers = ",".join(f"127.0.0.1:{p}" for p in broker_ports(cluster, "EXTERNAL").values())
-    topic = create(admin(servers), 3, 3)
+    topic = create_topic(servers, unique("t"), 3, replication=3)
     outs = [Out(None, f"r{i}".encode(), now_ms(), partition=i % 3) for i in range(30)]
     acked = produce_confluent(servers, topic, outs, {"acks": "all"})
     assert read_confluent(servers, topic, partitions=(0, 1, 2)) == sorted(
@@ -181,7 +181,7 @@ def test_metadata_and_leader_hints_name_the_listener_the_request_came_in_on(
     metadata = AdminClient({"bootstrap.servers": servers}).list_topics(timeout=TIMEOUT)
     assert {i: (b.host, b.port) for i, b in metadata.brokers.items()} == {
         i: ("127.0.0.1", p) for i, p in ports.items()}
-    topic = create(admin(servers), 1, 3)
+    topic = create_topic(servers, unique("t"), 1, replication=3)
     leader = partitions(servers, topic)[0].leader
     follower = next(i for i in ports if i != leader)
     request = build_request(0, 12, {"acks": -1, "timeout": 5000, "topic_data": [
@@ -205,7 +205,7 @@ async def send_to(port: int, request: Any) -> Any:
 def test_transactions_commit_across_brokers(cluster: Cluster) -> None:
     """The coordinator's markers reach the other brokers over INTERNAL."""
     servers = ",".join(f"127.0.0.1:{p}" for p in broker_ports(cluster, "EXTERNAL").values())
-    topic = create(admin(servers), 3, 3)
+    topic = create_topic(servers, unique("t"), 3, replication=3)
     producer = Producer({"bootstrap.servers": servers, "transactional.id": unique("tx")})
     producer.init_transactions(TIMEOUT)
     producer.begin_transaction()

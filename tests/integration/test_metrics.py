@@ -3,17 +3,15 @@ counts and latency histograms, and log sizes, under the names Kafka's JMX export
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.broker_metrics import increase, sample, scrape
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import TIMEOUT as CLIENT_TIMEOUT
-from tests.integration.clients import unique
+from tests.integration.clients import create_topic, unique
 from tests.integration.groups import ConfluentGroup, fill
 from tests.integration.raw_client import FETCH_VERSION, PRODUCE_VERSION, RawClient, batch_of
 from tests.waiting import wait_until
@@ -26,13 +24,6 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
-def create_topic(broker: BrokerProcess) -> str:
-    name = f"metrics-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(name, 1, 1)])[name].result(TIMEOUT)
-    return name
-
-
 @pytest.fixture
 def client(broker: BrokerProcess) -> Iterator[RawClient]:
     raw = RawClient(broker.bootstrap)
@@ -43,7 +34,7 @@ def client(broker: BrokerProcess) -> Iterator[RawClient]:
 def test_produce_and_fetch_are_counted_per_topic_and_request(
     broker: BrokerProcess, client: RawClient
 ) -> None:
-    topic = create_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("metrics"))
     batches = [
         batch_of([(f"key-{b}-{i}".encode(), bytes([65 + i]) * VALUE_SIZE)
                   for i in range(RECORDS_PER_BATCH)])
@@ -91,7 +82,7 @@ def test_produce_and_fetch_are_counted_per_topic_and_request(
 def test_rejected_produce_is_counted_as_failed_and_not_as_messages_in(
     broker: BrokerProcess, client: RawClient
 ) -> None:
-    topic = create_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("metrics"))
     good = batch_of([(None, b"v" * VALUE_SIZE)])
     corrupt = bytearray(good)
     corrupt[-1] ^= 0xFF
@@ -115,7 +106,7 @@ def test_rejected_produce_is_counted_as_failed_and_not_as_messages_in(
 
 
 def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
-    topic = create_topic(broker)
+    topic = create_topic(broker.bootstrap, unique("metrics"))
     fill(broker.bootstrap, topic, 1, 30)
     before = scrape(broker)
     groups = {}
@@ -153,7 +144,7 @@ def test_group_counts_rebalances_and_lag(broker: BrokerProcess) -> None:
 
 def test_controller_and_raft_metrics_of_the_combined_node(broker: BrokerProcess) -> None:
     before = scrape(broker)
-    create_topic(broker)
+    create_topic(broker.bootstrap, unique("metrics"))
     after = scrape(broker)
 
     controller = "kafka_controller_kafkacontroller_"

@@ -151,7 +151,7 @@ def test_internal_topics_are_mm2s_compacted_single_partition_topics(
 def test_new_topics_partitions_and_configs_follow_the_source(
         mirror: MirrorProcess, east: BrokerProcess, west: BrokerProcess) -> None:
     topic = create_topic(east.bootstrap, unique("disc"), 3,
-                         {"retention.ms": "1234567", "min.insync.replicas": "1"})
+                         config={"retention.ms": "1234567", "min.insync.replicas": "1"})
     remote = f"east.{topic}"
     wait_until(lambda: partition_counts(west.bootstrap).get(remote) == 3, TIMEOUT, f"{remote} x3")
     configs = topic_configs(west.bootstrap, remote)

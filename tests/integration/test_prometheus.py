@@ -37,8 +37,14 @@ from odradek.spark.audit_rules import AUDIT_TOPIC
 from tests import observability as obs
 from tests.audit_runs import audit_run
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import Out, create_topic, produce_confluent, read_confluent, receive
-from tests.integration.cluster import Cluster, admin, create, running_cluster
+from tests.integration.clients import (
+    Out,
+    create_topic,
+    produce_confluent,
+    read_confluent,
+    receive,
+)
+from tests.integration.cluster import Cluster, running_cluster
 from tests.integration.mirror_process import MirrorProcess, properties
 from tests.integration.reference_series import reference_series
 from tests.waiting import wait_until
@@ -103,10 +109,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def traffic(cluster: Cluster) -> None:
     """A topic with records, a group that read some and fell behind, and one error reply."""
-    client = admin(cluster.bootstrap)
-    create(client, 3, 3, TOPIC)
+    create_topic(cluster.bootstrap, TOPIC, 3, replication=3)
     with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
-        create(client, 3, 3, TOPIC)
+        create_topic(cluster.bootstrap, TOPIC, 3, replication=3)
     produce(cluster, RECORDS)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": GROUP,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
@@ -244,9 +249,11 @@ def test_lag_alert_fires_when_a_group_falls_further_behind(prometheus: Prometheu
 
 def fires_during_fault(prometheus: Prometheus, alertname: str, fault: Callable[[], None],
                       repair: Callable[[], None]) -> None:
-    """`alertname` is silent, then fires for this cluster once `fault` is done; `repair`
-    undoes the fault whatever happens."""
-    assert not prometheus.firing(alertname, cluster=CLUSTER)
+    """`alertname` is silent (an earlier test's fault may take a while to clear: a broker
+    started again is unfenced once it caught up), then fires for this cluster once `fault`
+    is done; `repair` undoes the fault whatever happens."""
+    wait_until(lambda: not prometheus.firing(alertname, cluster=CLUSTER), TIMEOUT,
+               f"{alertname} silent before the fault")
     fault()
     try:
         wait_until(lambda: prometheus.firing(alertname, cluster=CLUSTER), TIMEOUT,

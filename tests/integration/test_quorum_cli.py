@@ -16,7 +16,8 @@ from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.broker_process import ODRADEK, BrokerProcess, free_port
-from tests.integration.cluster import TIMEOUT, Cluster, admin, create, running_cluster
+from tests.integration.clients import create_topic, unique
+from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
@@ -102,14 +103,14 @@ def test_status_names_the_active_controller_the_voters_and_the_brokers(cluster: 
 
 def test_the_high_watermark_advances_with_a_metadata_change(cluster: Cluster) -> None:
     before = status(cluster.bootstrap)["HighWatermark"]
-    create(admin(cluster.bootstrap), 1, 3)
+    create_topic(cluster.bootstrap, unique("t"), 1, replication=3)
     wait_until(lambda: status(cluster.bootstrap)["HighWatermark"] > before,
                what=f"the high watermark passes {before}", ignoring=Exception)
 
 
 def test_every_voter_and_observer_has_a_row_and_catches_up(cluster: Cluster) -> None:
     leader = active_id(cluster)
-    create(admin(cluster.bootstrap), 2, 3)
+    create_topic(cluster.bootstrap, unique("t"), 2, replication=3)
     wait_until(lambda: all_caught_up(cluster.bootstrap, leader),
                what="all six replicas of the metadata log catch up", ignoring=Exception)
     rows = replication(cluster.broker_bootstrap("broker-3"))
@@ -166,7 +167,7 @@ def test_a_stopped_broker_stops_advancing_and_falls_behind(cluster: Cluster) -> 
     try:
         frozen = replication(via)[("Observer", 3)]["LogEndOffset"]
         for _ in range(2):
-            create(admin(via), 1, 1)
+            create_topic(via, unique("t"), 1, replication=1)
 
         def behind() -> bool:
             rows = replication(via)
@@ -227,7 +228,7 @@ def test_a_new_leader_is_reported_after_the_active_controller_is_killed(cluster:
         assert fields["LeaderEpoch"] > epoch
         assert fields["CurrentVoters"] == CONTROLLERS
         assert fields["MaxFollowerLag"] > 0, "the new leader has not heard from the dead voter"
-        create(admin(cluster.bootstrap), 1, 3)
+        create_topic(cluster.bootstrap, unique("t"), 1, replication=3)
         assert replication(cluster.bootstrap)[("Follower", victim_id)]["Lag"] > 0
     finally:
         cluster.start(victim)
@@ -259,7 +260,7 @@ def test_dev_has_one_voter_and_one_observer_which_follows_changes(broker: Broker
     fields = status(broker.bootstrap)
     assert (fields["LeaderId"], fields["CurrentVoters"]) == (1, [1])
     before = replication(broker.bootstrap)[("Observer", 1)]["LogEndOffset"]
-    create(admin(broker.bootstrap), 1, 1)
+    create_topic(broker.bootstrap, unique("t"), 1, replication=1)
     wait_until(lambda: status(broker.bootstrap)["HighWatermark"] > before,
                what="the high watermark advances", ignoring=Exception)
 

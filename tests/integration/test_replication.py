@@ -23,11 +23,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
     ResourceType,
 )
 from kafka import TopicPartition as KafkaTopicPartition
@@ -38,7 +36,7 @@ from odradek.net.kafka_client import BrokerConnection
 from odradek.protocol.codec import build_request
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches
-from tests.integration.clients import read_confluent, receive
+from tests.integration.clients import create_topic, read_confluent, receive, unique
 from tests.integration.cluster import (
     TIMEOUT,
     Cluster,
@@ -96,14 +94,6 @@ def all_brokers(cluster: Cluster) -> Iterator[Cluster]:
                what="all brokers registered again", ignoring=Exception)
 
 
-def create_topic(client: AdminClient, name: str, partitions_: int = 1,
-                 min_isr: int = 2) -> str:
-    client.create_topics([NewTopic(name, partitions_, 3,
-                                   config={"min.insync.replicas": str(min_isr)})]
-                         )[name].result(TIMEOUT)
-    return name
-
-
 def produce(bootstrap: str, topic: str, values: list[bytes], acks: str = "all",
             timeout_ms: int = 20000, retries: int = 2**31 - 1) -> list[Any]:
     """(error, message) delivery reports, in order."""
@@ -131,15 +121,6 @@ def reader(bootstrap: str, topic: str) -> Consumer:
     return consumer
 
 
-def read_all(bootstrap: str, topic: str, expected: int) -> list[Any]:
-    """The first `expected` records of partition 0."""
-    consumer = reader(bootstrap, topic)
-    try:
-        return receive(consumer, expected, TIMEOUT)
-    finally:
-        consumer.close()
-
-
 def read_for(bootstrap: str, topic: str, seconds: float, at_most: int) -> list[Any]:
     """The records of partition 0 (up to `at_most`) a consumer receives in `seconds`: the
     window in which a record it must never see would arrive."""
@@ -164,8 +145,8 @@ def metrics(cluster: Cluster, broker_id: int) -> dict[str, float]:
 
 def test_acks_all_follows_the_isr_and_min_insync_replicas(all_brokers: Cluster) -> None:
     cluster = all_brokers
-    client = admin(cluster.bootstrap)
-    topic = create_topic(client, "acks-all", min_isr=3)
+    topic = create_topic(cluster.bootstrap, "acks-all", replication=3,
+                         config={"min.insync.replicas": "3"})
     assert len(delivered(produce(cluster.bootstrap, topic, [b"a", b"b"]))) == 2
     owner = leader(cluster, topic)
     follower = next(b for b in (1, 2, 3) if b != owner)
@@ -206,7 +187,8 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
     watermark: consumers neither read it nor see it in the latest offset until the ISR
     shrinks to the leader."""
     cluster = patient_cluster
-    topic = create_topic(admin(cluster.bootstrap), "high-watermark", min_isr=1)
+    topic = create_topic(cluster.bootstrap, "high-watermark", replication=3,
+                         config={"min.insync.replicas": "1"})
     delivered(produce(cluster.bootstrap, topic, [b"committed"]))
     owner = leader(cluster, topic)
     followers = [b for b in (1, 2, 3) if b != owner]
@@ -232,7 +214,8 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
 
 def test_a_killed_leader_loses_no_acknowledged_write_and_rejoins(all_brokers: Cluster) -> None:
     cluster = all_brokers
-    topic = create_topic(admin(cluster.bootstrap), "failover")
+    topic = create_topic(cluster.bootstrap, "failover", replication=3,
+                         config={"min.insync.replicas": "2"})
     first = delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(500)]))
     owner = leader(cluster, topic)
     killed_at = time.monotonic()
@@ -244,7 +227,7 @@ def test_a_killed_leader_loses_no_acknowledged_write_and_rejoins(all_brokers: Cl
     cluster.start(f"broker-{owner}")
     wait_until(lambda: isr(cluster, topic) == {1, 2, 3}, what="the old leader rejoins the ISR",
                ignoring=Exception)
-    values = [m.value() for m in read_all(cluster.bootstrap, topic, 501)]
+    values = [r.value for r in read_confluent(cluster.bootstrap, topic)]
     assert values == [m.value() for m in first] + [b"after"]
 
 
@@ -252,7 +235,8 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
     all_brokers: Cluster,
 ) -> None:
     cluster = all_brokers
-    topic = create_topic(admin(cluster.bootstrap), "handover")
+    topic = create_topic(cluster.bootstrap, "handover", replication=3,
+                         config={"min.insync.replicas": "2"})
     delivered(produce(cluster.bootstrap, topic, [b"before"]))
     owner = leader(cluster, topic)
     started = time.monotonic()
@@ -260,12 +244,13 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
     assert leader(cluster, topic) != owner, "leadership moved by the time the broker stopped"
     delivered(produce(cluster.bootstrap, topic, [b"after"]))
     FIGURES["controlled_shutdown_to_first_acks_all_s"] = time.monotonic() - started
-    assert [m.value() for m in read_all(cluster.bootstrap, topic, 2)] == [b"before", b"after"]
+    assert [r.value for r in read_confluent(cluster.bootstrap, topic)] == [b"before", b"after"]
 
 
 def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cluster) -> None:
     cluster = all_brokers
-    topic = create_topic(admin(cluster.bootstrap), "offsets")
+    topic = create_topic(cluster.bootstrap, "offsets", replication=3,
+                         config={"min.insync.replicas": "2"})
     delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(10)]))
     group = "survivors"
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
@@ -293,7 +278,8 @@ def test_a_follower_points_clients_to_the_leader(all_brokers: Cluster) -> None:
     its endpoint, so clients re-route without a metadata round trip. (A consumer's Fetch
     v11+ is served by a follower, KIP-392; a replica's Fetch is not.)"""
     cluster = all_brokers
-    topic = create_topic(admin(cluster.bootstrap), "hints")
+    topic = create_topic(cluster.bootstrap, "hints", replication=3,
+                         config={"min.insync.replicas": "2"})
     described = partitions(cluster.bootstrap, topic)[0]
     follower, other = (r for r in described.replicas if r != described.leader)
     port = cluster.node(f"broker-{follower}")["port"]
@@ -345,7 +331,8 @@ def follower_log_start(cluster: Cluster, broker_id: int, topic: str) -> int:
 def test_deleted_records_stay_deleted_on_the_next_leader(all_brokers: Cluster) -> None:
     cluster = all_brokers
     client = admin(cluster.bootstrap)
-    topic = create_topic(client, "trimmed")
+    topic = create_topic(cluster.bootstrap, "trimmed", replication=3,
+                         config={"min.insync.replicas": "2"})
     delivered(produce(cluster.bootstrap, topic, [b"%d" % i for i in range(10)]))
     (trimmed,) = client.delete_records([TopicPartition(topic, 0, 5)]).values()
     assert trimmed.result(TIMEOUT).low_watermark == 5
@@ -369,10 +356,9 @@ def test_followers_keep_dropped_segments_for_file_delete_delay_ms(all_brokers: C
     a read already holding them finishes first."""
     cluster = all_brokers
     client = admin(cluster.bootstrap)
-    topic = f"delayed-{uuid.uuid4().hex[:8]}"
-    client.create_topics([NewTopic(topic, 1, 3, config={
-        "min.insync.replicas": "3", "segment.bytes": "1024",
-        "file.delete.delay.ms": "3600000"})])[topic].result(TIMEOUT)
+    topic = unique("delayed")
+    create_topic(cluster.bootstrap, topic, replication=3, config={
+        "min.insync.replicas": "3", "segment.bytes": "1024", "file.delete.delay.ms": "3600000"})
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
                          "batch.size": 1, "linger.ms": 0})
     for i in range(40):
@@ -404,9 +390,7 @@ def reassignments(cluster: Cluster, targets: dict[TopicPartition, list[int] | No
 
 def test_a_reassignment_moves_a_partition_and_its_data(all_brokers: Cluster) -> None:
     cluster = all_brokers
-    client = admin(cluster.bootstrap)
-    client.create_topics([NewTopic("moved", 1, replica_assignment=[[1]])])["moved"].result(
-        TIMEOUT)
+    create_topic(cluster.bootstrap, "moved", assignment=[[1]])
     values = [b"%d" % i for i in range(200)]
     delivered(produce(cluster.bootstrap, "moved", values))
     assert reassignments(cluster, {TopicPartition("moved", 0): [2, 3]}) == {
@@ -416,7 +400,7 @@ def test_a_reassignment_moves_a_partition_and_its_data(all_brokers: Cluster) -> 
     after = partitions(cluster.bootstrap, "moved")[0]
     assert (sorted(after.replicas), sorted(after.isrs)) == ([2, 3], [2, 3])
     assert after.leader in (2, 3)
-    assert [m.value() for m in read_all(cluster.bootstrap, "moved", 200)] == values
+    assert [r.value for r in read_confluent(cluster.bootstrap, "moved")] == values
     wait_until(lambda: not list(Path(cluster.node("broker-1")["config"]).parent.glob("moved-0")),
                what="broker 1 deleted its replica", ignoring=Exception)
 
@@ -425,8 +409,8 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
     """2 MB to copy at 1 KB/s: the new replica stays out of sync until the throttle goes."""
     cluster = all_brokers
     client = admin(cluster.bootstrap)
-    client.create_topics([NewTopic("throttled", 1, replica_assignment=[[1]], config={
-        "follower.replication.throttled.replicas": "0:2"})])["throttled"].result(TIMEOUT)
+    create_topic(cluster.bootstrap, "throttled", assignment=[[1]],
+                 config={"follower.replication.throttled.replicas": "0:2"})
     delivered(produce(cluster.bootstrap, "throttled", [bytes(1000)] * 2000))
     rate = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[ConfigEntry(
         "follower.replication.throttled.rate", "1000",
@@ -450,7 +434,7 @@ def test_a_throttled_reassignment_waits_for_its_quota(all_brokers: Cluster) -> N
 
 def bounce_the_preferred_leader(cluster: Cluster, topic: str) -> int:
     """Stop and restart the partition's preferred replica: another replica leads after."""
-    create_topic(admin(cluster.bootstrap), topic)
+    create_topic(cluster.bootstrap, topic, replication=3, config={"min.insync.replicas": "2"})
     preferred = partitions(cluster.bootstrap, topic)[0].replicas[0]
     cluster.stop(f"broker-{preferred}")
     cluster.start(f"broker-{preferred}")
@@ -489,8 +473,8 @@ def test_a_new_replica_starts_inside_a_batch_that_delete_records_cut(
     the batch, as Kafka's follower does, instead of refusing it for ever."""
     cluster = all_brokers
     client = admin(cluster.bootstrap)
-    topic = f"cut-{uuid.uuid4().hex[:8]}"
-    client.create_topics([NewTopic(topic, 1, replica_assignment=[[1]])])[topic].result(TIMEOUT)
+    topic = unique("cut")
+    create_topic(cluster.bootstrap, topic, assignment=[[1]])
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
                          "linger.ms": 200})
     for i in range(10):
@@ -517,11 +501,10 @@ def test_a_follower_catches_up_across_what_the_leader_compacted(all_brokers: Clu
     """A follower that was down while its leader compacted fetches the compacted log, gaps
     in the offsets included, and ends up with the same latest value per key."""
     cluster = all_brokers
-    topic = f"table-{uuid.uuid4().hex[:8]}"
-    client = admin(cluster.bootstrap)  # kept: a collected AdminClient fails its futures
-    client.create_topics([NewTopic(topic, 1, 3, config={
+    topic = unique("table")
+    create_topic(cluster.bootstrap, topic, replication=3, config={
         "min.insync.replicas": "1", "cleanup.policy": "compact", "segment.bytes": "8192",
-        "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})])[topic].result(TIMEOUT)
+        "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})
     owner = leader(cluster, topic)
     follower = next(b for b in (1, 2, 3) if b != owner)
     cluster.stop(f"broker-{follower}", kill=True)

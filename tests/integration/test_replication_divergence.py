@@ -30,7 +30,8 @@ from kafka.protocol.producer import (
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.record_codec import build_batch
-from tests.integration.cluster import Cluster, admin, create, partitions, running_cluster
+from tests.integration.clients import create_topic, unique
+from tests.integration.cluster import Cluster, partitions, running_cluster
 from tests.integration.raw_client import RawClient, batch_of
 from tests.waiting import wait_until
 
@@ -63,7 +64,7 @@ def fetch_as(raw: RawClient, follower: int, topic: str, leader_epoch: int, fetch
 
 
 def test_a_fetch_from_a_diverged_log_does_not_move_the_high_watermark(cluster: Cluster) -> None:
-    topic = create(admin(cluster.bootstrap), 1, 2)
+    topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
     wait_until(lambda: len(partitions(cluster.bootstrap, topic)[0].isrs) == 2, 30,
                lambda: f"both replicas in the ISR: {partitions(cluster.bootstrap, topic)[0]}")
     leader = partitions(cluster.bootstrap, topic)[0].leader
@@ -102,7 +103,7 @@ def test_a_fetch_from_a_diverged_log_does_not_move_the_high_watermark(cluster: C
 def test_a_follower_whose_log_agrees_still_replicates(cluster: Cluster) -> None:
     """Runs after the first: the real follower, resumed, replicates and acknowledges as
     before (the check refuses only diverged fetches, not those of a log that agrees)."""
-    topic = create(admin(cluster.bootstrap), 1, 2)
+    topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
     leader = partitions(cluster.bootstrap, topic)[0].leader
     with RawClient(cluster.broker_bootstrap(f"broker-{leader}"), timeout=30) as raw:
         for value in (b"a", b"b", b"c"):
@@ -147,7 +148,7 @@ def test_a_transactional_write_the_isr_does_not_commit_in_time_is_not_acknowledg
     waits for the coordinator's verification, and its acks=all outcome was then recorded on
     a copy of its answer, so a write the ISR never committed (here: a frozen follower, a
     short timeout) was answered NONE and later truncated. It must be REQUEST_TIMED_OUT."""
-    topic = create(admin(cluster.bootstrap), 1, 2)
+    topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
     wait_until(lambda: len(partitions(cluster.bootstrap, topic)[0].isrs) == 2, 30,
                lambda: f"both replicas in the ISR: {partitions(cluster.bootstrap, topic)[0]}")
     leader = partitions(cluster.bootstrap, topic)[0].leader

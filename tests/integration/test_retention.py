@@ -7,12 +7,13 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING
 from confluent_kafka import TopicPartition as CTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import (
     TIMEOUT,
     Out,
+    create_topic,
     now_ms,
     produce_confluent,
     read_confluent,
@@ -34,11 +35,6 @@ def start_offsets(bootstrap: str, topic: str) -> int:
     return int(result.offset)
 
 
-def make_topic(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(TIMEOUT)
-
-
 def segment_files(data_dir: Path, topic: str) -> list[Path]:
     return sorted((data_dir / f"{topic}-0").glob("*.log"))
 
@@ -48,8 +44,8 @@ def test_retention_by_time_and_by_size(fresh_broker: BrokerProcess) -> None:
     fresh_broker.start()
     bootstrap = fresh_broker.bootstrap
     by_time, by_size = unique("by-time"), unique("by-size")
-    make_topic(bootstrap, by_time, {"segment.bytes": "4096", "retention.ms": "2000"})
-    make_topic(bootstrap, by_size, {"segment.bytes": "4096", "retention.bytes": "8192"})
+    create_topic(bootstrap, by_time, config={"segment.bytes": "4096", "retention.ms": "2000"})
+    create_topic(bootstrap, by_size, config={"segment.bytes": "4096", "retention.bytes": "8192"})
 
     old = now_ms() - 60_000
     records = [Out(None, b"x" * 500, old + i, partition=0) for i in range(60)]

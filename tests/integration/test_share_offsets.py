@@ -22,11 +22,11 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kio.schema.errors import ErrorCode
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, produce_values, unique
 from tests.integration.cluster import (
     Cluster,
     admin,
     broker_ids,
-    create,
     partitions,
     running_cluster,
 )
@@ -51,7 +51,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     path: Path = tmp_path_factory.mktemp("share-offsets")
     process = BrokerProcess(path / "data", path / "broker.log", {})
     process.start()
-    create(admin(process.bootstrap), 2, 1, TOPIC)
+    create_topic(process.bootstrap, TOPIC, 2, replication=1)
     producer = Producer({"bootstrap.servers": process.bootstrap})
     for i in range(RECORDS):
         producer.produce(TOPIC, value=b"%d" % i, partition=0)
@@ -151,21 +151,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
-def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition, count in counts.items():
-        for i in range(count):
-            producer.produce(topic, value=b"%d" % i, partition=partition)
-    assert producer.flush(30) == 0
-
-
 def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
     # both brokers registered first, so that the two partitions are placed one on each
     wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2}, 60, "both brokers registered")
-    topic = create(admin(cluster.bootstrap), 2, 1)
+    topic = create_topic(cluster.bootstrap, unique("t"), 2, replication=1)
     leaders = {p: info.leader for p, info in partitions(cluster.bootstrap, topic).items()}
     assert set(leaders.values()) == {1, 2}  # one partition on each broker
-    produce(cluster.bootstrap, topic, {0: 6, 1: 9})
+    for partition, count in ((0, 6), (1, 9)):
+        produce_values(cluster.bootstrap, topic, [b"%d" % i for i in range(count)], partition)
     with RawClient(cluster.bootstrap.split(",")[0]) as client:
         request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[GROUP])
         (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
@@ -214,13 +207,13 @@ def share_consume(bootstrap: str, group: str, topic: str, count: int) -> list[in
 
 def test_a_reset_is_served_at_once_by_a_partition_leader_elsewhere(cluster: Cluster) -> None:
     wait_until(lambda: broker_ids(cluster.bootstrap) == {1, 2}, 60, "both brokers registered")
-    topic = create(admin(cluster.bootstrap), 1, 1)
+    topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=1)
     leader = partitions(cluster.bootstrap, topic)[0].leader
     # a group whose coordinator is the other broker
     group, port = next((g, port) for g in (f"reset-elsewhere-{i}" for i in range(100))
                        for node, port in [coordinator_of(cluster.bootstrap, g)]
                        if node != leader)
-    produce(cluster.bootstrap, topic, {0: 6})
+    produce_values(cluster.bootstrap, topic, [b"%d" % i for i in range(6)])
     with RawClient(f"127.0.0.1:{port}") as coordinator:
         wait_until(lambda: alter_offsets(coordinator, group, {topic: {0: 0}}).error_code
                    not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress),
@@ -238,7 +231,7 @@ def test_delete_groups_deletes_state_kept_by_either_broker(cluster: Cluster) -> 
     """Share-partition keys of one group hash to several `__share_group_state` partitions,
     led by both brokers."""
     group = "deleted-in-a-cluster"
-    topic = create(admin(cluster.bootstrap), 8, 1)
+    topic = create_topic(cluster.bootstrap, unique("t"), 8, replication=1)
     every = {topic: dict.fromkeys(range(8), 0)}
     with RawClient(cluster.bootstrap.split(",")[0]) as client:
         request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group])

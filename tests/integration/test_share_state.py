@@ -22,7 +22,8 @@ from kio.schema.errors import ErrorCode
 
 from tests.integration.broker_metrics import scrape
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.cluster import admin, create
+from tests.integration.clients import create_topic
+from tests.integration.cluster import admin
 from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
@@ -198,7 +199,7 @@ def running_broker(path: Path, overrides: dict[str, str]) -> Iterator[BrokerProc
     process = BrokerProcess(path / "data", path / "broker.log", {
         "share.coordinator.snapshot.update.records.per.snapshot": "2", **overrides})
     process.start()
-    create(admin(process.bootstrap), 2, 1, TOPIC)
+    create_topic(process.bootstrap, TOPIC, 2, replication=1)
     yield process
     if process.alive():
         process.stop()
@@ -218,7 +219,8 @@ def served(broker: BrokerProcess, topic_id: str, partition: int) -> PartitionAns
         with RawClient(broker.bootstrap) as client:
             answers.append(read(client, topic_id, partition, -1))
         return answers[-1].error not in (ErrorCode.not_coordinator,
-                                         ErrorCode.coordinator_not_available)
+                                         ErrorCode.coordinator_not_available,
+                                         ErrorCode.coordinator_load_in_progress)
 
     wait_until(loaded, 60, lambda: f"the share coordinator loaded: {answers[-1:]}",
                ignoring=OSError)

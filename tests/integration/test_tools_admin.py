@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import NewTopic, OffsetSpec
+from confluent_kafka import TopicCollection, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from tests.integration.broker_process import ODRADEK
+from tests.integration.clients import create_topic, numbered, produce_values, unique
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.tool_runs import one_line_failure
 from tests.waiting import wait_until
@@ -44,21 +44,6 @@ def tool(cluster: Cluster, verb: str, *args: str, bootstrap: str | None = None
 
 
 
-def new_topic(cluster: Cluster, partitions: int, factor: int) -> str:
-    name = f"adm-{uuid.uuid4().hex[:8]}"
-    client = admin(cluster.bootstrap)  # kept alive until the future is done
-    client.create_topics([NewTopic(name, partitions, factor)])[name].result(TIMEOUT)
-    return name
-
-
-def produce(cluster: Cluster, topic: str, partition: int, count: int, size: int = 100) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                         "linger.ms": 5})
-    for _ in range(count):
-        producer.produce(topic, bytes(size), partition=partition)
-    assert producer.flush(TIMEOUT) == 0
-
-
 def partitions(cluster: Cluster, topic: str) -> dict[int, Any]:
     client = admin(cluster.bootstrap)
     (future,) = client.describe_topics(TopicCollection([topic])).values()
@@ -80,7 +65,7 @@ def write(tmp_path: Path, name: str, document: Any) -> str:
 
 def test_a_preferred_election_gives_leadership_back_to_the_preferred_replica(
         cluster: Cluster, tmp_path: Path) -> None:
-    name = new_topic(cluster, 1, 3)
+    name = create_topic(cluster.bootstrap, unique("adm"), 1, replication=3)
     preferred = partitions(cluster, name)[0].replicas[0].id
     cluster.stop(f"broker-{preferred}")
     wait_until(lambda: leader(cluster, name) != preferred, what="a failover", ignoring=Exception)
@@ -109,7 +94,7 @@ def test_a_preferred_election_gives_leadership_back_to_the_preferred_replica(
 
 
 def test_an_unclean_election_where_a_leader_is_there_is_not_needed(cluster: Cluster) -> None:
-    name = new_topic(cluster, 1, 3)
+    name = create_topic(cluster.bootstrap, unique("adm"), 1, replication=3)
     before = leader(cluster, name)
     result = tool(cluster, "leader-election", "--election-type", "unclean",
                   "--topic", name, "--partition", "0")
@@ -153,9 +138,9 @@ def earliest(cluster: Cluster, topic: str, count: int) -> list[int]:
 
 
 def test_delete_records_moves_the_low_watermarks(cluster: Cluster, tmp_path: Path) -> None:
-    name = new_topic(cluster, 2, 2)
-    produce(cluster, name, 0, 10)
-    produce(cluster, name, 1, 7)
+    name = create_topic(cluster.bootstrap, unique("adm"), 2, replication=2)
+    produce_values(cluster.bootstrap, name, numbered(10), 0)
+    produce_values(cluster.bootstrap, name, numbered(7), 1)
     offsets = write(tmp_path, "offsets.json", {"version": 1, "partitions": [
         {"topic": name, "partition": 0, "offset": 4},
         {"topic": name, "partition": 1, "offset": -1}]})
@@ -169,8 +154,8 @@ def test_delete_records_moves_the_low_watermarks(cluster: Cluster, tmp_path: Pat
 
 def test_delete_records_errors(cluster: Cluster, tmp_path: Path) -> None:
     verb = "delete-records"
-    name = new_topic(cluster, 1, 1)
-    produce(cluster, name, 0, 5)
+    name = create_topic(cluster.bootstrap, unique("adm"), 1, replication=1)
+    produce_values(cluster.bootstrap, name, numbered(5), 0)
     mixed = tool(cluster, verb, "--offset-json-file", write(tmp_path, "mixed.json", {
         "partitions": [{"topic": name, "partition": 0, "offset": 2},
                        {"topic": "nope", "partition": 0, "offset": 1}]}))
@@ -206,9 +191,9 @@ def segment_bytes(cluster: Cluster, broker: int, partition: str) -> int:
 
 
 def test_log_dirs_describes_each_brokers_replicas_and_their_sizes(cluster: Cluster) -> None:
-    name = new_topic(cluster, 3, 2)
-    produce(cluster, name, 0, 50)
-    produce(cluster, name, 1, 20)
+    name = create_topic(cluster.bootstrap, unique("adm"), 3, replication=2)
+    produce_values(cluster.bootstrap, name, numbered(50), 0)
+    produce_values(cluster.bootstrap, name, numbered(20), 1)
     placement = {p: [r.id for r in info.replicas] for p, info in partitions(cluster, name).items()}
     wait_until(lambda: all(len(info.isr) == 2 for info in partitions(cluster, name).values()),
                what="every replica in sync", ignoring=Exception)

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from tests.integration.broker_process import ODRADEK
+from tests.integration.clients import create_topic, unique
 from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
 from tests.integration.tool_runs import one_line_failure
 
@@ -55,15 +56,8 @@ def described(bootstrap: str, kind: ResourceType, name: str) -> dict[str, tuple[
             for name, entry in entries.items()}
 
 
-def new_topic(bootstrap: str) -> str:
-    name = f"cfg-{uuid.uuid4().hex[:8]}"
-    client = AdminClient({"bootstrap.servers": bootstrap})
-    client.create_topics([NewTopic(name, 1, 1)])[name].result(TIMEOUT)
-    return name
-
-
 def test_topic_configs_set_described_and_deleted(bootstrap: str, tmp_path: Path) -> None:
-    topic = new_topic(bootstrap)
+    topic = create_topic(bootstrap, unique("cfg"))
     assert ok(bootstrap, "alter", "--topic", topic, "--add-config",
               "retention.ms=1000,cleanup.policy=[compact,delete]") == (
         f"Completed updating config for topic {topic}.\n")
@@ -201,7 +195,7 @@ def test_group_configs_set_described_and_deleted(cluster: Cluster, bootstrap: st
       "producer_byte_rate=1k"], "Cannot parse quota configuration value for producer_byte_rate"),
 ])
 def test_failures_are_one_line(bootstrap: str, args: list[str], expected: str) -> None:
-    topic = new_topic(bootstrap)
+    topic = create_topic(bootstrap, unique("cfg"))
     line = one_line_failure(configs(bootstrap, *(a.replace("{topic}", topic) for a in args)),
                             "configs")
     assert expected in line

@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer, TopicCollection
-from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import ConfigResource, ResourceType
 from kafka.admin import KafkaAdminClient
 
 from tests.integration.broker_process import ODRADEK
+from tests.integration.clients import create_topic, unique
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.tool_runs import one_line_failure, succeeded
 from tests.waiting import wait_until
@@ -49,14 +49,6 @@ def reassign(cluster: Cluster, *args: str, bootstrap: str | None = None
 
 
 
-
-
-def new_topic(cluster: Cluster, assignment: list[list[int]]) -> str:
-    name = f"re-{uuid.uuid4().hex[:8]}"
-    client = admin(cluster.bootstrap)  # kept alive until the future is done
-    client.create_topics([NewTopic(name, len(assignment), replica_assignment=assignment)]
-                         )[name].result(TIMEOUT)
-    return name
 
 
 def fill(cluster: Cluster, topic: str, partition: int, count: int, size: int = 1000) -> None:
@@ -100,7 +92,8 @@ def plan(*moves: tuple[str, int, list[int]]) -> dict[str, Any]:
 
 def test_generate_proposes_the_topics_over_the_listed_brokers(cluster: Cluster,
                                                               tmp_path: Path) -> None:
-    name = new_topic(cluster, [[1, 2], [2, 3], [3, 1], [1, 3]])
+    name = create_topic(cluster.bootstrap, unique("re"),
+                        assignment=[[1, 2], [2, 3], [3, 1], [1, 3]])
     topics = write(tmp_path, "topics.json", {"topics": [{"topic": name}], "version": 1})
     out = succeeded(reassign(cluster, "generate", "--topics-to-move-json-file", topics,
                              "--broker-list", "2,3"))
@@ -122,7 +115,7 @@ def test_generate_proposes_the_topics_over_the_listed_brokers(cluster: Cluster,
 
 def test_a_throttled_reassignment_runs_to_completion(cluster: Cluster,
                                                      tmp_path: Path) -> None:
-    name = new_topic(cluster, [[1]])
+    name = create_topic(cluster.bootstrap, unique("re"), assignment=[[1]])
     fill(cluster, name, 0, 2500)
     target = write(tmp_path, "move.json", plan((name, 0, [2, 3])))
 
@@ -164,7 +157,7 @@ def test_a_throttled_reassignment_runs_to_completion(cluster: Cluster,
 
 def test_a_reassignment_in_progress_is_listed_kept_apart_and_cancelled(
         cluster: Cluster, tmp_path: Path) -> None:
-    name = new_topic(cluster, [[1], [2]])
+    name = create_topic(cluster.bootstrap, unique("re"), assignment=[[1], [2]])
     fill(cluster, name, 0, 1000)
     target = write(tmp_path, "slow.json", plan((name, 0, [3])))
     succeeded(reassign(cluster, "execute", "--reassignment-json-file", target,
@@ -198,7 +191,7 @@ def test_a_reassignment_in_progress_is_listed_kept_apart_and_cancelled(
 
 
 def test_errors_are_one_line(cluster: Cluster, tmp_path: Path) -> None:
-    name = new_topic(cluster, [[1, 2]])
+    name = create_topic(cluster.bootstrap, unique("re"), assignment=[[1, 2]])
     bad = tmp_path / "bad.json"
     bad.write_text('{"version": 1, "partitions": [')
     one_line_failure(reassign(cluster, "execute", "--reassignment-json-file", str(bad)), "reassign",

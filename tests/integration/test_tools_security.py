@@ -8,7 +8,6 @@ added, described and deleted with `odradek configs`, and a real client logs in w
 from __future__ import annotations
 
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from tests.certificates import Authority
 from tests.integration.broker_process import ODRADEK
+from tests.integration.clients import unique
 from tests.integration.secured_broker import ADMIN_PASSWORD, TIMEOUT, Secured, running_secured
 from tests.integration.tool_runs import one_line_failure, succeeded
 from tests.waiting import wait_until
@@ -40,10 +40,6 @@ def tool(secured: Secured, listener: str, config: Path | None, *args: str,
         args = (*args, CLIENT)
     command = [*ODRADEK, *(o for arg in args for o in (options if arg == CLIENT else [arg]))]
     return subprocess.run(command, capture_output=True, text=True, input=stdin, timeout=90)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def every_family(secured: Secured, listener: str, config: Path) -> None:

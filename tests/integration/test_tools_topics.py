@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +15,7 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from tests.integration.broker_process import ODRADEK
+from tests.integration.clients import unique
 from tests.integration.cluster import TIMEOUT, Cluster, running_cluster
 from tests.integration.tool_runs import one_line_failure
 from tests.waiting import wait_until
@@ -46,10 +46,6 @@ def ok(bootstrap: str, *args: str) -> str:
     return result.stdout
 
 
-
-
-def unique(prefix: str = "tt") -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def admin(bootstrap: str) -> AdminClient:
@@ -92,7 +88,7 @@ def printed_partitions(output: str) -> set[tuple[str, int]]:
 
 def test_create_list_describe_and_delete(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
-    name = unique()
+    name = unique("tt")
     assert ok(bootstrap, "create", "--topic", name, "--partitions", "3",
               "--replication-factor", "2", "--config", "retention.ms=60000",
               "--config", "cleanup.policy=compact") == f"Created topic {name}.\n"
@@ -126,7 +122,7 @@ def test_create_list_describe_and_delete(cluster: Cluster) -> None:
 
 
 def test_replica_assignment_places_each_partition(cluster: Cluster) -> None:
-    name = unique()
+    name = unique("tt")
     ok(cluster.bootstrap, "create", "--topic", name, "--replica-assignment", "1:2,2:3,3:1")
     assert {p: replicas for p, (_, replicas, _) in layout(cluster.bootstrap, name).items()} == {
         0: [1, 2], 1: [2, 3], 2: [3, 1]}
@@ -134,7 +130,7 @@ def test_replica_assignment_places_each_partition(cluster: Cluster) -> None:
 
 def test_alter_adds_partitions_as_assigned(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
-    name = unique()
+    name = unique("tt")
     ok(bootstrap, "create", "--topic", name, "--partitions", "1", "--replication-factor", "1")
     assert ok(bootstrap, "alter", "--topic", name, "--partitions", "3") == ""
     assert sorted(layout(bootstrap, name)) == [0, 1, 2]
@@ -184,7 +180,7 @@ def test_topics_with_overrides_prints_only_their_summaries(cluster: Cluster) -> 
 
 def test_existing_and_missing_topics(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
-    name = unique()
+    name = unique("tt")
     ok(bootstrap, "create", "--topic", name, "--partitions", "1")
     assert "TOPIC_ALREADY_EXISTS" in one_line_failure(
         topics(bootstrap, "create", "--topic", name), "topics")
@@ -198,7 +194,7 @@ def test_existing_and_missing_topics(cluster: Cluster) -> None:
 
 def commit_an_offset(bootstrap: str) -> str:
     """A new topic with an offset committed on it, which makes __consumer_offsets."""
-    name = unique()
+    name = unique("tt")
     ok(bootstrap, "create", "--topic", name, "--partitions", "1")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("group")})
     try:
@@ -228,7 +224,7 @@ def test_describe_shows_internal_topics(cluster: Cluster) -> None:
 
 def test_bad_input_is_one_line(cluster: Cluster) -> None:
     bootstrap = cluster.bootstrap
-    name = unique()
+    name = unique("tt")
     assert "INVALID_CONFIG" in one_line_failure(topics(bootstrap, "create", "--topic", name,
                                               "--config", "no.such.config=1"), "topics")
     assert "key=val" in one_line_failure(

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -28,7 +25,8 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.record_codec import build_batch
 from tests.integration.broker_process import ODRADEK, BrokerProcess
-from tests.integration.cluster import admin, scrape
+from tests.integration.clients import create_topic, read_confluent, unique
+from tests.integration.cluster import scrape
 from tests.integration.raw_client import RawClient, now_ms
 from tests.waiting import wait_until
 
@@ -47,46 +45,11 @@ def txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProce
         process.stop()
 
 
-def new_topic(bootstrap: str, partitions: int = 2) -> str:
-    name = f"tx-{uuid.uuid4().hex[:8]}"
-    client = admin(bootstrap)
-    client.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    return name
-
-
 def transactional(bootstrap: str, transactional_id: str, **extra: Any) -> Producer:
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
                          "linger.ms": 5, **extra})
     producer.init_transactions(30)
     return producer
-
-
-def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
-             settle_s: float = 3.0, at_least: int = 0) -> list[tuple[int, int, bytes]]:
-    """Every record a consumer with `isolation` delivers: (partition, offset, value). It
-    reads until `settle_s` pass without a record, and (within a minute) until it has
-    `at_least` records: on a cluster, leadership moving can pause delivery for longer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen: list[tuple[int, int, bytes]] = []
-    last_record = [time.monotonic()]
-
-    def consume() -> None:
-        for message in consumer.consume(1000, 0.3):
-            assert message.error() is None, message.error()
-            seen.append((message.partition(), message.offset(), message.value()))
-            last_record[0] = time.monotonic()
-
-    try:
-        wait_until(lambda: len(seen) >= at_least, 60,
-                   lambda: f"{len(seen)} of at least {at_least} records", between=consume)
-        while time.monotonic() - last_record[0] < settle_s:  # a quiet window, on purpose
-            consume()
-    finally:
-        consumer.close()
-    return seen
 
 
 def stable_offset(bootstrap: str, topic: str, partition: int) -> int:
@@ -101,7 +64,7 @@ def stable_offset(bootstrap: str, topic: str, partition: int) -> int:
 def test_committed_and_aborted_transactions_under_both_isolation_levels(
         txn_broker: BrokerProcess) -> None:
     bootstrap = txn_broker.bootstrap
-    topic = new_topic(bootstrap)
+    topic = create_topic(bootstrap, unique("tx"), partitions=2)
     producer = transactional(bootstrap, f"ca-{topic}")
     producer.begin_transaction()
     for i in range(10):
@@ -116,19 +79,19 @@ def test_committed_and_aborted_transactions_under_both_isolation_levels(
     producer.produce(topic, b"commit-last", partition=0)
     producer.commit_transaction(30)
 
-    committed = read_all(bootstrap, topic, "read_committed")
-    uncommitted = read_all(bootstrap, topic, "read_uncommitted")
-    values = sorted(value for _, _, value in committed)
+    committed = read_confluent(bootstrap, topic, (0, 1))
+    uncommitted = read_confluent(bootstrap, topic, (0, 1), isolation="read_uncommitted")
+    values = sorted(r.value for r in committed)
     assert values == sorted([f"commit-{i}".encode() for i in range(10)] + [b"commit-last"])
-    assert sorted(value for _, _, value in uncommitted) == sorted(
+    assert sorted(r.value for r in uncommitted) == sorted(
         values + [f"abort-{i}".encode() for i in range(10)]), "no markers, every data record"
     # 21 data records and 3 markers in each partition's offsets: markers take offsets
-    assert max(offset for partition, offset, _ in uncommitted if partition == 0) > 11
+    assert max(r.offset for r in uncommitted if r.partition == 0) > 11
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(txn_broker: BrokerProcess) -> None:
     bootstrap = txn_broker.bootstrap
-    topic = new_topic(bootstrap)
+    topic = create_topic(bootstrap, unique("tx"), partitions=2)
     transactional_id = f"zombie-{topic}"
     zombie = transactional(bootstrap, transactional_id)
     zombie.begin_transaction()
@@ -141,13 +104,13 @@ def test_a_second_producer_with_the_same_id_fences_the_first(txn_broker: BrokerP
     with pytest.raises(KafkaException) as raised:
         zombie.commit_transaction(10)
     assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower()
-    values = [value for _, _, value in read_all(bootstrap, topic, "read_committed")]
+    values = [r.value for r in read_confluent(bootstrap, topic, (0, 1))]
     assert values == [b"from-the-successor"], "the zombie's open transaction was aborted"
 
 
 def test_an_abandoned_transaction_is_aborted_at_its_timeout(txn_broker: BrokerProcess) -> None:
     bootstrap = txn_broker.bootstrap
-    topic = new_topic(bootstrap, partitions=1)
+    topic = create_topic(bootstrap, unique("tx"), partitions=1)
     abandoned = transactional(bootstrap, f"abandon-{topic}", **{"transaction.timeout.ms": 2000})
     abandoned.begin_transaction()
     for i in range(5):
@@ -161,7 +124,7 @@ def test_an_abandoned_transaction_is_aborted_at_its_timeout(txn_broker: BrokerPr
     after = scrape(txn_broker.metrics_port)
     name = "kafka_server_transaction_coordinator_metrics_timed_out_aborts_total"
     assert after[name] >= before.get(name, 0) + 1
-    assert read_all(bootstrap, topic, "read_committed", partitions=1, settle_s=1) == []
+    assert read_confluent(bootstrap, topic) == []
 
 
 TRANSFORM = """
@@ -202,7 +165,7 @@ consumer.close()
 def test_consume_transform_produce_is_exactly_once_across_a_crash(
         txn_broker: BrokerProcess, tmp_path: Path) -> None:
     bootstrap = txn_broker.bootstrap
-    source, sink = new_topic(bootstrap), new_topic(bootstrap)
+    source, sink = (create_topic(bootstrap, unique("tx"), partitions=2) for _ in range(2))
     inputs = [f"record-{i:04d}".encode() for i in range(300)]
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i, value in enumerate(inputs):
@@ -219,14 +182,14 @@ def test_consume_transform_produce_is_exactly_once_across_a_crash(
     finished = subprocess.run([sys.executable, str(script), bootstrap, source, sink, "0"],
                               capture_output=True, text=True, timeout=180, check=True)
     assert "transformed" in finished.stdout
-    outputs = [value for _, _, value in read_all(bootstrap, sink, "read_committed")]
+    outputs = [r.value for r in read_confluent(bootstrap, sink, (0, 1))]
     assert sorted(outputs) == sorted(value.upper() for value in inputs), (
         f"{len(outputs)} outputs for {len(inputs)} inputs")
 
 
 def test_the_transactions_cli_lists_describes_and_aborts(txn_broker: BrokerProcess) -> None:
     bootstrap = txn_broker.bootstrap
-    topic = new_topic(bootstrap, partitions=1)
+    topic = create_topic(bootstrap, unique("tx"), partitions=1)
     transactional_id = f"cli-{topic}"
     hanging = transactional(bootstrap, transactional_id)
     hanging.begin_transaction()
@@ -256,7 +219,7 @@ def test_the_transactions_cli_lists_describes_and_aborts(txn_broker: BrokerProce
     cli("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
     wait_until(lambda: stable_offset(bootstrap, topic, 0) == 2, timeout=30,
                what="the hanging transaction to be aborted", ignoring=Exception)
-    assert read_all(bootstrap, topic, "read_committed", partitions=1, settle_s=1) == []
+    assert read_confluent(bootstrap, topic) == []
 
 
 def _txn_batch(producer_id: int, epoch: int, sequence: int) -> bytes:
@@ -270,7 +233,7 @@ def test_kip_890_a_late_transactional_write_cannot_start_a_transaction(
     """The leader asks the coordinator before a producer's first transactional batch in a
     partition: a batch for a partition never added, or one arriving after its transaction
     ended, is refused (INVALID_TXN_STATE) instead of opening a transaction no one ends."""
-    topic = new_topic(txn_broker.bootstrap, partitions=1)
+    topic = create_topic(txn_broker.bootstrap, unique("tx"), partitions=1)
     tid = f"kip890-{topic}"
     client = RawClient(txn_broker.bootstrap)
     try:

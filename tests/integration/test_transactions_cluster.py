@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+from tests.integration.clients import read_confluent
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
 from tests.integration.raw_client import RawClient
 from tests.integration.test_share_state import (
@@ -27,7 +28,6 @@ from tests.integration.test_share_state import (
     topic_id_of,
     write,
 )
-from tests.integration.test_transactions import read_all
 from tests.waiting import wait_until
 
 TRANSACTION_KEY = 1
@@ -95,10 +95,10 @@ def test_a_transaction_survives_the_loss_of_its_coordinator(cluster: Cluster) ->
 
     expected = sorted(f"{tag}-{i}".encode() for tag in ("before", "across", "after")
                       for i in range(20))
-    committed = sorted(value for _, _, value in read_all(bootstrap, topic, "read_committed",
-                                                         at_least=len(expected)))
+    committed = sorted(r.value for r in read_confluent(bootstrap, topic, (0, 1), timeout=60))
     assert committed == expected
-    everything = read_all(bootstrap, topic, "read_uncommitted", at_least=80)
+    everything = read_confluent(bootstrap, topic, (0, 1), isolation="read_uncommitted",
+                                timeout=60)
     assert len(everything) == 80, "every data record, aborted ones included, no markers"
 
 

@@ -60,7 +60,7 @@ class Orders:
     def __init__(self, east: BrokerProcess, west: BrokerProcess, mirror: Mirror) -> None:
         self.east, self.west = east.bootstrap, west.bootstrap
         self.start = (now_ms() - 7_200_000) // BUCKET_MS * BUCKET_MS
-        self.topic = create_topic(self.east, unique(self.NAME), PARTITIONS, self.CONFIG)
+        self.topic = create_topic(self.east, unique(self.NAME), PARTITIONS, config=self.CONFIG)
         self.fill()
         self.target = mirror.replicate(self.topic)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.broker.coordinator_runtime import NotCoordinator
+from odradek.broker.coordinator_runtime import CoordinatorLoading, NotCoordinator
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
 from tests.unit.coordinator_shell import apply_transaction_state_topic, transaction_coordinator
@@ -40,7 +40,7 @@ def test_a_shard_waits_for_its_replica_to_lead(tmp_path: Path) -> None:
         await txns.ensure_loaded()
         assert txns.num_partitions == 1
         assert coordinator_epochs(txns) == {}
-        with pytest.raises(NotCoordinator):  # the client looks the coordinator up again
+        with pytest.raises(CoordinatorLoading):  # the client retries here, not elsewhere
             txns.shard_for("streams-app-1")
         await applier.caught_up()  # the logs placed and led: refresh_topics follows
         assert coordinator_epochs(txns) == {0: LEADER_EPOCH}
@@ -58,6 +58,21 @@ def test_a_shard_whose_replica_leads_is_served_at_once(tmp_path: Path) -> None:
         await txns.ensure_loaded()
         assert coordinator_epochs(txns) == {0: LEADER_EPOCH}
         assert txns.shard_for("streams-app-1")[0] == 0
+        txns.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_shard_another_broker_leads_is_not_this_brokers(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        txns, applier = transaction_coordinator(tmp_path, NODE)
+        txns.broker.caught_up = True
+        await apply_transaction_state_topic(applier, NODE + 1, LEADER_EPOCH, (NODE + 1, NODE),
+                                            (NODE + 1, NODE))
+        await txns.ensure_loaded()
+        assert txns.num_partitions == 1 and coordinator_epochs(txns) == {}
+        with pytest.raises(NotCoordinator):  # the client looks the coordinator up again
+            txns.shard_for("streams-app-1")
         txns.close()
 
     asyncio.run(scenario())
