@@ -162,12 +162,16 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         shard would be loaded with no log to append to and no leader epoch to stamp as its
         coordinator epoch; like Kafka, which loads a shard when its replica becomes leader,
         the shard waits for the replica (`refresh_topics`, once the logs are placed)."""
+        return {p for p, leader_epoch in self._image_led().items()
+                if self.replicas.leader_epoch((self.topic, p)) == leader_epoch}
+
+    def _image_led(self) -> dict[int, int]:
+        """The partitions the image makes this broker the leader of: their leader epochs."""
         state = self.broker.metadata.topics.get(self.topic)
         if state is None:
-            return set()
-        return {p for p, record in state.partitions.items()
-                if record.leader == self.broker.node_id
-                and self.replicas.leader_epoch((self.topic, p)) == record.leader_epoch}
+            return {}
+        return {p: record.leader_epoch for p, record in state.partitions.items()
+                if record.leader == self.broker.node_id}
 
     def coordinator_partition(self, key: str) -> int:
         if not self.num_partitions:
@@ -181,14 +185,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         partition = self.coordinator_partition(key)
         shard = self.shards.get(partition)
         if shard is None:
-            raise CoordinatorLoading() if self._leads(partition) else NotCoordinator()
+            raise CoordinatorLoading() if partition in self._image_led() else NotCoordinator()
         return partition, shard
-
-    def _leads(self, partition: int) -> bool:
-        """Whether the image makes this broker the leader of the topic's `partition`."""
-        state = self.broker.metadata.topics.get(self.topic)
-        record = None if state is None else state.partitions.get(partition)
-        return record is not None and record.leader == self.broker.node_id
 
     # Loading.
 
