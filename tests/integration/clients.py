@@ -36,6 +36,10 @@ TIMEOUT = 20.0
 PARTITION_UA = -1
 """librdkafka's 'unassigned': its partitioner chooses."""
 Headers = tuple[tuple[str, bytes | None], ...]
+KAFKA_PYTHON_SUBSCRIBER: dict[str, Any] = {"metadata_max_age_ms": 5000}
+"""For a kafka-python consumer that subscribes as it starts. kafka-python 3 forgets a metadata
+update asked for while another is in flight (the answer clears the request), so such a consumer
+may not learn its topic's partitions before metadata.max.age.ms (300 s) passes."""
 
 
 class Out(NamedTuple):

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 
-from tests.integration.clients import TIMEOUT, Out, produce_confluent
+from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, TIMEOUT, Out, produce_confluent
 
 OPEN: list[GroupDriver] = []
 """Every group driver made, so that a failed test's consumers are closed (conftest.py)."""
@@ -150,7 +150,7 @@ class KafkaPythonGroup(GroupDriver):
     def add(self, name: str) -> Member:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
-            auto_offset_reset="earliest", **self.config,
+            auto_offset_reset="earliest", **KAFKA_PYTHON_SUBSCRIBER, **self.config,
         )
         consumer.subscribe([self.topic])
         member = Member(name, consumer)

@@ -35,7 +35,7 @@ from kafka import KafkaConsumer
 
 from tests.integration import mm2_codec
 from tests.integration.broker_process import ODRADEK, BrokerProcess
-from tests.integration.clients import create_topic, unique
+from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, create_topic, unique
 from tests.integration.mirror_process import (
     MirrorProcess,
     assert_refused_in_one_line,
@@ -258,7 +258,7 @@ def consume_kafka_python(bootstrap: str, group: str, topic: str, count: int | No
                          ends: dict[int, int] | None = None) -> list[bytes]:
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                              enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed")
+                             isolation_level="read_committed", **KAFKA_PYTHON_SUBSCRIBER)
     values: list[bytes] = []
 
     def done() -> bool:

@@ -43,7 +43,7 @@ from kafka.protocol.sasl import (
 from odradek.net.kafka_client import KafkaClientError, KafkaCluster, client_security
 from tests.certificates import Authority
 from tests.integration.broker_process import BrokerProcess, free_port
-from tests.integration.clients import unique
+from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, unique
 from tests.integration.kafkajs_client import INSTALLED, run_kafkajs
 from tests.integration.raw_client import RawClient, frame, header_v1
 from tests.waiting import wait_until
@@ -189,7 +189,7 @@ def round_trip_kafka_python(secure: SecureBroker, listener: str, topic: str) -> 
         producer.send(topic, value).get(timeout=30)
     producer.close()
     consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
-                             **config)
+                             **KAFKA_PYTHON_SUBSCRIBER, **config)
     try:
         return [message.value for _, message in zip(VALUES, consumer, strict=False)]
     finally:

@@ -26,7 +26,7 @@ from odradek.protocol.control import read_marker
 from odradek.protocol.records import iter_batches
 from tests.integration.apache_kafka import ApacheKafka
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import TIMEOUT, create_topic
+from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, TIMEOUT, create_topic
 from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
@@ -147,7 +147,7 @@ def read_then_commit(bootstrap: str, group: str, wanted: int) -> tuple[list[int]
     commits its position: (offsets handed out, offset committed)."""
     consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group,
                              enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed")
+                             isolation_level="read_committed", **KAFKA_PYTHON_SUBSCRIBER)
     offsets: list[int] = []
     try:
         def poll() -> None:
