@@ -117,7 +117,10 @@ class ComposeStack:
         self.up_s = time.monotonic() - started
 
     def down(self) -> None:
-        self.run_compose("down", "--volumes", "--remove-orphans", timeout=300)
+        """Every service of every profile (e.g. the spark cluster a `run` started) removed,
+        with its volumes."""
+        self.run_compose("--profile", "*", "down", "--volumes", "--remove-orphans",
+                         timeout=300)
 
     def logs(self) -> str:
         result = subprocess.run(self.command("logs", "--no-color", "--tail", "40"),

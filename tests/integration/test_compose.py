@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import threading
 import time
@@ -25,6 +26,7 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from odradek.cli.main import main as odradek
+from tests.integration.broker_process import ODRADEK
 from tests.integration.clients import (
     Out,
     Rec,
@@ -38,11 +40,13 @@ from tests.integration.compose_stack import (
     COMPOSE_DIR,
     EAST,
     EAST_INTERNAL,
+    NETWORK,
     NODES,
     PROMETHEUS,
     PUBLISHED,
     WEST,
     ComposeStack,
+    docker,
     running_stack,
 )
 from tests.integration.test_replication_faults import (
@@ -224,31 +228,157 @@ def test_the_mirror_copies_east_to_west(stack: ComposeStack) -> None:
         (r.partition, r.key, r.value) for r in sent)
 
 
-def test_the_spark_profile_audits_the_mirror(stack: ComposeStack, tmp_path: Path) -> None:
-    """`--profile spark run --rm spark-audit`: the audit job of compose.yaml, in local[*]
-    inside its container, counts a mirrored topic on east and on west and exits 0 with a
-    complete summary.json (kept in a host directory). ODRADEK_AUDIT_TOPICS narrows it to
-    this topic. The records are 10 minutes old: inside the job's 1 h window, outside its
-    5 min grace, so a bucket that is not complete fails the run."""
+SPARK = ("--profile", "spark")
+SPARK_CLUSTER = ("spark-master", "spark-worker-1", "spark-worker-2")
+SPARK_IMAGE = "odradek-spark:local"
+AUDITED = "complete; summary in /var/lib/odradek-audit/summary.json"
+
+
+@pytest.fixture(scope="module")
+def spark_image(stack: ComposeStack) -> None:
+    """The spark profile's image built (the stack's `down` removes its cluster)."""
+    started = time.monotonic()
+    stack.run_compose(*SPARK, "build", "spark-audit")
+    print(f"\nspark-audit: image built in {time.monotonic() - started:.1f}s")
+
+
+def audit_args(topic: str, source: str, target: str, output: str) -> list[str]:
+    """compose.yaml's audit of `topic` (one-minute buckets of the last hour), east -> west."""
+    return ["--source-bootstrap", source, "--target-bootstrap", target, "--source-alias",
+            "east", "--topics", re.escape(topic), "--window", "1h", "--bucket", "1m",
+            "--output", output]
+
+
+def summary_data(directory: Path) -> dict[str, Any]:
+    """What an audit found (its buckets and totals), without the settings of its run."""
+    summary = json.loads((directory / "summary.json").read_text())
+    return {"complete": summary["complete"], "buckets": summary["buckets"],
+            "totals": summary["totals"]}
+
+
+def task_hosts(directory: Path) -> dict[str, int]:
+    """Per host, the tasks Spark's event log in `directory` says ended there."""
+    hosts: dict[str, int] = {}
+    for log in directory.glob("eventlog_v2_*/events_*"):
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerTaskEnd":
+                host = event["Task Info"]["Host"]
+                hosts[host] = hosts.get(host, 0) + 1
+    return hosts
+
+
+def test_the_spark_profile_audits_the_mirror_on_two_workers(
+        stack: ComposeStack, spark_image: None, tmp_path: Path) -> None:
+    """`--profile spark run --rm spark-audit`: compose.yaml's audit job, submitted in client
+    mode through the image's `driver` entrypoint to the standalone master, runs its tasks in
+    both workers, writes its Parquet table from them into the shared ODRADEK_AUDIT_DIR, and
+    exits 0 with a complete summary.json, the same as the audit in local[2] on the host.
+    The records are 10 minutes old: inside the job's 1 h window, outside its 5 min grace, so
+    a bucket that is not complete fails the run."""
     topic, sent = mirror_records(40, age_ms=AUDITED_AGE_MS)
-    spark = ("--profile", "spark")
+    cluster = tmp_path / "cluster"
+    cluster.mkdir(mode=0o777)
+    cluster.chmod(0o777)  # the job runs as uid 185
     started = time.monotonic()
-    stack.run_compose(*spark, "build", "spark-audit")
-    built = time.monotonic() - started
-    started = time.monotonic()
-    tmp_path.chmod(0o777)  # the job runs as uid 185
-    run = subprocess.run(stack.command(*spark, "run", "--rm", "--volume",
-                                       f"{tmp_path}:/var/lib/odradek-audit", "spark-audit"),
-                         cwd=COMPOSE_DIR,
-                         env={**os.environ, "ODRADEK_AUDIT_TOPICS": re.escape(topic)},
+    run = subprocess.run(stack.command(*SPARK, "run", "--rm", "spark-audit"), cwd=COMPOSE_DIR,
+                         env={**os.environ, "ODRADEK_AUDIT_TOPICS": re.escape(topic),
+                              "ODRADEK_AUDIT_DIR": str(cluster)},
                          capture_output=True, text=True, timeout=600, check=False)
-    print(f"\nspark-audit: image built in {built:.1f}s, ran in {time.monotonic() - started:.1f}s")
+    print(f"\nspark-audit on the standalone cluster: {time.monotonic() - started:.1f}s")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-12000:]
-    assert "complete; summary in /var/lib/odradek-audit/summary.json" in run.stdout
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["complete"] is True
-    assert {(b["topic"], b["target_topic"], b["status"]) for b in summary["buckets"]} == {
+    assert AUDITED in run.stdout
+    hosts = task_hosts(cluster)
+    assert set(hosts) == {"spark-worker-1", "spark-worker-2"}, hosts
+    assert list((cluster / "buckets").glob("part-*.parquet")), "no Parquet table"
+    found = summary_data(cluster)
+    assert found["complete"] is True
+    assert {(b["topic"], b["target_topic"], b["status"]) for b in found["buckets"]} == {
         (topic, f"east.{topic}", "complete")}
-    totals = summary["totals"]
-    assert totals["source_records"] == totals["target_records"] == len(sent)
-    assert totals["in_grace"] == 0
+    assert found["totals"]["source_records"] == found["totals"]["target_records"] == len(sent)
+
+    local = tmp_path / "local"
+    alone = subprocess.run([*ODRADEK, "audit", "--master", "local[2]",
+                            *audit_args(topic, EAST, WEST, str(local))],
+                           env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-6000:]
+    assert summary_data(local) == found
+
+
+def test_the_spark_image_runs_the_kubernetes_driver_and_executor_entrypoints(
+        stack: ComposeStack, spark_image: None, tmp_path: Path) -> None:
+    """The chart's container contract without a Kubernetes API server: the image's `driver`
+    entrypoint submits the audit to the standalone master asking for executors larger than
+    any worker offers, so no worker starts one; the image's `executor` entrypoint, given the
+    SPARK_* variables Spark-on-Kubernetes sets on an executor pod, registers with that
+    driver (KubernetesExecutorBackend), runs every task, and the audit completes."""
+    topic, sent = mirror_records(20, age_ms=AUDITED_AGE_MS)
+    tmp_path.chmod(0o777)
+    stack.run_compose(*SPARK, "up", "--detach", "--wait", *SPARK_CLUSTER)
+    driver, executor = unique("spark-driver"), unique("spark-executor")
+    network = ["--network", NETWORK, "--volume", f"{tmp_path}:/var/lib/odradek-audit"]
+    docker("run", "--detach", "--name", driver, "--hostname", driver, *network,
+           "--env", f"SPARK_DRIVER_BIND_ADDRESS={driver}", "--env", f"SPARK_LOCAL_IP={driver}",
+           "--env", "SPARK_DRIVER_MEMORY=512m", SPARK_IMAGE, "driver",
+           "--master", "spark://spark-master:7077", "--conf", "spark.driver.port=7078",
+           "--conf", "spark.executor.memory=4g",  # more than a worker's 1g
+           "--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
+           "--conf", "spark.eventLog.dir=/var/lib/odradek-audit",
+           "/opt/odradek/jobs/mirror_audit.py",
+           *audit_args(topic, EAST_INTERNAL, "west:9092", "/var/lib/odradek-audit"))
+    try:
+        app = wait_until_app_id(driver)
+        docker("run", "--detach", "--name", executor, "--hostname", executor, *network,
+               *(arg for name, value in {
+                   "SPARK_DRIVER_URL": f"spark://CoarseGrainedScheduler@{driver}:7078",
+                   "SPARK_EXECUTOR_ID": "1", "SPARK_APPLICATION_ID": app,
+                   "SPARK_EXECUTOR_CORES": "1", "SPARK_EXECUTOR_MEMORY": "512m",
+                   "SPARK_EXECUTOR_POD_IP": executor, "SPARK_EXECUTOR_POD_NAME": executor,
+                   "SPARK_RESOURCE_PROFILE_ID": "0", "SPARK_LOCAL_IP": executor,
+                   **{f"SPARK_JAVA_OPT_{i}": option for i, option in enumerate(
+                       [*executor_java_options(driver, app), "-Dspark.driver.port=7078"])},
+               }.items() for arg in ("--env", f"{name}={value}")),
+               SPARK_IMAGE, "executor")
+        exit_code = docker("wait", driver, timeout=600).stdout.strip()
+        logs = docker("logs", driver)
+        assert exit_code == "0", logs.stdout[-3000:] + logs.stderr[-12000:]
+        assert AUDITED in logs.stdout
+    finally:
+        docker("rm", "--force", driver, executor, check=False)
+    assert task_hosts(tmp_path).keys() == {executor}
+    found = summary_data(tmp_path)
+    assert found["complete"] is True
+    assert found["totals"]["source_records"] == found["totals"]["target_records"] == len(sent)
+
+
+def wait_until_app_id(driver: str) -> str:
+    """The application id the standalone master gave the driver in container `driver`."""
+    found: list[str] = []
+
+    def connected() -> bool:
+        logs = docker("logs", driver)
+        found[:] = re.findall(r"Connected to Spark cluster with app ID (\S+)",
+                              logs.stdout + logs.stderr)
+        return bool(found)
+
+    wait_until(connected, 180, f"{driver} connected to the master", interval=1)
+    return found[0]
+
+
+def executor_java_options(driver: str, app: str) -> list[str]:
+    """What Spark-on-Kubernetes passes an executor pod as SPARK_JAVA_OPT_n before the
+    driver's port: the driver's spark.executor.extraJavaOptions, which hold the Java module
+    options Spark needs on Java 17 (read from the driver's REST API)."""
+    script = ("import json, urllib.request; print(json.dumps(dict(json.load(urllib.request."
+              f"urlopen('http://{driver}:4040/api/v1/applications/{app}/environment'))"
+              "['sparkProperties']).get('spark.executor.extraJavaOptions', '')))")
+    found: list[str] = []
+
+    def answered() -> bool:
+        found[:] = shlex.split(json.loads(docker("exec", driver, "python", "-c", script).stdout))
+        return True
+
+    # the driver's UI knows its application a moment after the master has named it
+    wait_until(answered, 60, f"{driver}'s environment", ignoring=AssertionError, interval=1)
+    return found
