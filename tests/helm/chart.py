@@ -68,10 +68,12 @@ MATRIX: dict[str, dict[str, Any]] = {
             "enabled": True, "issuerRef": {"name": "odradek-ca", "kind": "ClusterIssuer"}}},
         "sasl": {"scram": {"enabled": True}, "users": {"existingSecret": "dev-users"}}},
 }
+MATRIX["spark-submit-secured"] = {**MATRIX["spark-submit"], **MATRIX["tls-scram-acls"]}
+MATRIX["spark-operator-secured"] = {**MATRIX["spark-operator"], **MATRIX["tls-scram-acls"]}
 """The issue's matrix: default; a single dev node; external access on (both kinds); the
-mirror on; the Spark jobs (spark-submit and the Spark operator); monitoring on; and the
-security variants: TLS from a Secret with SCRAM and ACLs, cert-manager with mTLS and ACLs,
-a dev node with cert-manager and SCRAM."""
+mirror on; the Spark jobs (spark-submit and the Spark operator, each also on a release with
+TLS, SCRAM and ACLs); monitoring on; and the security variants: TLS from a Secret with SCRAM
+and ACLs, cert-manager with mTLS and ACLs, a dev node with cert-manager and SCRAM."""
 
 
 @contextlib.contextmanager
@@ -133,3 +135,22 @@ def one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
 
 def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in container.get("env", [])}
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = workload["spec"]["template"]["spec"]["containers"]
+    return containers[0]
+
+
+def job_arguments(objects: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each Spark job's application file -> its arguments, from the CronJobs' spark-submit
+    command lines or the ScheduledSparkApplications."""
+    jobs = {}
+    for cron in find(objects, "CronJob"):
+        args = container(cron["spec"]["jobTemplate"])["args"]
+        at = next(i for i, a in enumerate(args) if a.startswith("local://"))
+        jobs[Path(args[at]).name] = args[at + 1:]
+    for app in find(objects, "ScheduledSparkApplication"):
+        template = app["spec"]["template"]
+        jobs[Path(template["mainApplicationFile"]).name] = template["arguments"]
+    return jobs

@@ -29,8 +29,10 @@ from tests.helm.chart import (
     MATRIX,
     NAMESPACE,
     ROOT,
+    container,
     env_of,
     find,
+    job_arguments,
     lint,
     notes,
     one,
@@ -103,11 +105,6 @@ def test_the_matrix_renders_what_each_case_turns_on() -> None:
 def pods_of(objects: list[dict[str, Any]], kind: str = "StatefulSet"
             ) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in find(objects, kind)}
-
-
-def container(workload: dict[str, Any]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = workload["spec"]["template"]["spec"]["containers"]
-    return containers[0]
 
 
 def pod_dns_name(statefulset: dict[str, Any], index: int) -> str:
@@ -339,20 +336,6 @@ def test_cluster_id_is_generated_once_and_kept_across_upgrades() -> None:
             render_files({"clusterId": "lGdz6y2MQvC1iTNfuREvAQ"}, config=config)
     assert cluster_id(render_files({"clusterId": "lGdz6y2MQvC1iTNfuREvAQ"})) == \
         "lGdz6y2MQvC1iTNfuREvAQ"
-
-
-def job_arguments(objects: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Each Spark job's application file -> its arguments, from the CronJobs' spark-submit
-    command lines or the ScheduledSparkApplications."""
-    jobs = {}
-    for cron in find(objects, "CronJob"):
-        args = container(cron["spec"]["jobTemplate"])["args"]
-        at = next(i for i, a in enumerate(args) if a.startswith("local://"))
-        jobs[Path(args[at]).name] = args[at + 1:]
-    for app in find(objects, "ScheduledSparkApplication"):
-        template = app["spec"]["template"]
-        jobs[Path(template["mainApplicationFile"]).name] = template["arguments"]
-    return jobs
 
 
 @pytest.mark.parametrize("runner", ["spark-submit", "spark-operator"])

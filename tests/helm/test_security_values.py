@@ -11,9 +11,10 @@ from typing import Any
 
 import helm_python as helm
 import pytest
+import yaml
 
 from odradek.config.env import configs_from_env
-from tests.helm.chart import MATRIX, env_of, find, notes, one, render
+from tests.helm.chart import MATRIX, env_of, find, job_arguments, notes, one, render
 
 pytestmark = pytest.mark.helm
 
@@ -172,8 +173,75 @@ def test_without_security_values_nothing_changes() -> None:
                                            "sasl.scram.enabled"),
     ({"authorization": {"enabled": True}, "tls": {"enabled": True, "existingSecret": "s"}},
      "authorization.enabled with TLS alone needs tls.clientAuth=required"),
+    ({**MATRIX["spark-submit"], "tls": {"enabled": True, "existingSecret": "s",
+                                        "clientAuth": "required"}},
+     "spark jobs with tls.clientAuth=required need sasl.scram.enabled"),
 ])
 def test_values_that_do_not_go_together_are_refused(values: dict[str, Any],
                                                     message: str) -> None:
     with pytest.raises(helm.HelmError, match=message):
         render(values)
+
+
+CLIENT = "/etc/odradek/client/client.properties"
+CLIENT_MOUNTS = [{"name": "client", "mountPath": "/etc/odradek/client", "readOnly": True},
+                 {"name": "tls", "mountPath": "/etc/odradek/tls", "readOnly": True},
+                 {"name": "user", "mountPath": "/etc/odradek/user", "readOnly": True}]
+
+
+def client_volumes(volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {v["name"]: v.get("configMap") or v["secret"] for v in volumes
+            if v["name"] in ("client", "tls", "user")}
+
+
+@pytest.mark.parametrize("runner", ["spark-submit", "spark-operator"])
+def test_the_spark_jobs_reach_a_secured_release_with_its_security(runner: str) -> None:
+    """With TLS and SCRAM, the audit's target and the snapshot's cluster (this release) are
+    read with a client.properties trusting the release's ca.crt and logging in as
+    spark.user, whose password the driver reads from the users Secret through Kafka's
+    DirectoryConfigProvider: the ConfigMap holds no password. The driver and executor pods
+    mount the three. Without security, none of it is rendered."""
+    objects = render(MATRIX[f"{runner}-secured"])
+    properties = one(objects, "ConfigMap", "east-odradek-spark-client")["data"][
+        "client.properties"]
+    assert properties.splitlines() == [
+        "security.protocol=SASL_SSL",
+        "ssl.truststore.type=PEM",
+        "ssl.truststore.location=/etc/odradek/tls/ca.crt",
+        "sasl.mechanism=SCRAM-SHA-512",
+        "config.providers=secret",
+        "config.providers.secret.class="
+        "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
+        'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
+        'username="spark" password="${secret:/etc/odradek/user:password}";']
+    jobs = job_arguments(objects)
+    audit, compaction = jobs["mirror_audit.py"], jobs["compact.py"]
+    assert audit[audit.index("--target-command-config") + 1] == CLIENT
+    assert compaction[compaction.index("--command-config") + 1] == CLIENT
+    assert "--source-command-config" not in audit  # the source is another cluster
+    if runner == "spark-submit":
+        templates = one(objects, "ConfigMap", "east-odradek-spark-pod-templates")["data"]
+        pods = [yaml.safe_load(templates[f"{role}.yaml"])["spec"]
+                for role in ("driver", "executor")]
+        mounts = [pod["containers"][0]["volumeMounts"][1:] for pod in pods]
+        volumes = [client_volumes(pod["volumes"]) for pod in pods]
+    else:
+        template = find(objects, "ScheduledSparkApplication")[0]["spec"]["template"]
+        mounts = [[m for m in template[role]["volumeMounts"] if m["name"] != "tmp"
+                   and m["name"] != "output"] for role in ("driver", "executor")]
+        volumes = [client_volumes(template["volumes"])] * 2
+    assert mounts == [CLIENT_MOUNTS] * 2
+    assert volumes == [{
+        "client": {"name": "east-odradek-spark-client"},
+        "tls": {"secretName": "east-tls", "defaultMode": 0o440,
+                "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+        "user": {"secretName": "east-users", "defaultMode": 0o440,
+                 "items": [{"key": "spark", "path": "password"}]}}] * 2
+
+    plain = render(MATRIX[runner])
+    assert not find(plain, "ConfigMap", "east-odradek-spark-client")
+    assert "--target-command-config" not in job_arguments(plain)["mirror_audit.py"]
+    elsewhere = render({**MATRIX[f"{runner}-secured"], "spark": {
+        **MATRIX[runner]["spark"], "audit": {**MATRIX[runner]["spark"]["audit"],
+                                             "targetBootstrap": "other:9092"}}})
+    assert "--target-command-config" not in job_arguments(elsewhere)["mirror_audit.py"]

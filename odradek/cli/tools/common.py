@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from odradek.config.config_providers import resolve_variables
 from odradek.config.kafka_configs import InvalidConfigError, load_properties
 from odradek.net.kafka_client.spelling import librdkafka_spelling
 
@@ -46,8 +47,10 @@ def client_properties(args: argparse.Namespace) -> dict[str, str]:
 
 
 def read_properties(path: Path) -> dict[str, str]:
+    """A client properties file, its config provider variables resolved
+    (odradek.config.config_providers); a file that cannot be read is a ToolError."""
     try:
-        return load_properties(path)
+        return resolve_variables(load_properties(path))
     except (OSError, UnicodeDecodeError) as error:
         raise ToolError(f"cannot read {path}: {_os_reason(error)}") from None
     except InvalidConfigError as error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,8 +14,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from odradek.spark import audit, compaction
+from odradek.spark.cut import client_config
+from tests.helm.chart import MATRIX, one, render
 from tests.integration.clients import Out, create_topic, now_ms, produce_confluent, unique
-from tests.integration.secured_broker import Secured, running_secured
+from tests.integration.secured_broker import ADMIN_PASSWORD, Secured, running_secured
 
 BUCKET_MS = 10 * 60_000
 
@@ -79,3 +82,32 @@ def test_a_bad_command_config_is_one_line(secured: Secured, tmp_path: Path,
     assert code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("audit: ") and message in line, line
+
+
+@pytest.mark.parametrize(("password", "error"), [
+    (ADMIN_PASSWORD, None), ("wrong", "SASL SCRAM-SHA-512 login as admin failed")])
+def test_the_charts_client_properties_log_in_as_its_spark_user(
+        secured: Secured, tmp_path: Path, password: str, error: str | None) -> None:
+    """The chart's client.properties for the Spark jobs of a release with TLS and SCRAM
+    (deploy/helm, rendered with spark.user=admin), its /etc/odradek mounts (ca.crt, the
+    user's password file as a Secret volume holds it) under tmp_path: the jobs' command
+    config resolves the password through the DirectoryConfigProvider and logs in over
+    SASL_SSL; a wrong password in the Secret fails in one line."""
+    values = {**MATRIX["spark-submit-secured"],
+              "spark": {**MATRIX["spark-submit"]["spark"], "user": "admin"}}
+    rendered = one(render(values), "ConfigMap", "east-odradek-spark-client")["data"][
+        "client.properties"]
+    mounts = tmp_path / "etc-odradek"
+    (mounts / "tls").mkdir(parents=True)
+    (mounts / "user").mkdir()
+    shutil.copy(secured.truststore, mounts / "tls" / "ca.crt")
+    (mounts / "user" / "password").write_text(password)
+    properties = tmp_path / "client.properties"
+    properties.write_text(rendered.replace("/etc/odradek/", f"{mounts}/"))
+    if error is None:
+        config = client_config(properties, secured.bootstrap("SASL_SSL"))
+        assert (config["sasl.username"], config["sasl.password"]) == ("admin", ADMIN_PASSWORD)
+    else:
+        with pytest.raises(ValueError, match=error) as raised:
+            client_config(properties, secured.bootstrap("SASL_SSL"))
+        assert "\n" not in str(raised.value)

@@ -191,6 +191,9 @@ REPLICATION listener of their own. */}}
 {{- if and .Values.authorization.enabled (not .Values.sasl.scram.enabled) (ne .Values.tls.clientAuth "required") -}}
 {{- fail "authorization.enabled with TLS alone needs tls.clientAuth=required: a client without a certificate is User:ANONYMOUS" -}}
 {{- end -}}
+{{- if and (or .Values.spark.audit.enabled .Values.spark.compaction.enabled) $tls.enabled (eq $tls.clientAuth "required") (not .Values.sasl.scram.enabled) -}}
+{{- fail "spark jobs with tls.clientAuth=required need sasl.scram.enabled: they log in as spark.user and hold no client certificate" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* "true" when the `helm test` Pod is rendered: tests.enabled, unless TLS alone requires
