@@ -74,6 +74,8 @@ class _Entry:
     topic: str
     leader_epoch: int
     timer: asyncio.TimerHandle | None = None
+    fetch_lock_released_ms: float = 0.0
+    """When a fetch last released this share-partition's fetch lock (0: none has)."""
 
 
 class SharePartitionManager:
@@ -89,7 +91,7 @@ class SharePartitionManager:
         self._entries: dict[ShareKey, _Entry] = {}
         self._locks: dict[ShareKey, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        SharePartitionMetrics(broker.metrics.registry, self._led)
+        self.partition_metrics = SharePartitionMetrics(broker.metrics.registry, self._led)
 
     def _led(self) -> list[tuple[str, str, int, SharePartition]]:
         """The share-partitions held here, for the metrics' thread (a snapshot: the loop
@@ -136,8 +138,17 @@ class SharePartitionManager:
             except PersisterError as error:
                 return FetchedShare(error.code, str(error))
             read_committed = self.broker.group_config(group_id).share_read_committed
-            return self._acquire(entry, member_id, log_, read_committed, max_records,
-                                 batch_size, max_bytes, mode, first)
+            locked = time.monotonic() * 1000  # Kafka's fetch lock: from here to the answer
+            fetched = self._acquire(entry, member_id, log_, read_committed, max_records,
+                                    batch_size, max_bytes, mode, first)
+            released = time.monotonic() * 1000
+            idle = locked - entry.fetch_lock_released_ms if entry.fetch_lock_released_ms else 0
+            entry.fetch_lock_released_ms = released
+            metrics = self.partition_metrics
+            metrics.record_fetch_lock(group_id, topic, partition, released - locked, idle)
+            metrics.record_batches(group_id, topic, partition,
+                                   entry.partition.take_new_batch_sizes())
+            return fetched
 
     def _acquire(self, entry: _Entry, member_id: str, log_: PartitionLog,
                  read_committed: bool, max_records: int, batch_size: int,
@@ -286,6 +297,8 @@ class SharePartitionManager:
                                               state.state_batches)
         entry = self._entries[key] = _Entry(key, share, topic, leader_epoch)
         self.metrics.partition_load_time_ms.observe((time.monotonic() - load_start) * 1000)
+        self.partition_metrics.record_batches(group_id, topic, partition,
+                                              share.take_new_batch_sizes())
         log.info("share group %s: %s-%d at start offset %d, state epoch %d", group_id, topic,
                  partition, share.start_offset, state.state_epoch)
         return entry
@@ -318,8 +331,11 @@ class SharePartitionManager:
 
     def _drop(self, key: ShareKey) -> None:
         entry = self._entries.pop(key, None)
-        if entry is not None and entry.timer is not None:
+        if entry is None:
+            return
+        if entry.timer is not None:
             entry.timer.cancel()
+        self.partition_metrics.forget(key[0], entry.topic, key[2])
 
     # --- acquisition locks ---------------------------------------------------------------
 

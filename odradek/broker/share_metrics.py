@@ -2,13 +2,15 @@
 kafka.server:type=ShareGroupMetrics (the share-partition leader: records acknowledged per
 type, share-partition load time, and per group the share of a ShareFetch's partitions it
 could acquire from and how long it took), kafka.server:type=SharePartitionMetrics (each
-share-partition's records and batches in flight and acquisition locks that ran out),
+share-partition's records and batches in flight, the records of each batch put in flight,
+its fetch lock's hold time and ratio, and acquisition locks that ran out),
 kafka.server:type=ShareSessionCache (share sessions and
 their partitions) and kafka.server:type=share-coordinator-metrics (state writes and their
 latency)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import Counter as Tally
@@ -28,6 +30,8 @@ ACK_TYPES = {AcknowledgeType.ACCEPT: "Accept", AcknowledgeType.RELEASE: "Release
 """ShareGroupMetrics' ackType tag: AcknowledgeType's name, capitalized (gaps are left out)."""
 RATIO_BUCKETS = (0, 10, 25, 50, 75, 90, 100)
 """Percentages."""
+BATCH_RECORD_BUCKETS = (1, 2, 5, 10, 50, 100, 500, 1000, 5000)
+"""Records per batch."""
 
 
 def acknowledged_records(batches: Iterable[AcknowledgementBatch]) -> Tally[int]:
@@ -114,17 +118,67 @@ SharePartitions = Callable[[], Iterable[tuple[str, str, int, SharePartition]]]
 """The share-partitions this broker leads, as (group, topic, partition, state)."""
 
 
+def fetch_lock_ratio(held_ms: float, idle_ms: float) -> int | None:
+    """Kafka's FetchLockRatio sample, in percent: the time a fetch held a share-partition's
+    fetch lock over that time plus the time the lock was idle before it (SharePartition's
+    recordFetchLockRatioMetric, its edge cases included); None for a negative idle time."""
+    if idle_ms < 0:
+        return None
+    if held_ms + idle_ms == 0:
+        ratio = 1.0
+    elif held_ms == 0:
+        ratio = 1.0 / idle_ms
+    else:
+        ratio = held_ms / (held_ms + idle_ms)
+    return int(ratio * 100)
+
+
 class SharePartitionMetrics(Collector):
-    """SharePartitionMetrics' InFlightMessageCount, InFlightBatchCount and
-    AcquisitionLockTimeoutPerSec, per group, topic and partition, read from the
-    share-partitions at each scrape."""
+    """SharePartitionMetrics per group, topic and partition: InFlightMessageCount,
+    InFlightBatchCount and AcquisitionLockTimeoutPerSec read from the share-partitions at
+    each scrape; InFlightBatchMessageCount, FetchLockTimeMs and FetchLockRatio recorded as
+    they happen."""
 
     PREFIX = "kafka_server_sharepartitionmetrics_"
     LABELS = ("group", "topic", "partition")
 
     def __init__(self, registry: CollectorRegistry, partitions: SharePartitions) -> None:
         self.partitions = partitions
+        self.batch_records = Histogram(
+            self.PREFIX + "inflightbatchmessagecount", "Records of each batch put in flight "
+            "(InFlightBatchMessageCount).", self.LABELS, buckets=BATCH_RECORD_BUCKETS,
+            registry=registry)
+        self.fetch_lock_time_ms = Histogram(
+            self.PREFIX + "fetchlocktimems", "Milliseconds a fetch held the share-partition's "
+            "fetch lock (FetchLockTimeMs).", self.LABELS, buckets=LATENCY_BUCKETS_MS,
+            registry=registry)
+        self.fetch_lock_ratio = Histogram(
+            self.PREFIX + "fetchlockratio", "Percentage of the time since the previous fetch "
+            "released the fetch lock that this fetch held it (FetchLockRatio).", self.LABELS,
+            buckets=RATIO_BUCKETS, registry=registry)
         registry.register(self)
+
+    def record_batches(self, group: str, topic: str, partition: int,
+                       sizes: Iterable[int]) -> None:
+        for size in sizes:
+            self.batch_records.labels(group, topic, str(partition)).observe(size)
+
+    def record_fetch_lock(self, group: str, topic: str, partition: int, held_ms: float,
+                          idle_ms: float) -> None:
+        """A fetch released the fetch lock it held `held_ms`, `idle_ms` after the previous
+        fetch had released it (0 for the first)."""
+        labels = (group, topic, str(partition))
+        self.fetch_lock_time_ms.labels(*labels).observe(held_ms)
+        ratio = fetch_lock_ratio(held_ms, idle_ms)
+        if ratio is not None:
+            self.fetch_lock_ratio.labels(*labels).observe(ratio)
+
+    def forget(self, group: str, topic: str, partition: int) -> None:
+        """A share-partition no longer held here: its recorded metrics go, as in Kafka."""
+        labels = (group, topic, str(partition))
+        for histogram in (self.batch_records, self.fetch_lock_time_ms, self.fetch_lock_ratio):
+            with contextlib.suppress(KeyError):
+                histogram.remove(*labels)
 
     def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         messages = GaugeMetricFamily(self.PREFIX + "inflightmessagecount", "Records in flight "

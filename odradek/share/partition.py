@@ -259,6 +259,9 @@ class SharePartition:
         """SPEO: the last in-flight offset; equal to the start offset when none is."""
         self.lock_timeouts = 0
         """Records whose acquisition lock ran out, for Kafka's AcquisitionLockTimeoutPerSec."""
+        self.new_batch_sizes: list[int] = []
+        """Records of each batch put in flight (acquired anew, or read from the persisted
+        state) since the shell last took them, for Kafka's InFlightBatchMessageCount."""
         self._batches: list[_Batch] = []
 
     @classmethod
@@ -284,6 +287,7 @@ class SharePartition:
                 state = RecordState.AVAILABLE
             partition._append(_Batch(batch.first_offset, batch.last_offset,
                                      _State(state, batch.delivery_count)))
+            partition.new_batch_sizes.append(batch.last_offset - batch.first_offset + 1)
             next_offset = batch.last_offset + 1
         if partition._batches:
             partition.end_offset = partition._batches[-1].last_offset
@@ -453,6 +457,7 @@ class SharePartition:
                 for offset in range(acquired[0].last_offset + 1, last + 1):
                     offsets[offset] = _State(RecordState.AVAILABLE, 0)
             self._insert(batch)
+            self.new_batch_sizes.append(last - first + 1)
         else:
             ranges = []
             current = first
@@ -467,6 +472,7 @@ class SharePartition:
             for lo, hi in ranges:
                 self._insert(_Batch(lo, hi, _State(RecordState.ACQUIRED, 1, member_id,
                                                    deadline)))
+                self.new_batch_sizes.append(hi - lo + 1)
             acquired = [AcquiredRecords(lo, hi, 1) for lo, hi in ranges]
         if was_empty:
             self.start_offset = first
@@ -765,6 +771,11 @@ class SharePartition:
 
     def in_flight_batch_count(self) -> int:
         return len(self._batches)
+
+    def take_new_batch_sizes(self) -> list[int]:
+        """`new_batch_sizes`, emptied."""
+        sizes, self.new_batch_sizes = self.new_batch_sizes, []
+        return sizes
 
     def _floor(self, offset: int) -> _Batch | None:
         index = bisect.bisect_right(self._batches, offset, key=lambda b: b.first_offset)

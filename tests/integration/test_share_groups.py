@@ -4,7 +4,8 @@ member that stops heartbeating is fenced at its session timeout and its partitio
 others, ShareGroupDescribe and ListGroups (type filter) show the group, DeleteGroups refuses
 it while it has members and deletes it once empty, and after a broker restart the group and
 its assignment are read back from `__consumer_offsets`. `odradek groups list|describe --type
-share` show the group as kafka-share-groups.sh does."""
+share` show the group as kafka-share-groups.sh does. While confluent-kafka's ShareConsumer
+reads, the leader exports the share-partition's SharePartitionMetrics."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import ShareConsumer
 from kafka.protocol.admin.groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -22,7 +24,7 @@ from kafka.protocol.admin.groups import (
 from tests.integration import share_wire
 from tests.integration.broker_metrics import sample, scrape
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import create_topic, unique
+from tests.integration.clients import create_topic, produce_values, unique
 from tests.integration.raw_client import RawClient
 from tests.integration.test_groups_cli import groups
 from tests.waiting import wait_until
@@ -184,3 +186,43 @@ def test_the_group_and_its_assignment_are_found_again_after_a_restart(
         assert members.partitions("m1") | members.partitions("m2") == {0, 1, 2}
     finally:
         client.close()
+
+
+def test_share_partition_metrics_while_a_share_consumer_reads(broker: BrokerProcess) -> None:
+    """confluent-kafka's ShareConsumer reads ten records written as one batch once its
+    share-partition is loaded. While its
+    share session is open, the partition's SharePartitionMetrics show the batch put in flight
+    (InFlightBatchMessageCount: one batch of ten) and a sample of FetchLockTimeMs and
+    FetchLockRatio per ShareFetch that held the fetch lock. Once it has closed, the group is
+    empty and the share-partition's series are gone with it, as in Kafka."""
+    topic = create_topic(broker.bootstrap, unique("share-metrics"), 1)
+    group = unique("share-metrics")
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    labels = {"group": group, "topic": topic, "partition": "0"}
+    prefix = "kafka_server_sharepartitionmetrics_"
+    values: list[bytes] = []
+
+    def polled() -> bool:
+        values.extend(m.value() for m in consumer.poll(1.0) if m.error() is None)
+        return len(values) >= 10
+
+    try:
+        consumer.subscribe([topic])
+        # the share-partition starts at the end of the log (share.auto.offset.reset latest)
+        # on the first ShareFetch; its gauges show that it is held here
+        wait_until(lambda: (prefix + "inflightmessagecount", frozenset(labels.items()))
+                   in scrape(broker), 60, "the share-partition loaded", between=polled)
+        produce_values(broker.bootstrap, topic, [b"%d" % i for i in range(10)])
+        wait_until(polled, 60, lambda: f"ten records (got {len(values)})")
+        metrics = scrape(broker)
+        assert sample(metrics, prefix + "inflightbatchmessagecount_count", **labels) == 1
+        assert sample(metrics, prefix + "inflightbatchmessagecount_sum", **labels) == 10
+        fetches = sample(metrics, prefix + "fetchlocktimems_count", **labels)
+        assert fetches >= 1
+        assert sample(metrics, prefix + "fetchlockratio_count", **labels) == fetches
+        assert 0 <= sample(metrics, prefix + "fetchlockratio_sum", **labels) <= 100 * fetches
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    wait_until(lambda: (prefix + "fetchlocktimems_count", frozenset(labels.items()))
+               not in scrape(broker), 60, "the share-partition's series removed")

@@ -1,7 +1,8 @@
 """The pure parts of the share metrics: records counted per acknowledgement type as Kafka's
 SharePartitionManager counts them, a ShareFetch's fetch ratio as a percentage per group, each
-share-partition's records and batches in flight and lock timeouts, and the windowed average
-and maximum of share-coordinator-metrics' write latency."""
+share-partition's records and batches in flight, lock timeouts, the records of each batch put
+in flight and its fetch lock's hold time and ratio (Kafka's arithmetic), and the windowed
+average and maximum of share-coordinator-metrics' write latency."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from odradek.broker.share_metrics import (
     SharePartitionMetrics,
     WindowedStats,
     acknowledged_records,
+    fetch_lock_ratio,
 )
 from odradek.share.partition import (
     AcknowledgementBatch,
@@ -21,6 +23,7 @@ from odradek.share.partition import (
     SharePartition,
     SharePartitionConfig,
 )
+from odradek.share.records import StateBatch
 
 
 def test_a_batch_type_counts_its_range_and_per_offset_types_count_one_each() -> None:
@@ -84,3 +87,50 @@ def test_share_partition_metrics_count_in_flight_records_batches_and_lock_timeou
     assert {name: registry.get_sample_value(prefix + name, labels) for name in (
         "inflightmessagecount", "inflightbatchcount", "acquisitionlocktimeout_total")} == {
         "inflightmessagecount": 8, "inflightbatchcount": 2, "acquisitionlocktimeout_total": 5}
+
+
+def test_each_batch_put_in_flight_is_counted_once_by_its_records() -> None:
+    """Kafka records InFlightBatchMessageCount for each batch added to the in-flight cache:
+    acquired anew (split at batch_size along the fetched batches), or read from the persisted
+    state (not the read gap AVAILABLE fills); a batch acquired again is not new."""
+    config = SharePartitionConfig(record_lock_duration_ms=100)
+    share = SharePartition(config, 0, 0, 0)
+    share.acquire("m1", 0, [(0, 4), (5, 9), (10, 11)], 0, 100, batch_size=5)
+    assert share.take_new_batch_sizes() == [5, 5, 2]
+    assert share.take_new_batch_sizes() == []
+    share.expire_locks(100)
+    share.acquire("m2", 0, [(0, 4), (5, 9), (10, 11)], 200, 100, batch_size=5)
+    assert share.take_new_batch_sizes() == []  # re-acquired, not new
+    loaded = SharePartition.from_persisted(config, 1, 1, 10, [
+        StateBatch(12, 14, 0, 1), StateBatch(15, 15, 4, 2)])  # 10-11: a read gap
+    assert loaded.take_new_batch_sizes() == [3, 1]
+
+
+def test_the_fetch_lock_ratio_is_kafkas_arithmetic() -> None:
+    assert fetch_lock_ratio(0, 0) == 100  # the first fetch: no idle time
+    assert fetch_lock_ratio(5, 0) == 100
+    assert fetch_lock_ratio(1, 3) == 25
+    assert fetch_lock_ratio(0, 50) == 2  # Kafka's 1 / idle when nothing was held
+    assert fetch_lock_ratio(2, -1) is None
+
+
+def test_share_partition_histograms_are_recorded_and_forgotten_per_partition() -> None:
+    registry = CollectorRegistry()
+    metrics = SharePartitionMetrics(registry, lambda: [])
+    metrics.record_batches("g", "orders", 3, [5, 7])
+    metrics.record_fetch_lock("g", "orders", 3, 1.0, 3.0)
+    metrics.record_fetch_lock("g", "orders", 3, 2.0, -1.0)  # no ratio sample
+    labels = {"group": "g", "topic": "orders", "partition": "3"}
+    prefix = "kafka_server_sharepartitionmetrics_"
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(prefix + name, labels)
+
+    assert (value("inflightbatchmessagecount_count"), value("inflightbatchmessagecount_sum")
+            ) == (2, 12)
+    assert (value("fetchlocktimems_count"), value("fetchlocktimems_sum")) == (2, 3.0)
+    assert (value("fetchlockratio_count"), value("fetchlockratio_sum")) == (1, 25)
+    metrics.forget("g", "orders", 3)
+    metrics.forget("g", "orders", 3)  # twice: nothing left to remove
+    assert value("fetchlocktimems_count") is None
+    assert value("inflightbatchmessagecount_count") is None
