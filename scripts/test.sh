@@ -19,10 +19,14 @@ work=$(mktemp -d)
 "${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
 jvm=$!
 status=0
-"${pytest[@]}" -n 2 --dist loadgroup --no-loadscope-reorder -m "not jvm and not campaign" \
-  --basetemp="$work/rest" || status=$?
+"${pytest[@]}" -n 2 --dist loadgroup --no-loadscope-reorder \
+  -m "not jvm and not campaign and not spark_cluster" --basetemp="$work/rest" || status=$?
 wait "$jvm" || status=$?
 echo "=== the jvm layer (pytest -m jvm) ==="
 cat "$work/jvm.log"
+# Spark clusters of containers (three to five JVMs each) run alone: beside the other layers
+# on two cores they took four times as long and starved the Spark tests beside them.
+echo "=== Spark clusters of containers (pytest -m spark_cluster) ==="
+"${pytest[@]}" -m spark_cluster --basetemp="$work/spark-cluster" || status=$?
 rm -rf "$work"
 exit "$status"

@@ -268,6 +268,7 @@ def task_hosts(directory: Path) -> dict[str, int]:
     return hosts
 
 
+@pytest.mark.spark_cluster
 def test_the_spark_profile_audits_the_mirror_on_two_workers(
         stack: ComposeStack, spark_image: None, tmp_path: Path) -> None:
     """`--profile spark run --rm spark-audit`: compose.yaml's audit job, submitted in client
@@ -306,6 +307,7 @@ def test_the_spark_profile_audits_the_mirror_on_two_workers(
     assert summary_data(local) == found
 
 
+@pytest.mark.spark_cluster
 def test_the_spark_image_runs_the_kubernetes_driver_and_executor_entrypoints(
         stack: ComposeStack, spark_image: None, tmp_path: Path) -> None:
     """The chart's container contract without a Kubernetes API server: the image's `driver`

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from kio.schema.errors import ErrorCode
 
 from tests.integration.clients import read_confluent
 from tests.integration.cluster import TIMEOUT, Cluster, admin, running_cluster
@@ -118,7 +119,15 @@ def test_share_group_state_survives_the_loss_of_its_coordinator(cluster: Cluster
         wait_until(coordinator_found, what=lambda: f"a share coordinator: {found[-1:]}")
     victim = int(found[-1].node_id)
     with RawClient(cluster.broker_bootstrap(f"broker-{victim}")) as coordinator:
-        assert initialize(coordinator, topic_id, 0, 1, 0).error == 0
+        # its shard may still be loading the state topic's partition it was just given
+        initialized: list[Any] = []
+
+        def loaded() -> bool:
+            initialized.append(initialize(coordinator, topic_id, 0, 1, 0))
+            return bool(initialized[-1].error != ErrorCode.coordinator_load_in_progress)
+
+        wait_until(loaded, what=lambda: f"the shard loaded: {initialized[-1:]}")
+        assert initialized[-1].error == 0
         assert write(coordinator, topic_id, 0, 1, 0, 0,
                      [(0, 4, ACKNOWLEDGED, 1), (5, 9, AVAILABLE, 1)]).error == 0
         assert write(coordinator, topic_id, 0, 1, 0, 5, [(5, 6, ARCHIVED, 3)]).error == 0
