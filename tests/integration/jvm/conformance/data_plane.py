@@ -147,7 +147,9 @@ SCENARIOS = [
         fetch("t", 0, session=(123456, 1)),
     )),
     Scenario("list_offsets", LIST_OFFSETS, (
-        *create_topic("t"),
+        # records from 1970: without retention.ms=-1, Kafka's retention check (every 5 min)
+        # may delete them between the produce and the lists
+        *create_topic("t", configs={"retention.ms": "-1"}),
         produce("t", Batch(timestamp=1_000), version=9),
         produce("t", Batch(((b"k", b"v"), (b"k", b"w")), timestamp=2_000), version=9),
         list_offsets("t", -2),
