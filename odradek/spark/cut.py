@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odradek.cli.tools.common import ToolError, librdkafka_config, read_properties
+from odradek.cli.tools.common import ToolError, librdkafka_config, read_client_properties
 from odradek.cli.tools.wire import check_login
 from odradek.spark.audit_rules import compacts
 from odradek.spark.kafka_client import ClusterLookup
@@ -37,7 +37,7 @@ def client_config(path: Path | None, bootstrap: str) -> dict[str, str]:
     if path is None:
         return {}
     try:
-        config = librdkafka_config(read_properties(path))
+        config = librdkafka_config(read_client_properties(path))
         check_login(config, bootstrap, LOGIN_TIMEOUT_S)
     except ToolError as error:
         raise ValueError(str(error)) from None

@@ -41,16 +41,27 @@ def add_client_options(parser: argparse.ArgumentParser, *, tabular: bool = True)
 def client_properties(args: argparse.Namespace) -> dict[str, str]:
     """The `--command-config` properties, with `bootstrap.servers` from `--bootstrap-server`."""
     path: Path | None = getattr(args, "command_config", None)
-    properties = read_properties(path) if path is not None else {}
+    properties = read_client_properties(path) if path is not None else {}
     properties["bootstrap.servers"] = args.bootstrap_server
     return properties
 
 
+def read_client_properties(path: Path) -> dict[str, str]:
+    """A client properties file with its config provider variables resolved
+    (odradek.config.config_providers), as Kafka's clients resolve them; a ToolError names
+    what cannot be read or resolved."""
+    return _reading(path, lambda: resolve_variables(load_properties(path)))
+
+
 def read_properties(path: Path) -> dict[str, str]:
-    """A client properties file, its config provider variables resolved
-    (odradek.config.config_providers); a file that cannot be read is a ToolError."""
+    """A properties file as written (configs to set are passed on unresolved, for the broker
+    to take); a file that cannot be read is a ToolError."""
+    return _reading(path, lambda: load_properties(path))
+
+
+def _reading(path: Path, read: Callable[[], dict[str, str]]) -> dict[str, str]:
     try:
-        return resolve_variables(load_properties(path))
+        return read()
     except (OSError, UnicodeDecodeError) as error:
         raise ToolError(f"cannot read {path}: {_os_reason(error)}") from None
     except InvalidConfigError as error:
