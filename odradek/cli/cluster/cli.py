@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import socket
 import sys
@@ -36,6 +37,8 @@ from odradek.log.meta_properties import new_cluster_id
 from odradek.metadata.scram_bootstrap import FormatterError
 
 STOP_TIMEOUT_S = 30.0
+# Free ports are picked, then bound by the nodes: another process may bind one in between.
+FREE_PORT_ATTEMPTS = 3
 
 
 def add_cluster_parser(commands: argparse._SubParsersAction) -> None:
@@ -99,13 +102,38 @@ def run_up(args: argparse.Namespace) -> int:
             return _fail(f"{data_dir} already runs {', '.join(running)}; `down` it first")
     if args.controllers < 1 or args.brokers < 1:
         return _fail("a cluster needs at least one controller and one broker")
-    layout = plan(data_dir, args.controllers, args.brokers, args.base_port, new_cluster_id(),
-                  args.listeners)
-    taken = [p for n in layout.nodes for p in (*n.listeners.values(), n.metrics_port)
-             if port_taken(p)]
-    if taken:
-        return _fail(f"port(s) {', '.join(map(str, taken))} are taken; pick another "
-                     "--base-port (or 0 for free ports)")
+    attempts = 1 if args.base_port else FREE_PORT_ATTEMPTS
+    for attempt in range(1, attempts + 1):
+        layout = plan(data_dir, args.controllers, args.brokers, args.base_port,
+                      new_cluster_id(), args.listeners)
+        taken = [p for n in layout.nodes for p in (*n.listeners.values(), n.metrics_port)
+                 if port_taken(p)]
+        if taken and args.base_port:
+            return _fail(f"port(s) {', '.join(map(str, taken))} are taken; pick another "
+                         "--base-port (or 0 for free ports)")
+        if taken:
+            continue
+        if (failure := _start(layout, args)) is not None:
+            return failure
+        unready = wait_ready(layout, args.timeout)
+        if unready is None:
+            print(layout.bootstrap)
+            return 0
+        problem, nodes = unready
+        if attempt < attempts and any(_lost_its_port(n) for n in nodes):
+            print(f"odradek cluster: another process bound a free port first: "
+                  f"starting again on other ports ({attempt}/{attempts})", file=sys.stderr)
+            _stop(layout.nodes)
+            _discard(layout)
+            continue
+        _report(problem, nodes)
+        return 1
+    return _fail(f"no {attempts} sets of free ports could be bound")
+
+
+def _start(layout: Layout, args: argparse.Namespace) -> int | None:
+    """Write each node's config (formatting its storage for --add-scram), start the
+    controllers, then the brokers; a failure's exit status, or None."""
     overrides = dict(args.override)
     for node in layout.nodes:
         Path(node.config).parent.mkdir(parents=True, exist_ok=True)
@@ -118,14 +146,26 @@ def run_up(args: argparse.Namespace) -> int:
                 return _fail(f"formatting {node.name}: {error}")
     for node in sorted(layout.nodes, key=lambda n: n.role != "controller"):
         spawn(node)
-    write_layout(data_dir, layout)
-    if not wait_ready(layout, args.timeout):
-        return 1
-    print(layout.bootstrap)
-    return 0
+    write_layout(args.data_dir.resolve(), layout)
+    return None
 
 
-def wait_ready(layout: Layout, timeout: float) -> bool:
+def _lost_its_port(node: Node) -> bool:
+    """The node exited because a port picked free was bound by another process first."""
+    return (not alive(node)
+            and "address already in use" in Path(node.log).read_text(errors="replace").lower())
+
+
+def _discard(layout: Layout) -> None:
+    """Remove a failed start's node directories and logs, so a new one begins clean."""
+    for node in layout.nodes:
+        shutil.rmtree(Path(node.config).parent, ignore_errors=True)
+        Path(node.log).unlink(missing_ok=True)
+
+
+def wait_ready(layout: Layout, timeout: float) -> tuple[str, list[Node]] | None:
+    """None once every broker sees all brokers and a controller is active; else the
+    problem and the nodes it concerns."""
     brokers = [n for n in layout.nodes if n.role == "broker"]
     controllers = [n for n in layout.nodes if n.role == "controller"]
     ready: set[str] = set()
@@ -133,18 +173,15 @@ def wait_ready(layout: Layout, timeout: float) -> bool:
     while time.monotonic() < deadline:
         dead = [n for n in layout.nodes if not alive(n)]
         if dead:
-            _report("exited", dead)
-            return False
+            return "exited", dead
         if not any(n.name in ready for n in controllers):
             ready.update(n.name for n in controllers if controller_active(n))
         ready.update(n.name for n in brokers
                      if n.name not in ready and broker_sees(n.port, len(brokers)))
         if all(n.name in ready for n in brokers) and any(n.name in ready for n in controllers):
-            return True
+            return None
         time.sleep(0.2)
-    _report(f"not ready within {timeout:.0f}s",
-            [n for n in layout.nodes if n.name not in ready])
-    return False
+    return f"not ready within {timeout:.0f}s", [n for n in layout.nodes if n.name not in ready]
 
 
 def _report(problem: str, nodes: list[Node]) -> None:
@@ -222,14 +259,18 @@ def _wait_listening(node: Node, timeout: float = 30.0) -> bool:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    layout = read_layout(args.data_dir.resolve())
+    _stop(read_layout(args.data_dir.resolve()).nodes)
+    return 0
+
+
+def _stop(nodes: list[Node]) -> None:
+    """SIGTERM brokers, then controllers; SIGKILL any still running after STOP_TIMEOUT_S."""
     for role in ("broker", "controller"):
-        nodes = [n for n in layout.nodes if n.role == role]
-        for node in nodes:
+        group = [n for n in nodes if n.role == role]
+        for node in group:
             signal_node(node, signal.SIGCONT)
             signal_node(node, signal.SIGTERM)
-        for node in wait_dead(nodes, STOP_TIMEOUT_S):
+        for node in wait_dead(group, STOP_TIMEOUT_S):
             print(f"{node.name} did not stop: killing it", file=sys.stderr)
             signal_node(node, signal.SIGKILL)
-        wait_dead(nodes, 5.0)
-    return 0
+        wait_dead(group, 5.0)
