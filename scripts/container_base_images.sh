@@ -17,9 +17,6 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
-exec 9>/tmp/odradek-container-base-images.lock  # test layers running at once build them once
-flock 9
-
 if [[ ${1:-} == --rebuild ]]; then
   docker image rm -f "$PROMETHEUS" "$BASE" >/dev/null 2>&1 || true
 fi

@@ -19,7 +19,7 @@ import confluent_kafka
 
 from bench.sidebyside.report import LEGEND, as_json, busy_warning, ratios, table
 from bench.sidebyside.runner import Run, System, run_pairs
-from bench.sidebyside.scenarios import GROUPS, PLANNED, SCENARIOS, resolve
+from bench.sidebyside.scenarios import GROUPS, SCENARIOS, resolve
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -46,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for scenario in SCENARIOS.values():
             print(f"{scenario.name:<24}{scenario.title}")
-        for name, text in PLANNED.items():
-            print(f"{name:<24}(not built yet) {text}")
         return 0
     scenarios = resolve(args.scenario)
     a, b = System.of(args.a, args.a_name), System.of(args.b, args.b_name)

@@ -101,15 +101,29 @@ def produce_consume(bootstrap: str, scenario: Scenario, messages: int) -> tuple[
     from the start and check each one arrived once, unchanged."""
     size, partitions = scenario.param("size"), scenario.param("partitions")
     topic = create_topic(bootstrap, partitions, scenario.param("replication", 1))
-    filler = random.Random(size).randbytes(size - 8)
-    acks = Acks()
-    client = producer(bootstrap, scenario.param("acks"))
+    filler = filler_of(size)
+    sent, produce_s = produce_all(bootstrap, topic, scenario.param("acks"), messages, filler)
+    consume_s = read_back(bootstrap, topic, partitions, sent, size, filler)
+    return sent, {"produce_msgs": sent / produce_s, "produce_MBps": sent * size / produce_s / MB,
+                  "consume_msgs": sent / consume_s, "consume_MBps": sent * size / consume_s / MB}
+
+
+def filler_of(size: int) -> bytes:
+    """What follows the sequence number in every value of `size` bytes."""
+    return random.Random(size).randbytes(size - 8)
+
+
+def produce_all(bootstrap: str, topic: str, acks: str, messages: int, filler: bytes
+                ) -> tuple[int, float]:
+    """Records sent (all acknowledged, fewer past PRODUCE_CAP_S) and the seconds it took."""
+    tally = Acks()
+    client = producer(bootstrap, acks)
     client.list_topics(topic, timeout=30)  # connections and metadata outside the timing
     started = time.perf_counter()
     sent = 0
     while sent < messages:
         try:
-            client.produce(topic, value(sent, filler), on_delivery=acks)
+            client.produce(topic, value(sent, filler), on_delivery=tally)
         except BufferError:
             client.poll(0.01)
             continue
@@ -119,11 +133,9 @@ def produce_consume(bootstrap: str, scenario: Scenario, messages: int) -> tuple[
             if time.perf_counter() - started > PRODUCE_CAP_S:
                 break
     client.flush(TIMEOUT_S)
-    produce_s = time.perf_counter() - started
-    acks.check(sent)
-    consume_s = read_back(bootstrap, topic, partitions, sent, size, filler)
-    return sent, {"produce_msgs": sent / produce_s, "produce_MBps": sent * size / produce_s / MB,
-                  "consume_msgs": sent / consume_s, "consume_MBps": sent * size / consume_s / MB}
+    seconds = time.perf_counter() - started
+    tally.check(sent)
+    return sent, seconds
 
 
 def read_back(bootstrap: str, topic: str, partitions: int, expected: int, size: int,
@@ -352,10 +364,17 @@ def start_stop(bootstrap: str, scenario: Scenario, messages: int) -> tuple[int, 
     return messages, {}
 
 
+def spark_read(bootstrap: str, scenario: Scenario, messages: int) -> tuple[int, Figures]:
+    """A topic read in Spark with `odradek-kafka` and with Spark's Kafka connector."""
+    from bench.sidebyside.spark_reads import read_in_spark  # PySpark for this scenario only
+
+    return read_in_spark(bootstrap, scenario, messages)
+
+
 WORKLOADS: dict[str, Callable[[str, Scenario, int], tuple[int, Figures]]] = {
     "produce_consume": produce_consume, "end_to_end": end_to_end, "round_trips": round_trips,
     "many_connections": many_connections, "group_rebalance": group_rebalance,
-    "start_stop": start_stop,
+    "start_stop": start_stop, "spark_read": spark_read,
 }
 
 

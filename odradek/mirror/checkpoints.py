@@ -284,8 +284,10 @@ class CheckpointEmitter:
 
     async def sync_group_offsets(self) -> None:
         """Commit the last checkpoints of each group on the target where the group has no
-        members, never moving an offset backwards (MirrorCheckpointTask.syncGroupOffset)."""
-        for group, checkpoints in self.last.items():
+        members, never moving an offset backwards (MirrorCheckpointTask.syncGroupOffset).
+        Checkpoints emitted while it awaits the target (a new group's too) wait for the next
+        round."""
+        for group, checkpoints in list(self.last.items()):
             try:
                 active = await self.target.group_active(group)
                 if active:
@@ -293,7 +295,7 @@ class CheckpointEmitter:
                 committed = (None if active is None else
                              {key: value.offset for key, value in
                               (await self.target.group_offsets(group)).items()})
-                offsets = offsets_to_sync(checkpoints.values(), committed)
+                offsets = offsets_to_sync(list(checkpoints.values()), committed)
                 if offsets:
                     await self.target.commit_group_offsets(group, offsets)
                     log.info("%s: committed %d translated offsets of group %s on %s",

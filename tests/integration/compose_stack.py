@@ -6,7 +6,6 @@ tests start the named services below and leave Grafana out."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
@@ -37,7 +36,6 @@ PUBLISHED = {"broker-1": 19092, "broker-2": 19093, "broker-3": 19094, "west": 29
              "prometheus": 9090}
 """compose.yaml's fixed ports on the host (Grafana's 3000 is not started here)."""
 HEALTHY_TIMEOUT_S = 180.0
-STACK_LOCK = "/tmp/odradek-test-compose.lock"
 ENVIRONMENT = {
     "COMPOSE_PROJECT_NAME": PROJECT,
     "ODRADEK_BASE_IMAGE": "odradek-test-base:bookworm",
@@ -183,19 +181,11 @@ def local_base_images() -> Iterator[None]:
 
 
 @contextmanager
-def _stack_lock() -> Iterator[None]:
-    with open(STACK_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-@contextmanager
 def running_stack(extra: Sequence[str] = (), files: Sequence[str] = ("compose.yaml",)
                   ) -> Iterator[ComposeStack]:
     """The stack (SERVICES and `extra`, from `files`), built on the local base images, up
-    and healthy for the block; removed with its volumes after it, whatever happens. Stacks
-    share a project and host ports, so one pytest process waits for another's to end."""
-    with _stack_lock(), local_base_images():
+    and healthy for the block; removed with its volumes after it, whatever happens."""
+    with local_base_images():
         stack = ComposeStack(extra, files)
         stack.down()  # what an interrupted run left behind
         ports_free()

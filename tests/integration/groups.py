@@ -12,10 +12,9 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 
-from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, TIMEOUT, Out, produce_confluent
+from tests.integration.clients import TIMEOUT, Out, kafka_python_subscriber, produce_confluent
 
 OPEN: list[GroupDriver] = []
 """Every group driver made, so that a failed test's consumers are closed (conftest.py)."""
@@ -148,11 +147,10 @@ class KafkaPythonGroup(GroupDriver):
         self._poller_errors: list[Exception] = []
 
     def add(self, name: str) -> Member:
-        consumer = KafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
-            auto_offset_reset="earliest", **KAFKA_PYTHON_SUBSCRIBER, **self.config,
+        consumer = kafka_python_subscriber(
+            self.topic, bootstrap_servers=self.bootstrap, group_id=self.group,
+            enable_auto_commit=False, auto_offset_reset="earliest", **self.config,
         )
-        consumer.subscribe([self.topic])
         member = Member(name, consumer)
         self.members.append(member)
         stop = threading.Event()

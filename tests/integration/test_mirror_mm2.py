@@ -31,11 +31,10 @@ from confluent_kafka.admin import (
     NewPartitions,
     ResourceType,
 )
-from kafka import KafkaConsumer
 
 from tests.integration import mm2_codec
 from tests.integration.broker_process import ODRADEK, BrokerProcess
-from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, create_topic, unique
+from tests.integration.clients import create_topic, kafka_python_subscriber, unique
 from tests.integration.mirror_process import (
     MirrorProcess,
     assert_refused_in_one_line,
@@ -256,9 +255,9 @@ def consume_confluent(bootstrap: str, group: str, topic: str, count: int | None,
 
 def consume_kafka_python(bootstrap: str, group: str, topic: str, count: int | None,
                          ends: dict[int, int] | None = None) -> list[bytes]:
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed", **KAFKA_PYTHON_SUBSCRIBER)
+    consumer = kafka_python_subscriber(topic, bootstrap_servers=bootstrap, group_id=group,
+                                       enable_auto_commit=False, auto_offset_reset="earliest",
+                                       isolation_level="read_committed")
     values: list[bytes] = []
 
     def done() -> bool:

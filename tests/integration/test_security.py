@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -43,7 +43,7 @@ from kafka.protocol.sasl import (
 from odradek.net.kafka_client import KafkaClientError, KafkaCluster, client_security
 from tests.certificates import Authority
 from tests.integration.broker_process import BrokerProcess, free_port
-from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, unique
+from tests.integration.clients import kafka_python_subscriber, unique
 from tests.integration.kafkajs_client import INSTALLED, run_kafkajs
 from tests.integration.raw_client import RawClient, frame, header_v1
 from tests.waiting import wait_until
@@ -188,8 +188,8 @@ def round_trip_kafka_python(secure: SecureBroker, listener: str, topic: str) -> 
     for value in VALUES:
         producer.send(topic, value).get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
-                             **KAFKA_PYTHON_SUBSCRIBER, **config)
+    consumer = kafka_python_subscriber(topic, auto_offset_reset="earliest",
+                                       consumer_timeout_ms=15000, **config)
     try:
         return [message.value for _, message in zip(VALUES, consumer, strict=False)]
     finally:

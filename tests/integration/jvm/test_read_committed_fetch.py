@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from odradek.protocol.control import read_marker
 from odradek.protocol.records import iter_batches
 from tests.integration.apache_kafka import ApacheKafka
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import KAFKA_PYTHON_SUBSCRIBER, TIMEOUT, create_topic
+from tests.integration.clients import TIMEOUT, create_topic, kafka_python_subscriber
 from tests.integration.raw_client import RawClient
 from tests.waiting import wait_until
 
@@ -145,9 +145,9 @@ def test_read_committed_fetch_answers_as_kafka(brokers: dict[str, str], max_byte
 def read_then_commit(bootstrap: str, group: str, wanted: int) -> tuple[list[int], int]:
     """kafka-python reads `wanted` records in a group as the anomaly's consumer did, then
     commits its position: (offsets handed out, offset committed)."""
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed", **KAFKA_PYTHON_SUBSCRIBER)
+    consumer = kafka_python_subscriber(TOPIC, bootstrap_servers=bootstrap, group_id=group,
+                                       enable_auto_commit=False, auto_offset_reset="earliest",
+                                       isolation_level="read_committed")
     offsets: list[int] = []
     try:
         def poll() -> None:
