@@ -359,16 +359,21 @@ def metrics(mirror: MirrorProcess) -> str:
     return text
 
 
-def test_checkpoint_latency_metric_has_mm2s_name_and_labels(mirror: MirrorProcess) -> None:
+def test_checkpoint_latency_metric_has_mm2s_name_and_labels(mirror: MirrorProcess,
+                                                            east: BrokerProcess) -> None:
+    topic, group = create_topic(east.bootstrap, unique("lat"), 1), unique("lat")
+    produce_numbered(east.bootstrap, topic, 10, 1)
+    consume_confluent(east.bootstrap, group, topic, 10)  # a committed offset to checkpoint
     name = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms"
-    east_west = 'source="east",target="west"'
-    wait_until(lambda: east_west in metrics(mirror), TIMEOUT, name)
+    ours = f'group="{group}"'
+    wait_until(lambda: ours in metrics(mirror), TIMEOUT, name)
     for suffix in ("", "_min", "_max", "_avg"):
         line = next(line for line in metrics(mirror).splitlines()
-                    if line.startswith(f"{name}{suffix}{{") and east_west in line)
+                    if line.startswith(f"{name}{suffix}{{") and ours in line)
         labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
         assert set(labels) == {"source", "target", "group", "topic", "partition"}
-        assert labels["topic"].startswith("east.")
+        assert (labels["source"], labels["target"]) == ("east", "west")
+        assert labels["topic"] == f"east.{topic}"
         assert not float(line.rsplit(" ", 1)[1]) < 0  # NaN without a recent sample
 
 
