@@ -113,7 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
                          "--base-port (or 0 for free ports)")
         if taken:
             continue
-        if (failure := _start(layout, args)) is not None:
+        if (failure := _start(data_dir, layout, args)) is not None:
             return failure
         unready = wait_ready(layout, args.timeout)
         if unready is None:
@@ -131,7 +131,7 @@ def run_up(args: argparse.Namespace) -> int:
     return _fail(f"no {attempts} sets of free ports could be bound")
 
 
-def _start(layout: Layout, args: argparse.Namespace) -> int | None:
+def _start(data_dir: Path, layout: Layout, args: argparse.Namespace) -> int | None:
     """Write each node's config (formatting its storage for --add-scram), start the
     controllers, then the brokers; a failure's exit status, or None."""
     overrides = dict(args.override)
@@ -146,7 +146,7 @@ def _start(layout: Layout, args: argparse.Namespace) -> int | None:
                 return _fail(f"formatting {node.name}: {error}")
     for node in sorted(layout.nodes, key=lambda n: n.role != "controller"):
         spawn(node)
-    write_layout(args.data_dir.resolve(), layout)
+    write_layout(data_dir, layout)
     return None
 
 
