@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
 from odradek.group.coordinator import partition_for
@@ -148,11 +148,24 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(
 
 
 def _simple_commit(bootstrap: str, group_id: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit as a consumer outside the group, until the coordinator has loaded: on a busy
+    machine librdkafka's synchronous commit has failed with COORDINATOR_LOAD_IN_PROGRESS
+    while the shard was still loading (`__consumer_offsets` just created)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id,
                          "enable.auto.commit": False})
+    partitions = [TopicPartition(topic, p, o) for p, o in offsets.items()]
+
+    def committed() -> bool:
+        try:
+            consumer.commit(offsets=partitions, asynchronous=False)
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.COORDINATOR_LOAD_IN_PROGRESS:
+                raise
+            return False
+        return True
+
     try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
-                        asynchronous=False)
+        wait_until(committed, TIMEOUT, "the offsets committed", interval=0.5)
     finally:
         consumer.close()
 

@@ -186,7 +186,15 @@ def test_metadata_and_leader_hints_name_the_listener_the_request_came_in_on(
     follower = next(i for i in ports if i != leader)
     request = build_request(0, 12, {"acks": -1, "timeout": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": b""}]}]})
-    response = asyncio.run(send_to(ports[follower], request))
+    answers: list[Any] = []
+
+    def follower_knows_the_topic() -> bool:  # it may not have applied the new topic yet
+        answers.append(asyncio.run(send_to(ports[follower], request)))
+        code = answers[-1].responses[0].partition_responses[0].error_code
+        return bool(code != ErrorCode.unknown_topic_or_partition)
+
+    wait_until(follower_knows_the_topic, TIMEOUT, "the follower knows the new topic")
+    response = answers[-1]
     answer = response.responses[0].partition_responses[0]
     assert answer.error_code == ErrorCode.not_leader_or_follower
     assert answer.current_leader.leader_id == leader
