@@ -36,7 +36,7 @@ from odradek.net.grpc_tls import ControllerChannels, server_credentials
 from odradek.net.inter_broker import inter_broker_security
 from odradek.net.tls import settings
 from odradek.raft import RaftConfig, RaftNode
-from odradek.raft.types import NO_NODE, Role
+from odradek.raft.types import NO_NODE
 from odradek.rpc import controller_pb2_grpc, raft_pb2_grpc
 from odradek.runtime.clock import now_ms
 from odradek.runtime.service import every, run_service, start_metrics
@@ -47,7 +47,7 @@ TICK_MS = 50
 """One Raft tick; election timeouts and heartbeats are counted in ticks."""
 HEARTBEAT_TICKS = 2
 FENCING_CHECK_MS = 250
-RESIGN_TIMEOUT_S = 2.0
+RESIGN_TIMEOUT_S = 5.0
 
 
 
@@ -220,10 +220,15 @@ class ControllerApp:
         if not driver.active or not reachable:
             return
         driver.transfer_leadership(reachable[0])
+        own = driver.node.node_id
         deadline = asyncio.get_running_loop().time() + RESIGN_TIMEOUT_S
-        while driver.role is Role.LEADER and asyncio.get_running_loop().time() < deadline:
+        while driver.leader in (own, NO_NODE) and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(TICK_MS / 1000)
-        log.info("resigned: controller %d now leads", driver.leader)
+        if driver.leader in (own, NO_NODE):
+            log.warning("resigning: no successor within %.0fs; the quorum elects one",
+                        RESIGN_TIMEOUT_S)
+        else:
+            log.info("resigned: controller %d now leads", driver.leader)
 
     @staticmethod
     async def _fence_expired(service: ControllerService, machine: ControllerMachine) -> None:
