@@ -355,6 +355,7 @@ def build_services(broker: Broker, client: ControllerClient, registration: Regis
     shares = ShareCoordinatorRuntime(broker, replicas, writer)
     share_partitions = SharePartitionManager(broker, replicas, StatePersister(broker, shares))
     groups.on_share_member_departed(share_partitions.member_departed)
+    groups.initialize_share_partitions_with(share_partitions.persister.initialize)
     return BrokerServices(broker, replicas, writer, producer_ids, groups, txns, markers,
                           quotas, shares, share_partitions, authorizer_for(broker))
 

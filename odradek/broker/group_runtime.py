@@ -7,13 +7,20 @@ What the share-partition side (ShareFetch, ShareAcknowledge) hears of share grou
   records removing a member are committed, whether it left (ShareGroupHeartbeat with epoch
   -1) or was fenced (no heartbeat within `group.share.session.timeout.ms`); the records it
   acquired must then be released. It is called on the event loop and must not block.
+
+What share groups ask of the share coordinator: once a heartbeat's records holding new
+initializing partitions are committed, `initialize_share_partitions_with(initialize)`'s
+`initialize` (the persister's InitializeShareGroupState) creates their state with start
+offset -1, and the answer is recorded in the group (GroupCoordinatorShard.
+share_partitions_initialized), whose next heartbeat assigns them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import (
@@ -32,8 +39,10 @@ from odradek.group.coordinator import (
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
 from odradek.group.records import Record
+from odradek.group.share_group import ShareInitialization
 from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.runtime.clock import now_ms
+from odradek.share.partition import UNINITIALIZED_START_OFFSET
 
 __all__ = ["CoordinatorUnavailable", "GroupCoordinatorRuntime", "NotCoordinator"]
 
@@ -41,6 +50,8 @@ log = logging.getLogger(__name__)
 
 ShareDepartureListener = Callable[[str, str], None]
 """(group id, member id) of a share group member that left or was fenced."""
+ShareInitializer = Callable[[str, str, int, int, int], Awaitable[None]]
+"""(group id, topic id, partition, state epoch, start offset): InitializeShareGroupState."""
 
 
 class BrokerTopics:
@@ -71,12 +82,17 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         self.topics = BrokerTopics(broker)
         self.rng = random.Random()
         self._share_departure_listeners: list[ShareDepartureListener] = []
+        self._share_initializer: ShareInitializer | None = None
+        self._share_initializations: set[asyncio.Task[None]] = set()
         broker.metrics.register_groups(self._group_states, self._offset_count)
 
     def on_share_member_departed(self, listener: ShareDepartureListener) -> None:
         """Call `listener(group_id, member_id)` whenever a share group member leaves or is
         fenced, once the records removing it are committed."""
         self._share_departure_listeners.append(listener)
+
+    def initialize_share_partitions_with(self, initializer: ShareInitializer) -> None:
+        self._share_initializer = initializer
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(self.config, self.topics, self.rng,
@@ -113,7 +129,15 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
 
+    def acts_on_release(self, out: Output) -> bool:
+        return bool(out.share_initializations)
+
     def released(self, partition: int, out: Output) -> None:
+        for initialization in out.share_initializations:
+            task = asyncio.get_running_loop().create_task(
+                self._initialize_share_partitions(initialization))
+            self._share_initializations.add(task)
+            task.add_done_callback(self._share_initializations.discard)
         for protocol, duration_ms in out.rebalances:
             self.broker.metrics.count_rebalance(protocol, duration_ms)
         for group_id, member_id in out.departed:
@@ -124,6 +148,33 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
                     log.exception("share group %s: the departure of %s was not handled",
                                   group_id, member_id)
 
+    async def _initialize_share_partitions(self, initialization: ShareInitialization) -> None:
+        """Ask the share coordinator for the state, then record what it answered; if this
+        broker is no longer the group's coordinator, the next one asks again."""
+        assert self._share_initializer is not None, "initialize_share_partitions_with first"
+        group_id = initialization.group_id
+        work = sorted(initialization.keys())
+        answers = await asyncio.gather(*(
+            self._share_initializer(group_id, topic_id, partition, initialization.state_epoch,
+                                    UNINITIALIZED_START_OFFSET)
+            for topic_id, partition in work), return_exceptions=True)
+        failed = []
+        for (topic_id, partition), answer in zip(work, answers, strict=True):
+            if isinstance(answer, BaseException):
+                failed.append((topic_id, partition))
+                log.warning("share group %s: initializing the state of %s-%d failed: %r",
+                            group_id, topic_id, partition, answer)
+        try:
+            await self.run(group_id, lambda shard, now: (
+                shard.share_partitions_initialized(initialization, failed)))
+        except (CoordinatorUnavailable, NotCoordinator) as error:
+            log.info("share group %s: the initialized state was not recorded (%r); the "
+                     "group's coordinator asks again", group_id, error)
+            return
+        if failed:
+            log.info("share group %s: left initializing: %s; a later heartbeat asks again",
+                     group_id, ", ".join(f"{topic}-{partition}" for topic, partition in failed))
+
     def topics_changed(self, partition: int, shard: GroupCoordinatorShard) -> Output:
         return shard.refresh_topics(now_ms())
 
@@ -133,6 +184,11 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
         shard = self.shards.get(partition)
         if shard is not None:
             shard.complete_transaction(producer_id, commit)
+
+    def close(self) -> None:
+        for task in self._share_initializations:
+            task.cancel()
+        super().close()
 
     async def expire_offsets(self) -> None:
         for partition, shard in list(self.shards.items()):

@@ -282,8 +282,8 @@ class SharePartitionManager:
         except PersisterError as error:
             if error.code != ErrorCode.invalid_request:
                 raise
-            # never initialized: Kafka's group coordinator initializes the state when it
-            # first assigns the partition; here its first leader does, on first use
+            # never initialized: the group coordinator initializes a partition's state before
+            # it assigns it, so only a fetch of a partition never assigned gets here
             await self.persister.initialize(group_id, topic_id, partition, INITIAL_STATE_EPOCH,
                                             initial)
             state = await self.persister.read(group_id, topic_id, partition, leader_epoch)

@@ -26,6 +26,7 @@ from odradek.group.records import (
     MemberMetadata,
     Record,
 )
+from odradek.group.share_group import ShareInitialization
 
 JOIN_TIMER = "classic-join"
 SYNC_TIMER = "classic-sync"
@@ -54,12 +55,15 @@ class Output:
     departed: list[tuple[str, str]] = field(default_factory=list)
     """(group id, member id) of share group members that left or were fenced: the records
     they acquired must be released once the records are written."""
+    share_initializations: list[ShareInitialization] = field(default_factory=list)
+    """Share-partition state to ask the share coordinator for once the records are written."""
 
     def extend(self, other: Output) -> None:
         self.records.extend(other.records)
         self.responses.extend(other.responses)
         self.rebalances.extend(other.rebalances)
         self.departed.extend(other.departed)
+        self.share_initializations.extend(other.share_initializations)
 
 
 @dataclass(frozen=True, slots=True)

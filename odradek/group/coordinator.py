@@ -45,7 +45,7 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey,
 )
-from odradek.group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
+from odradek.group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup, ShareInitialization
 from odradek.group.share_handlers import ShareHeartbeatRequest
 
 if TYPE_CHECKING:
@@ -142,6 +142,9 @@ class GroupCoordinatorShard:
         """Producer id -> offsets its ongoing transaction committed (TxnOffsetCommit); they
         apply when its commit marker arrives, and vanish on abort."""
         self._rebalancing_since: dict[str, int] = {}
+        self._share_initializing: dict[str, set[tuple[str, int]]] = {}
+        """Group id -> the share-partitions whose initialization this shard asked for and has
+        not heard back about (volatile: a loaded shard asks again)."""
         """KIP-848 groups whose epoch moved and that are not yet Stable (for metrics)."""
 
     def context(self, now_ms: int) -> GroupContext:
@@ -358,13 +361,48 @@ class GroupCoordinatorShard:
             return share_handlers.error_response(
                 ErrorCode.group_id_not_found,
                 f"Group {request.group_id} is not a share group."), out
-        records, response = share_handlers.heartbeat(group, request, self.context(now_ms))
+        records, response, initialization = share_handlers.heartbeat(
+            group, request, self.context(now_ms), self._share_in_flight(request.group_id))
         self._apply(records)
         out.records.extend(records)
+        self._ask_share_initialization(initialization, out)
         if (request.member_epoch == share_handlers.LEAVE_GROUP_EPOCH
                 and response.error_code == ErrorCode.none):
             out.departed.append((request.group_id, request.member_id))
         return response, out
+
+    def _share_in_flight(self, group_id: str) -> share_handlers.InFlight:
+        return frozenset(self._share_initializing.get(group_id, ()))
+
+    def _ask_share_initialization(self, initialization: ShareInitialization | None,
+                                  out: Output) -> None:
+        if initialization is not None:
+            self._share_initializing.setdefault(initialization.group_id, set()).update(
+                initialization.keys())
+            out.share_initializations.append(initialization)
+
+    def share_partitions_initialized(self, initialization: ShareInitialization,
+                                     failed: Iterable[tuple[str, int]]) -> tuple[None, Output]:
+        """The share coordinator answered `initialization`: record its partitions as
+        initialized but for the `failed` (topic id, partition) ones, which a later heartbeat
+        asks for again. Partitions no longer initializing (their state was deleted
+        meanwhile) are left as they are."""
+        in_flight = self._share_initializing.get(initialization.group_id, set())
+        in_flight -= initialization.keys()
+        if not in_flight:
+            self._share_initializing.pop(initialization.group_id, None)
+        group = self.groups.get(initialization.group_id)
+        if not isinstance(group, ShareGroup):
+            return None, Output()
+        initializing = {(t.topic_id, p) for t in group.state_partitions.initializing_topics
+                        for p in t.partitions}
+        settled = initialization.keys() & initializing
+        failures = settled & set(failed)
+        done = {t: (name, [p for p in partitions if (t, p) in settled - failures])
+                for t, (name, partitions) in initialization.partitions.items()}
+        records = share_offsets.initialized_records(group, done, failures)
+        self._apply(records)
+        return None, Output(records=records)
 
     def share_group_describe(self, group_id: str) -> dict[str, Any]:
         group = self.groups.get(group_id)
@@ -390,9 +428,11 @@ class GroupCoordinatorShard:
                 out.records.extend(records)
                 self._track_rebalance(group.group_id, epoch, now_ms, out)
             elif isinstance(group, ShareGroup) and not group.is_empty():
-                records = share_handlers.refresh_metadata(group, ctx)
+                records, initialization = share_handlers.refresh_metadata(
+                    group, ctx, self._share_in_flight(group.group_id))
                 self._apply(records)
                 out.records.extend(records)
+                self._ask_share_initialization(initialization, out)
         return out
 
     # Offsets.

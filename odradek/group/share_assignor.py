@@ -22,15 +22,18 @@ TopicPartition = tuple[str, int]
 MemberAssignment = dict[str, frozenset[int]]
 
 
-def assign(subscriptions: Mapping[str, frozenset[str]], partition_counts: Mapping[str, int],
+def assign(subscriptions: Mapping[str, frozenset[str]],
+           assignable: Mapping[str, frozenset[int]],
            current: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[str, MemberAssignment]:
     """The target assignment: member id -> topic id -> partitions.
 
-    `subscriptions` maps each member to the topic ids it subscribes to (unknown topics are
-    left out of `partition_counts`); `current` is the previous target assignment."""
+    `subscriptions` maps each member to the topic ids it subscribes to; `assignable` maps
+    topic ids to the partitions to assign (Kafka's assignable partitions: those whose
+    share-partition state is initialized; unknown topics are left out); `current` is the
+    previous target assignment."""
     topics_by_members: dict[frozenset[str], set[str]] = {}
     for topic_id in sorted({t for topics in subscriptions.values() for t in topics}):
-        if partition_counts.get(topic_id, 0) <= 0:
+        if not assignable.get(topic_id):
             continue
         members = frozenset(m for m, topics in subscriptions.items() if topic_id in topics)
         topics_by_members.setdefault(members, set()).add(topic_id)
@@ -39,7 +42,7 @@ def assign(subscriptions: Mapping[str, frozenset[str]], partition_counts: Mappin
     groups = list(topics_by_members.items()) if homogeneous else [
         (members, {topic}) for members, topics in topics_by_members.items() for topic in topics]
     for members, topics in groups:
-        targets = [(t, p) for t in sorted(topics) for p in range(partition_counts[t])]
+        targets = [(t, p) for t in sorted(topics) for p in sorted(assignable[t])]
         for member, partitions in _balance(sorted(members), targets, current).items():
             for topic_id, partition in partitions:
                 held = result[member].get(topic_id, frozenset())

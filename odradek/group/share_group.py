@@ -9,6 +9,7 @@ a handler's records are appended (`share_handlers`) and when a shard loads
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +39,7 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
+    TopicPartitionsInfo,
 )
 
 SHARE_PROTOCOL_TYPE = "share"
@@ -73,6 +75,43 @@ class ShareMember:
 
 EMPTY_STATE_PARTITIONS = ShareGroupStatePartitionMetadataValue((), (), ())
 
+TopicPartitionSet = Mapping[str, tuple[str, Iterable[int]]]
+"""Topic id -> (topic name, partitions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInitialization:
+    """Share-partitions whose state the share coordinator must create before the group
+    assigns them: InitializeShareGroupState at `state_epoch` (the group epoch) with start
+    offset -1, which their leader resolves from `share.auto.offset.reset` on first use."""
+
+    group_id: str
+    state_epoch: int
+    partitions: dict[str, tuple[str, tuple[int, ...]]]
+    """Topic id -> (topic name, partitions)."""
+
+    def keys(self) -> set[tuple[str, int]]:
+        return {(t, p) for t, (_, partitions) in self.partitions.items() for p in partitions}
+
+
+def with_partitions(topics: tuple[TopicPartitionsInfo, ...], added: TopicPartitionSet
+                    ) -> tuple[TopicPartitionsInfo, ...]:
+    """`topics` with `added` merged in."""
+    merged = {t.topic_id: (t.topic_name, set(t.partitions)) for t in topics}
+    for topic_id, (name, partitions) in added.items():
+        merged.setdefault(topic_id, (name, set()))[1].update(partitions)
+    return tuple(TopicPartitionsInfo(t, n, tuple(sorted(p))) for t, (n, p) in merged.items()
+                 if p)
+
+
+def without_partitions(topics: tuple[TopicPartitionsInfo, ...], removed: set[tuple[str, int]]
+                       ) -> tuple[TopicPartitionsInfo, ...]:
+    """`topics` without the (topic id, partition) pairs in `removed`."""
+    kept = (TopicPartitionsInfo(t.topic_id, t.topic_name,
+                                tuple(p for p in t.partitions if (t.topic_id, p) not in removed))
+            for t in topics)
+    return tuple(t for t in kept if t.partitions)
+
 
 class ShareGroup:
     """A share group as its records describe it."""
@@ -85,7 +124,8 @@ class ShareGroup:
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, dict[str, frozenset[int]]] = {}
         self.state_partitions = EMPTY_STATE_PARTITIONS
-        """The partitions whose share-partition state is initialized (or being so)."""
+        """The partitions whose share-partition state is being initialized, is initialized or
+        is being deleted."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShareGroup):
@@ -174,6 +214,14 @@ class ShareGroup:
         """Topic id -> partitions whose share-partition state is initialized."""
         return {t.topic_id: frozenset(t.partitions)
                 for t in self.state_partitions.initialized_topics}
+
+    def assigned_partitions(self) -> dict[str, frozenset[int]]:
+        """Topic id -> partitions in some member's target assignment."""
+        assigned: dict[str, frozenset[int]] = {}
+        for target in self.target.values():
+            for topic_id, partitions in target.items():
+                assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+        return assigned
 
     def deletion_records(self) -> list[Record]:
         """Tombstones for every record of the group, in Kafka's order, group epoch last."""

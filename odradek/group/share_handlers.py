@@ -9,10 +9,14 @@ is ahead of it, and gives the member its target at once: share groups have no re
 handshake, since several members may consume a partition together. Session timers are
 volatile, set on `ctx.timers`.
 
-Odradek records the subscribed partitions as initialized in ShareGroupStatePartitionMetadata
-as soon as members subscribe to them (Kafka first records them as initializing and asks the
-share coordinator to initialize their state); the partition side initializes a
-share-partition's state on first use.
+A partition is assigned only once its share-partition state exists. A heartbeat records the
+subscribed partitions without state as initializing (ShareGroupStatePartitionMetadata) and
+returns a ShareInitialization, which the shell sends to the share coordinator; its answer
+moves them to initialized (or, failed, out of initializing: a later heartbeat asks again).
+The next heartbeat then finds initialized partitions in no target, bumps the group epoch and
+assigns them (Kafka's initializedAssignmentPending). `in_flight` is what this coordinator
+has asked for and not heard back about; partitions recorded as initializing but not in
+flight (the request was lost with an earlier coordinator) are asked for again.
 """
 
 from __future__ import annotations
@@ -40,9 +44,14 @@ from odradek.group.records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    TopicPartitionsInfo,
 )
-from odradek.group.share_group import LEAVE_GROUP_EPOCH, ShareGroup, ShareMember
+from odradek.group.share_group import (
+    LEAVE_GROUP_EPOCH,
+    ShareGroup,
+    ShareInitialization,
+    ShareMember,
+    with_partitions,
+)
 
 SESSION_TIMER = "share-session"
 MAX_MEMBER_ID_LENGTH = 36
@@ -65,18 +74,23 @@ class ShareHeartbeatRequest:
 _Changes = Changes[ShareGroup]
 
 
-def heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
-              ctx: GroupContext) -> tuple[list[Record], HeartbeatResponse]:
+InFlight = frozenset[tuple[str, int]]
+"""(topic id, partition) pairs whose initialization was asked for and not answered yet."""
+
+
+def heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest, ctx: GroupContext,
+              in_flight: InFlight = frozenset()
+              ) -> tuple[list[Record], HeartbeatResponse, ShareInitialization | None]:
     """Handle a ShareGroupHeartbeat; `group` is None when no group has that id yet."""
     try:
         validate(request)
         if request.member_epoch == LEAVE_GROUP_EPOCH:
             records = _leave(group, request.group_id, request.member_id, ctx)
             return records, HeartbeatResponse(
-                ErrorCode.none, None, request.member_id, LEAVE_GROUP_EPOCH, 0, None)
-        return _heartbeat(group, request, ctx)
+                ErrorCode.none, None, request.member_id, LEAVE_GROUP_EPOCH, 0, None), None
+        return _heartbeat(group, request, ctx, in_flight)
     except GroupError as error:
-        return [], error_response(error.error_code, error.message)
+        return [], error_response(error.error_code, error.message), None
 
 
 def error_response(code: ErrorCode, message: str | None) -> HeartbeatResponse:
@@ -106,8 +120,9 @@ def validate(request: ShareHeartbeatRequest) -> None:
         raise GroupError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
 
 
-def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
-               ctx: GroupContext) -> tuple[list[Record], HeartbeatResponse]:
+def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest, ctx: GroupContext,
+               in_flight: InFlight
+               ) -> tuple[list[Record], HeartbeatResponse, ShareInitialization | None]:
     joining = request.member_epoch == 0
     if group is None:
         if not joining:
@@ -123,7 +138,8 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
     changes = _Changes(group)
     gid = group.group_id
 
-    # 1. Update the member; a new subscription or new topic metadata bumps the group epoch.
+    # 1. Update the member; a new subscription, new topic metadata or initialized partitions
+    # that no member has yet bump the group epoch.
     updated = replace(
         member, rack_id=request.rack_id or member.rack_id, client_id=request.client_id,
         client_host=request.client_host,
@@ -135,7 +151,8 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
         changes.add(ShareGroupMemberMetadataKey(gid, member.member_id), updated.metadata_value())
     _update_metadata(changes, ctx, updated.subscribed_topic_names != member.subscribed_topic_names)
 
-    # 2. Compute a new target assignment when the group epoch is ahead of it.
+    # 2. Compute a new target assignment of the initialized partitions when the group epoch
+    # is ahead of it.
     draft = changes.draft
     if draft.group_epoch > draft.assignment_epoch:
         _update_target_assignment(changes, ctx)
@@ -151,13 +168,16 @@ def _heartbeat(group: ShareGroup | None, request: ShareHeartbeatRequest,
     ctx.timers.schedule((SESSION_TIMER, gid, member.member_id),
                         ctx.now_ms + ctx.config.share_session_timeout_ms)
 
+    # 4. Ask for the state of subscribed partitions that have none.
+    initialization = _initialize(changes, ctx, in_flight)
+
     final = draft.members[member.member_id]
     send_assignment = joining or final.assigned != member.assigned
     return changes.records, HeartbeatResponse(
         ErrorCode.none, None, member.member_id, final.member_epoch,
         ctx.config.share_heartbeat_interval_ms,
         to_topic_partitions(final.assigned) if send_assignment else None,
-    )
+    ), initialization
 
 
 def _member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareMember:
@@ -204,42 +224,66 @@ def metadata_hash(infos: Iterable[TopicInfo]) -> int:
 
 
 def _update_metadata(changes: _Changes, ctx: GroupContext, bump: bool) -> None:
-    """Record the subscribed partitions as initialized when new ones appear, and bump the
-    group epoch if asked or if the subscribed topics' metadata changed."""
+    """Bump the group epoch if asked, if the subscribed topics' metadata changed, or if the
+    target is current but leaves initialized partitions of the subscribed topics out."""
     group = changes.draft
     infos = _subscribed_topics(group, ctx.topics)
-    initialized = group.initialized_partitions()
-    if any(not set(range(i.partitions)) <= initialized.get(i.topic_id, frozenset())
-           for i in infos):
-        # Partitions initialized before (an AlterShareGroupOffsets, an earlier subscription)
-        # stay initialized, as Kafka combines them.
-        subscribed = {i.topic_id for i in infos}
-        kept = tuple(t for t in group.state_partitions.initialized_topics
-                     if t.topic_id not in subscribed)
-        changes.add(ShareGroupStatePartitionMetadataKey(group.group_id),
-                    ShareGroupStatePartitionMetadataValue(
-                        (), kept + tuple(TopicPartitionsInfo(i.topic_id, i.name,
-                                                             tuple(range(i.partitions)))
-                                         for i in infos),
-                        tuple(t for t in group.state_partitions.deleting_topics
-                              if t.topic_id not in subscribed)))
     new_hash = metadata_hash(infos)
-    if bump or new_hash != group.metadata_hash or group.group_epoch == 0:
+    if (bump or new_hash != group.metadata_hash or group.group_epoch == 0
+            or _initialized_assignment_pending(group, infos)):
         changes.add(ShareGroupMetadataKey(group.group_id),
                     ShareGroupMetadataValue(group.group_epoch + 1, new_hash))
 
 
+def _assignable(group: ShareGroup, infos: Iterable[TopicInfo]) -> dict[str, frozenset[int]]:
+    """Topic id -> the subscribed topic's partitions that have share-partition state."""
+    initialized = group.initialized_partitions()
+    return {i.topic_id: frozenset(p for p in initialized.get(i.topic_id, ())
+                                  if p < i.partitions) for i in infos}
+
+
+def _initialized_assignment_pending(group: ShareGroup, infos: Iterable[TopicInfo]) -> bool:
+    if group.is_empty() or group.assignment_epoch < group.group_epoch:
+        return False
+    assigned = group.assigned_partitions()
+    return any(not partitions <= assigned.get(topic_id, frozenset())
+               for topic_id, partitions in _assignable(group, infos).items())
+
+
+def _initialize(changes: _Changes, ctx: GroupContext, in_flight: InFlight
+                ) -> ShareInitialization | None:
+    """Record the subscribed partitions without state, and not asked for by this
+    coordinator, as initializing; the initialization to ask the share coordinator for."""
+    group = changes.draft
+    initialized = group.initialized_partitions()
+    missing: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for info in _subscribed_topics(group, ctx.topics):
+        known = initialized.get(info.topic_id, frozenset())
+        partitions = tuple(p for p in range(info.partitions)
+                           if p not in known and (info.topic_id, p) not in in_flight)
+        if partitions:
+            missing[info.topic_id] = (info.name, partitions)
+    if not missing:
+        return None
+    current = group.state_partitions
+    changes.add(ShareGroupStatePartitionMetadataKey(group.group_id),
+                ShareGroupStatePartitionMetadataValue(
+                    with_partitions(current.initializing_topics, missing),
+                    current.initialized_topics, current.deleting_topics))
+    return ShareInitialization(group.group_id, group.group_epoch, missing)
+
+
 def _update_target_assignment(changes: _Changes, ctx: GroupContext) -> None:
-    """Run the SimpleAssignor over every member; record the targets that changed, then the
-    new assignment epoch."""
+    """Run the SimpleAssignor over every member and the initialized partitions; record the
+    targets that changed, then the new assignment epoch."""
     group = changes.draft
     infos = {i.name: i for i in _subscribed_topics(group, ctx.topics)}
     subscriptions = {
         member_id: frozenset(infos[n].topic_id for n in m.subscribed_topic_names if n in infos)
         for member_id, m in group.members.items()
     }
-    counts = {i.topic_id: i.partitions for i in infos.values()}
-    result = share_assignor.assign(subscriptions, counts, group.target)
+    assignable = _assignable(group, infos.values())
+    result = share_assignor.assign(subscriptions, assignable, group.target)
     for member_id in subscriptions:
         new = {t: p for t, p in result.get(member_id, {}).items() if p}
         if group.target.get(member_id, {}) != new:
@@ -284,12 +328,14 @@ def on_timer(group: ShareGroup, key: TimerKey, ctx: GroupContext) -> list[Record
     return fence(group, key[2], ctx)
 
 
-def refresh_metadata(group: ShareGroup, ctx: GroupContext) -> list[Record]:
+def refresh_metadata(group: ShareGroup, ctx: GroupContext, in_flight: InFlight = frozenset()
+                     ) -> tuple[list[Record], ShareInitialization | None]:
     """After topics were created, deleted or grew: bump the group epoch if the subscribed
-    topics changed; each member's next heartbeat computes the new target."""
+    topics changed, and ask for the state of new partitions; each member's next heartbeat
+    computes the new target."""
     changes = _Changes(group)
     _update_metadata(changes, ctx, bump=False)
-    return changes.records
+    return changes.records, _initialize(changes, ctx, in_flight)
 
 
 def schedule_loaded_timers(group: ShareGroup, ctx: GroupContext) -> None:

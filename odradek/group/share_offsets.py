@@ -11,7 +11,7 @@ state (Kafka records them as initializing first)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +23,14 @@ from odradek.group.records import (
     ShareGroupStatePartitionMetadataKey,
     ShareGroupStatePartitionMetadataValue,
     ShareTopicInfo,
-    TopicPartitionsInfo,
 )
-from odradek.group.share_group import EMPTY_STATE_PARTITIONS, ShareGroup
+from odradek.group.share_group import (
+    EMPTY_STATE_PARTITIONS,
+    ShareGroup,
+    TopicPartitionSet,
+    with_partitions,
+    without_partitions,
+)
 
 NON_EMPTY = "The group is not empty."
 UNKNOWN_PARTITION = "This server does not host this topic-partition."
@@ -93,20 +98,21 @@ def plan_alter(group: ShareGroup, topics: TopicsView,
     return plan
 
 
-def initialized_records(group: ShareGroup, initialized: Mapping[str, tuple[str, Iterable[int]]]
-                        ) -> list[Record]:
-    """The group's state-partition record with `initialized` (topic id -> (name,
-    partitions)) added to its initialized partitions and taken off its deleting topics."""
-    if not initialized:
+def initialized_records(group: ShareGroup, initialized: TopicPartitionSet,
+                        failed: Iterable[tuple[str, int]] = ()) -> list[Record]:
+    """The group's state-partition record once the share coordinator answered: the
+    `initialized` partitions move from initializing (if there) to initialized and their
+    topics off the deleting ones; the `failed` ones (topic id, partition) leave initializing,
+    so that a later heartbeat asks again."""
+    done = {(t, p) for t, (_, partitions) in initialized.items() for p in partitions}
+    settled = done | set(failed)
+    if not settled:
         return []
     current = group.state_partitions
-    merged = {t.topic_id: (t.topic_name, set(t.partitions)) for t in current.initialized_topics}
-    for topic_id, (name, partitions) in initialized.items():
-        merged.setdefault(topic_id, (name, set()))[1].update(partitions)
     value = ShareGroupStatePartitionMetadataValue(
-        current.initializing_topics,
-        tuple(TopicPartitionsInfo(t, n, tuple(sorted(p))) for t, (n, p) in merged.items()),
-        tuple(t for t in current.deleting_topics if t.topic_id not in initialized))
+        without_partitions(current.initializing_topics, settled),
+        with_partitions(current.initialized_topics, initialized),
+        tuple(t for t in current.deleting_topics if t.topic_id not in {t for t, _ in done}))
     return [(ShareGroupStatePartitionMetadataKey(group.group_id), value)]
 
 

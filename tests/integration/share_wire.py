@@ -1,7 +1,8 @@
 """ShareGroupHeartbeat v1 and ShareGroupDescribe v1 over RawClient, encoded and decoded here
 by hand from Kafka's message specs (clients/src/main/resources/common/message/
 ShareGroup{Heartbeat,Describe}{Request,Response}.json), not with the broker's codec (kio):
-kafka-python, RawClient's codec, has no share group messages."""
+kafka-python, RawClient's codec, has no share group messages. `Members` heartbeats for a
+group's members."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from tests.integration.raw_client import RawClient, frame
+from tests.waiting import wait_until
 
 HEARTBEAT_KEY, DESCRIBE_KEY = 76, 77
 VERSION = 1
@@ -198,3 +200,37 @@ def describe(client: RawClient, *group_ids: str) -> list[DescribedGroup]:
     r.tags()
     r.end()
     return groups
+
+
+class Members:
+    """Share consumers of one group, as their heartbeats leave them."""
+
+    def __init__(self, client: RawClient, group: str, topic: str) -> None:
+        self.client, self.group, self.topic = client, group, topic
+        self.epochs: dict[str, int] = {}
+        self.assigned: dict[str, dict[str, list[int]]] = {}
+
+    def beat(self, member: str) -> Heartbeat:
+        epoch = self.epochs.get(member, 0)
+        response = heartbeat(self.client, self.group, member, epoch,
+                             [self.topic] if epoch == 0 else None)
+        assert response.error_code == 0, response
+        assert response.heartbeat_interval_ms == 5000
+        self.epochs[member] = response.member_epoch
+        if response.assignment is not None:
+            self.assigned[member] = response.assignment
+        return response
+
+    def partitions(self, member: str) -> set[int]:
+        return {p for parts in self.assigned.get(member, {}).values() for p in parts}
+
+    def settle(self, names: tuple[str, ...], partitions: int) -> int:
+        """Heartbeat until the members hold every partition at one epoch (the group assigns a
+        partition once the share coordinator has initialized its state); that epoch."""
+        def settled() -> bool:
+            for name in names:
+                self.beat(name)
+            held = set().union(*(self.partitions(m) for m in names))
+            return held == set(range(partitions)) and len({self.epochs[m] for m in names}) == 1
+        wait_until(settled, 30, "every partition assigned at one epoch", interval=0.2)
+        return self.epochs[names[0]]

@@ -1,11 +1,12 @@
-"""Share group membership (KIP-932) on a real broker, driven over the wire: members join
-with ShareGroupHeartbeat and get the partitions the SimpleAssignor gives them at once, a
-member that stops heartbeating is fenced at its session timeout and its partitions go to the
-others, ShareGroupDescribe and ListGroups (type filter) show the group, DeleteGroups refuses
-it while it has members and deletes it once empty, and after a broker restart the group and
-its assignment are read back from `__consumer_offsets`. `odradek groups list|describe --type
-share` show the group as kafka-share-groups.sh does. While confluent-kafka's ShareConsumer
-reads, the leader exports the share-partition's SharePartitionMetrics."""
+"""Share group membership (KIP-932) on a real broker, driven over the wire: members join with
+ShareGroupHeartbeat and get the partitions the SimpleAssignor gives them once the share
+coordinator has initialized their state, a member that stops heartbeating is fenced at its
+session timeout and its partitions go to the others, ShareGroupDescribe and ListGroups (type
+filter) show the group, DeleteGroups refuses it while it has members and deletes it once
+empty, and after a broker restart the group and its assignment are read back from
+`__consumer_offsets`. `odradek groups list|describe --type share` show the group as
+kafka-share-groups.sh does. While confluent-kafka's ShareConsumer reads, the leader exports the
+share-partition's SharePartitionMetrics."""
 
 from __future__ import annotations
 
@@ -52,29 +53,6 @@ def client(broker: BrokerProcess) -> Iterator[RawClient]:
     connection.close()
 
 
-class Members:
-    """Share consumers of one group, as their heartbeats leave them."""
-
-    def __init__(self, client: RawClient, group: str, topic: str) -> None:
-        self.client, self.group, self.topic = client, group, topic
-        self.epochs: dict[str, int] = {}
-        self.assigned: dict[str, dict[str, list[int]]] = {}
-
-    def beat(self, member: str) -> share_wire.Heartbeat:
-        epoch = self.epochs.get(member, 0)
-        response = share_wire.heartbeat(self.client, self.group, member, epoch,
-                                        [self.topic] if epoch == 0 else None)
-        assert response.error_code == NONE, response
-        assert response.heartbeat_interval_ms == 5000
-        self.epochs[member] = response.member_epoch
-        if response.assignment is not None:
-            self.assigned[member] = response.assignment
-        return response
-
-    def partitions(self, member: str) -> set[int]:
-        return {p for parts in self.assigned.get(member, {}).values() for p in parts}
-
-
 def list_share_groups(client: RawClient, types: list[str]) -> dict[str, tuple[str, str, str]]:
     response = client.request(ListGroupsRequest[5](states_filter=[], types_filter=types),
                               ListGroupsResponse, 5)
@@ -93,12 +71,12 @@ def test_members_share_the_partitions_and_a_silent_member_is_fenced(
         broker: BrokerProcess, client: RawClient) -> None:
     topic = create_topic(broker.bootstrap, unique("share"), 4)
     group = unique("share-group")
-    members = Members(client, group, topic)
+    members = share_wire.Members(client, group, topic)
     for name in ("m1", "m2", "m3"):
         joined = members.beat(name)
         assert joined.member_id == name and joined.assignment is not None
-    for name in ("m1", "m2", "m3"):
-        assert members.beat(name).member_epoch == 3
+    epoch = members.settle(("m1", "m2", "m3"), 4)
+    assert epoch in (3, 4)  # 4 when the state was initialized after the last join
     sizes = sorted(len(members.partitions(m)) for m in ("m1", "m2", "m3"))
     assert sizes == [1, 1, 2]
     assert set().union(*(members.partitions(m) for m in ("m1", "m2", "m3"))) == {0, 1, 2, 3}
@@ -106,10 +84,11 @@ def test_members_share_the_partitions_and_a_silent_member_is_fenced(
     (described,) = share_wire.describe(client, group)
     assert (described.error_code, described.group_state, described.group_epoch,
             described.assignment_epoch, described.assignor_name) == (
-        NONE, "Stable", 3, 3, "simple")
+        NONE, "Stable", epoch, epoch, "simple")
     assert {m.member_id: (m.member_epoch, m.client_id, m.subscribed_topic_names,
                           sorted(m.assignment.get(topic, []))) for m in described.members} == {
-        name: (3, "raw", [topic], sorted(members.partitions(name))) for name in ("m1", "m2", "m3")}
+        name: (epoch, "raw", [topic], sorted(members.partitions(name)))
+        for name in ("m1", "m2", "m3")}
     assert list_share_groups(client, ["share"])[group] == ("share", "Stable", "share")
     assert group not in list_share_groups(client, ["consumer", "classic"])
     stable = sum(1 for _, state, _ in list_share_groups(client, ["share"]).values()
@@ -166,9 +145,8 @@ def test_the_group_and_its_assignment_are_found_again_after_a_restart(
     group = unique("share-restart")
     client = RawClient(broker.bootstrap, timeout=30)
     try:
-        members = Members(client, group, topic)
-        for name in ("m1", "m2", "m1", "m2"):
-            members.beat(name)
+        members = share_wire.Members(client, group, topic)
+        members.settle(("m1", "m2"), 3)
         (before,) = share_wire.describe(client, group)
     finally:
         client.close()

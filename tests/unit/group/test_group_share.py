@@ -1,7 +1,9 @@
-"""KIP-932 share group membership in the coordinator shard: joins with the assignment given at
-once, Kafka's member-epoch rules and request checks, leaving and session fencing (reported
-as departures), group-type conflicts with classic and consumer groups, describe, list and
-delete, and replay: a shard that loads the records a run wrote holds the same groups.
+"""KIP-932 share group membership in the coordinator shard: partitions assigned once their
+share-partition state is initialized (asked again after a failure or a load), joins to
+initialized partitions assigned at once, Kafka's member-epoch rules and request checks,
+leaving and session fencing (reported as departures), group-type conflicts with classic and
+consumer groups, describe, list and delete, and replay: a shard that loads the records a run
+wrote holds the same groups.
 
 Also the SimpleAssignor's properties: every subscribed partition is assigned, only to
 members subscribing to its topic, balanced, and stable when nothing changes."""
@@ -26,7 +28,7 @@ from odradek.group.records import (
     ShareGroupStatePartitionMetadataKey,
     TopicPartitions,
 )
-from odradek.group.share_group import ShareGroup
+from odradek.group.share_group import ShareGroup, ShareInitialization
 from odradek.group.share_handlers import SESSION_TIMER, ShareHeartbeatRequest
 
 ORDERS = "00000000-0000-0000-0000-00000000000a"
@@ -45,20 +47,40 @@ class Run:
         self.now = 1_000
         self.records: list[Any] = []
         self.departed: list[tuple[str, str]] = []
+        self.asked: list[ShareInitialization] = []
+        self.answer_at_once = True
+        """Whether the share coordinator answers each initialization as soon as asked."""
 
     def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = ("orders",),
              group: str = "g", rack: str | None = None) -> Any:
         request = ShareHeartbeatRequest(group, member, epoch, rack, topics, "client", "/h")
         response, out = self.shard.share_heartbeat(request, self.now)
+        self.collect(out)
+        return response
+
+    def collect(self, out: Any) -> None:
         self.records += out.records
         self.departed += out.departed
-        return response
+        self.asked += out.share_initializations
+        if self.answer_at_once:
+            self.answer()
+
+    def answer(self, failed: frozenset[tuple[str, int]] = frozenset()) -> None:
+        """The share coordinator initialized what was asked, but for `failed`."""
+        for initialization in self.asked:
+            _, out = self.shard.share_partitions_initialized(initialization, failed)
+            self.records += out.records
+        self.asked.clear()
+
+    def initialize(self, group: str = "g") -> None:
+        """Every partition of the group has its state already (as an AlterShareGroupOffsets
+        leaves it), so that joins are assigned at once."""
+        every = {i.topic_id: (i.name, range(i.partitions)) for i in self.topics.topics.values()}
+        self.records += self.shard.share_offsets_initialized(group, every)[1].records
 
     def tick(self, advance_ms: int) -> None:
         self.now += advance_ms
-        out = self.shard.tick(self.now)
-        self.records += out.records
-        self.departed += out.departed
+        self.collect(self.shard.tick(self.now))
 
     def group(self, group_id: str = "g") -> ShareGroup:
         group = self.shard.groups[group_id]
@@ -77,8 +99,76 @@ def assigned(response: Any, topic_id: str = ORDERS) -> set[int]:
     return {p for tp in response.assignment if tp.topic_id == topic_id for p in tp.partitions}
 
 
+def test_partitions_are_assigned_once_their_state_is_initialized() -> None:
+    run = Run(orders=4)
+    run.answer_at_once = False
+    joined = run.beat("m1", 0)
+    assert (joined.member_epoch, assigned(joined)) == (1, set())
+    assert run.asked == [ShareInitialization("g", 1, {ORDERS: ("orders", (0, 1, 2, 3))})]
+    initializing = run.group().state_partitions.initializing_topics
+    assert [(t.topic_id, t.partitions) for t in initializing] == [(ORDERS, (0, 1, 2, 3))]
+    waiting = run.beat("m1", 1, None)  # asked already: not asked again
+    assert (waiting.member_epoch, waiting.assignment, len(run.asked)) == (1, None, 1)
+    run.answer()
+    state = run.group().state_partitions
+    assert state.initializing_topics == ()
+    assert [(t.topic_id, t.partitions) for t in state.initialized_topics] == [
+        (ORDERS, (0, 1, 2, 3))]
+    assigned_now = run.beat("m1", 1, None)  # initialized and in no target: a new epoch
+    assert (assigned_now.member_epoch, assigned(assigned_now)) == (2, {0, 1, 2, 3})
+    assert run.beat("m1", 2, None).member_epoch == 2
+    assert run.reloaded().groups == run.shard.groups
+
+
+def test_partitions_whose_initialization_failed_are_asked_for_again() -> None:
+    run = Run(orders=3)
+    run.answer_at_once = False
+    run.beat("m1", 0)
+    run.answer(failed=frozenset({(ORDERS, 1)}))
+    state = run.group().state_partitions
+    assert state.initializing_topics == ()
+    assert [(t.topic_id, t.partitions) for t in state.initialized_topics] == [(ORDERS, (0, 2))]
+    response = run.beat("m1", 1, None)
+    assert (response.member_epoch, assigned(response)) == (2, {0, 2})
+    assert run.asked == [ShareInitialization("g", 2, {ORDERS: ("orders", (1,))})]
+    run.answer()
+    assert assigned(run.beat("m1", 2, None)) == {0, 1, 2}
+
+
+def test_a_loaded_shard_asks_again_for_what_was_initializing() -> None:
+    run = Run(orders=2)
+    run.answer_at_once = False
+    run.beat("m1", 0)
+    loaded = run.reloaded()
+    loaded.loaded(run.now)
+    request = ShareHeartbeatRequest("g", "m1", 1, None, None, "client", "/h")
+    _, out = loaded.share_heartbeat(request, run.now)
+    assert out.share_initializations == [
+        ShareInitialization("g", 1, {ORDERS: ("orders", (0, 1))})]
+    # the first shard's late answer is recorded too, and the second answer changes nothing
+    run.answer()
+    assert run.group().initialized_partitions() == {ORDERS: frozenset({0, 1})}
+
+
+def test_an_answer_after_the_state_was_deleted_changes_nothing() -> None:
+    run = Run(orders=2)
+    run.answer_at_once = False
+    run.beat("m1", 0)
+    run.beat("m1", -1, None)
+    planned, out = run.shard.share_group_delete_plan("g")
+    run.records += out.records
+    assert planned is not None
+    code, plan = planned
+    assert (code, plan.delete) == (ErrorCode.none, {ORDERS: [0, 1]})
+    deleting = run.group().state_partitions
+    run.answer()
+    assert run.group().state_partitions == deleting
+    assert run.group().initialized_partitions() == {}
+
+
 def test_members_join_and_get_their_assignment_at_once() -> None:
     run = Run(orders=4)
+    run.initialize()
     first = run.beat("m1", 0)
     assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.none, "m1", 1)
     assert first.heartbeat_interval_ms == 5000
@@ -99,6 +189,7 @@ def test_members_join_and_get_their_assignment_at_once() -> None:
 
 def test_more_members_than_partitions_share_them() -> None:
     run = Run(orders=1)
+    run.initialize()
     for member in ("m1", "m2", "m3"):
         run.beat(member, 0)
     for epoch, member in enumerate(("m1", "m2", "m3"), start=1):
@@ -198,8 +289,7 @@ def test_topic_growth_bumps_the_epoch_and_reassigns() -> None:
     run = Run(orders=1)
     run.beat("m1", 0)
     run.topics.topics["orders"] = TopicInfo(ORDERS, "orders", 3)
-    out = run.shard.refresh_topics(run.now)
-    run.records += out.records
+    run.collect(run.shard.refresh_topics(run.now))
     assert run.group().group_epoch == 2
     response = run.beat("m1", 1, None)
     assert (response.member_epoch, assigned(response)) == (2, {0, 1, 2})
@@ -233,6 +323,7 @@ def test_group_types_do_not_mix() -> None:
 
 def test_describe_list_and_delete() -> None:
     run = Run(orders=2)
+    run.initialize()
     run.beat("m1", 0, rack="r1")
     described = run.shard.share_group_describe("g")
     assert (described["group_state"], described["group_epoch"], described["assignor_name"]) == (
@@ -291,6 +382,8 @@ def test_any_run_replays_to_the_same_groups_and_covers_every_partition(steps) ->
             continue
         assert response.error_code == ErrorCode.none, response
         epochs[member] = response.member_epoch
+    for member, epoch in epochs.items():  # a round of heartbeats assigns what was initialized
+        epochs[member] = run.beat(member, epoch, None).member_epoch
     assert run.reloaded().groups == run.shard.groups
     group = run.shard.groups.get("g")
     if isinstance(group, ShareGroup) and group.members and (
@@ -309,12 +402,17 @@ member_ids = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, m
                       unique=True)
 
 
+# A topic's assignable partitions: those initialized, not necessarily from 0 or contiguous.
+assignable_partitions = st.frozensets(st.integers(0, 5), min_size=1)
+
+
 @settings(max_examples=200, deadline=None)
-@given(members=member_ids, counts=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+@given(members=member_ids, assignable=st.lists(assignable_partitions, min_size=1, max_size=3),
        data=st.data())
-def test_assignor_covers_balances_and_sticks(members: list[str], counts: list[int],
+def test_assignor_covers_balances_and_sticks(members: list[str],
+                                             assignable: list[frozenset[int]],
                                              data: st.DataObject) -> None:
-    topics = {f"t{i}": count for i, count in enumerate(counts)}
+    topics = {f"t{i}": partitions for i, partitions in enumerate(assignable)}
     homogeneous = data.draw(st.booleans())
     subscriptions = {m: frozenset(topics) if homogeneous else frozenset(
         data.draw(st.sets(st.sampled_from(sorted(topics)), min_size=1))) for m in members}
@@ -326,13 +424,13 @@ def test_assignor_covers_balances_and_sticks(members: list[str], counts: list[in
     for member, assignment in result.items():
         for topic, partitions in assignment.items():
             assert topic in subscriptions[member]
-            assert partitions and partitions <= set(range(topics[topic]))
+            assert partitions and partitions <= topics[topic]
             for p in partitions:
                 holders[(topic, p)] = holders.get((topic, p), 0) + 1
-    wanted = {(t, p) for m in members for t in subscriptions[m] for p in range(topics[t])}
+    wanted = {(t, p) for m in members for t in subscriptions[m] for p in topics[t]}
     assert set(holders) == wanted
     if homogeneous:
-        total = sum(topics.values())
+        total = sum(len(partitions) for partitions in topics.values())
         sharing = -(-len(members) // total)
         assert max(holders.values()) <= sharing
         sizes = [sum(len(p) for p in result[m].values()) for m in members]
@@ -344,21 +442,23 @@ def test_assignor_covers_balances_and_sticks(members: list[str], counts: list[in
 def test_assignor_keeps_what_members_had_when_balanced() -> None:
     previous = {"a": {ORDERS: frozenset({2, 3})}, "b": {ORDERS: frozenset({0, 1})}}
     subscriptions = {"a": frozenset({ORDERS}), "b": frozenset({ORDERS})}
-    assert share_assignor.assign(subscriptions, {ORDERS: 4}, previous) == previous
-    grown = share_assignor.assign({**subscriptions, "c": frozenset({ORDERS})}, {ORDERS: 4},
-                                  previous)
+    orders = {ORDERS: frozenset(range(4))}
+    assert share_assignor.assign(subscriptions, orders, previous) == previous
+    grown = share_assignor.assign({**subscriptions, "c": frozenset({ORDERS})}, orders, previous)
     assert sorted(len(grown[m][ORDERS]) for m in "abc") == [1, 1, 2]
     assert grown["a"][ORDERS] <= {2, 3} and grown["b"][ORDERS] <= {0, 1}
 
 
 def test_topic_partitions_in_responses_are_sorted() -> None:
     run = Run(orders=3)
+    run.initialize()
     response = run.beat("m1", 0)
     assert response.assignment == (TopicPartitions(ORDERS, (0, 1, 2)),)
 
 
 def test_a_rejoin_keeps_the_member_and_writes_only_what_changed() -> None:
     run = Run(orders=2)
+    run.initialize()
     run.beat("m1", 0)
     run.records.clear()
     again = run.beat("m1", 0)

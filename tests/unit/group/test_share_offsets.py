@@ -179,6 +179,10 @@ def test_a_subscription_keeps_the_partitions_an_alter_initialized() -> None:
     plan, _ = shard.alter_share_group_offsets("g", [("payments", [(0, 3)])])
     assert plan.initialize == {PAYMENTS: {0: 3}}
     shard.share_offsets_initialized("g", {PAYMENTS: ("payments", [0])})
-    shard.share_heartbeat(ShareHeartbeatRequest("g", "m1", 0, None, ("orders",), "c", "/h"), 1)
+    joined = ShareHeartbeatRequest("g", "m1", 0, None, ("orders",), "c", "/h")
+    _, out = shard.share_heartbeat(joined, 1)
+    [initialization] = out.share_initializations
+    assert initialization.partitions == {ORDERS: ("orders", (0, 1))}
+    shard.share_partitions_initialized(initialization, ())
     assert shard.share_initialized_partitions("g") == {PAYMENTS: frozenset({0}),
                                                        ORDERS: frozenset({0, 1})}
