@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -67,9 +68,33 @@ NODE_COMMANDS = ("dev", "broker", "controller")
 """The commands that run a node: they parse without importing the tools' modules, which
 would add a few tenths of a second to every start."""
 
+TOOLS: list[tuple[tuple[str, ...], str, str]] = [
+    (("cluster",), "odradek.cli.cluster.cli", "add_cluster_parser"),
+    (("topics",), "odradek.cli.tools.topics", "add_topics_parser"),
+    (("configs",), "odradek.cli.tools.configs", "add_configs_parser"),
+    (("acls",), "odradek.cli.tools.acls", "add_acls_parser"),
+    (("produce",), "odradek.cli.tools.console_producer", "add_produce_parser"),
+    (("consume",), "odradek.cli.tools.console_consumer", "add_consume_parser"),
+    (("groups",), "odradek.cli.groups.cli", "add_groups_parser"),
+    (("transactions",), "odradek.cli.transactions", "add_transactions_parser"),
+    (("reassign",), "odradek.cli.tools.reassign", "add_reassign_parser"),
+    (("leader-election",), "odradek.cli.tools.leader_election", "add_leader_election_parser"),
+    (("delete-records",), "odradek.cli.tools.delete_records", "add_delete_records_parser"),
+    (("log-dirs",), "odradek.cli.tools.log_dirs", "add_log_dirs_parser"),
+    (("quorum",), "odradek.cli.tools.quorum", "add_quorum_parser"),
+    (("storage",), "odradek.cli.tools.storage", "add_storage_parser"),
+    (("dump-log",), "odradek.cli.tools.dump_log", "add_dump_log_parser"),
+    (("perf",), "odradek.cli.perf", "add_perf_parser"),
+    (("audit", "compact-snapshot"), "odradek.cli.spark", "add_spark_parsers"),
+    (("mirror",), "odradek.cli.mirror", "add_mirror_parser"),
+]
+"""The tools' commands, the module that defines each and its function that adds their
+parsers, in the order of `--help`. A tool's command imports its own module alone."""
+
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Every command's parser; only the node commands' when `command` is one of them."""
+    """The node commands' parsers and `command`'s, or every command's when `command` is none
+    of them (`--help`, a mistyped command)."""
     parser = argparse.ArgumentParser(prog="odradek", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     dev = _add_node_parser(commands, "dev", "run a single-node cluster (controller + broker "
@@ -83,43 +108,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "controller.quorum.voters)", "controller")
     if command in NODE_COMMANDS:
         return parser
-    from odradek.cli.cluster.cli import add_cluster_parser
-    from odradek.cli.groups.cli import add_groups_parser
-    from odradek.cli.mirror import add_mirror_parser
-    from odradek.cli.perf import add_perf_parser
-    from odradek.cli.spark import add_spark_parsers
-    from odradek.cli.tools.acls import add_acls_parser
-    from odradek.cli.tools.configs import add_configs_parser
-    from odradek.cli.tools.console_consumer import add_consume_parser
-    from odradek.cli.tools.console_producer import add_produce_parser
-    from odradek.cli.tools.delete_records import add_delete_records_parser
-    from odradek.cli.tools.dump_log import add_dump_log_parser
-    from odradek.cli.tools.leader_election import add_leader_election_parser
-    from odradek.cli.tools.log_dirs import add_log_dirs_parser
-    from odradek.cli.tools.quorum import add_quorum_parser
-    from odradek.cli.tools.reassign import add_reassign_parser
-    from odradek.cli.tools.storage import add_storage_parser
-    from odradek.cli.tools.topics import add_topics_parser
-    from odradek.cli.transactions import add_transactions_parser
-
-    add_cluster_parser(commands)
-    add_topics_parser(commands)
-    add_configs_parser(commands)
-    add_acls_parser(commands)
-    add_produce_parser(commands)
-    add_consume_parser(commands)
-    add_groups_parser(commands)
-    add_transactions_parser(commands)
-    add_reassign_parser(commands)
-    add_leader_election_parser(commands)
-    add_delete_records_parser(commands)
-    add_log_dirs_parser(commands)
-    add_quorum_parser(commands)
-    add_storage_parser(commands)
-    add_dump_log_parser(commands)
-    add_perf_parser(commands)
-    add_spark_parsers(commands)
-    add_mirror_parser(commands)
+    tools = [tool for tool in TOOLS if command in tool[0]] or TOOLS
+    for _, module, adder in tools:
+        getattr(importlib.import_module(module), adder)(commands)
     return parser
 
 

@@ -53,10 +53,13 @@ def close_group_consumers() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker shared by a test module (tests use their own topics)."""
+def broker(tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
+    """One broker shared by a test module (tests use their own topics), with the configs of
+    the module's BROKER_OVERRIDES, if any."""
     root = tmp_path_factory.mktemp("broker")
-    process = BrokerProcess(root / "data", root / "broker.log")
+    process = BrokerProcess(root / "data", root / "broker.log",
+                            overrides=getattr(request.module, "BROKER_OVERRIDES", None))
     process.start()
     yield process
     if process.alive():

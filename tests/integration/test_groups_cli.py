@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -21,6 +21,9 @@ from tests.waiting import wait_until
 TIMEOUT = 30.0
 PROTOCOLS = ("classic", "consumer")
 TYPE_NAMES = {"classic": "Classic", "consumer": "Consumer"}
+BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+"""Classic groups form without Kafka's 3 s initial rebalance delay, which nothing here is
+about."""
 
 
 def groups(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
@@ -201,6 +204,26 @@ def test_describe_all_groups(broker: BrokerProcess) -> None:
 # --- reset-offsets ---------------------------------------------------------------------------
 
 
+ResetTarget = tuple[str, list[int], str]
+"""A topic of two partitions with ten records each (and their timestamps), and an Empty
+group that consumed them all."""
+
+
+@pytest.fixture(scope="module")
+def reset_target(broker: BrokerProcess) -> Callable[[str], ResetTarget]:
+    """One reset target per protocol, shared by the scenarios (each starts at offset 8)."""
+    made: dict[str, ResetTarget] = {}
+
+    def of(protocol: str) -> ResetTarget:
+        if protocol not in made:
+            topic = unique("reset")
+            stamps = fill(broker, topic, 10, partitions=2)
+            made[protocol] = topic, stamps, empty_group(broker, topic, protocol, 20)
+        return made[protocol]
+
+    return of
+
+
 @pytest.mark.parametrize(("protocol", "scenario", "expected"), [
     ("classic", ["--to-earliest"], {0: 0, 1: 0}),
     ("consumer", ["--to-earliest"], {0: 0, 1: 0}),
@@ -211,11 +234,11 @@ def test_describe_all_groups(broker: BrokerProcess) -> None:
     ("classic", ["--to-datetime", "RECORD-6"], {0: 6, 1: 6}),
     ("consumer", ["--to-datetime", "AFTER-LAST"], {0: 10, 1: 10}),
 ])
-def test_reset_offsets_plans_then_executes(broker: BrokerProcess, protocol: str,
-                                           scenario: list[str], expected: dict[int, int]) -> None:
-    topic = unique("reset")
-    stamps = fill(broker, topic, 10, partitions=2)
-    group = empty_group(broker, topic, protocol, 20)
+def test_reset_offsets_plans_then_executes(
+    broker: BrokerProcess, reset_target: Callable[[str], ResetTarget], protocol: str,
+    scenario: list[str], expected: dict[int, int],
+) -> None:
+    topic, stamps, group = reset_target(protocol)
     start = groups(broker, "reset-offsets", "--group", group, "--all-topics",
                    "--to-offset", "8", "--execute")
     assert start.returncode == 0, start.stderr

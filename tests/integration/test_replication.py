@@ -74,10 +74,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 def patient_cluster(tmp_path: Any) -> Iterator[Cluster]:
-    """Followers stay in the ISR for 8 s without fetching, and brokers in the cluster for 12:
-    room to look at a partition whose followers are frozen."""
-    with running_cluster(tmp_path, 1, 3, {**OVERRIDES, "replica.lag.time.max.ms": "8000",
-                                          "broker.session.timeout.ms": "12000",
+    """Followers stay in the ISR for 20 s without fetching, and brokers in the cluster for
+    25: room to look at a partition whose followers are frozen (8 s was not, on a busy
+    machine)."""
+    with running_cluster(tmp_path, 1, 3, {**OVERRIDES, "replica.lag.time.max.ms": "20000",
+                                          "broker.session.timeout.ms": "25000",
                                           "auto.leader.rebalance.enable": "false"}) as cluster:
         yield cluster
 
@@ -203,8 +204,8 @@ def test_consumers_see_nothing_the_isr_does_not_hold(patient_cluster: Cluster) -
         assert [m.value() for m in read_for(cluster.bootstrap, topic, 1.0, 2)] == [
             b"committed"]
         assert isr(cluster, topic) == {1, 2, 3}, "the checks above ran before the ISR shrank"
-        wait_until(lambda: isr(cluster, topic) == {owner}, what="the ISR shrinks to the leader",
-                   ignoring=Exception)
+        wait_until(lambda: isr(cluster, topic) == {owner}, 60,
+                   what="the ISR shrinks to the leader", ignoring=Exception)
         assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)[1] == 2
         consumer.close()
     finally:

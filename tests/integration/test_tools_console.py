@@ -7,7 +7,7 @@ import base64
 import contextlib
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,19 +28,8 @@ from tests.integration.tool_runs import one_line_failure
 from tests.waiting import wait_until
 
 UNREACHABLE = "127.0.0.1:1"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """The module's broker; new groups get their partitions at once, not after Kafka's 3 s
-    initial rebalance delay."""
-    root = tmp_path_factory.mktemp("broker")
-    process = BrokerProcess(root / "data", root / "broker.log",
-                            overrides={"group.initial.rebalance.delay.ms": "0"})
-    process.start()
-    yield process
-    if process.alive():
-        process.stop()
+BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+"""New groups get their partitions at once, not after Kafka's 3 s initial rebalance delay."""
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

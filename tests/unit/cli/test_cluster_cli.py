@@ -166,6 +166,23 @@ def test_a_node_command_parses_without_the_tools_modules() -> None:
         "{", ",").replace("}", ",").split(","))
 
 
+def test_a_tool_command_imports_its_own_module_alone() -> None:
+    """Start-up time: `odradek groups ...` parses with the groups tool's module, and no other
+    tool's; every tool's command is in the full parser, which `--help` prints."""
+    from odradek.cli.main import TOOLS
+
+    probe = ("import sys; from odradek.cli.main import build_parser; "
+             "args = build_parser('groups').parse_args(['groups', 'list', "
+             "'--bootstrap-server', 'b:1']); "
+             "print(args.command, sorted(m for m in sys.modules if m in ("
+             + ", ".join(repr(module) for _, module, _ in TOOLS) + ")))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip().split(maxsplit=1)
+    assert out == ["groups", "['odradek.cli.groups.cli']"]
+    usage = set(build_parser().format_usage().replace("{", ",").replace("}", ",").split(","))
+    assert {command for commands, _, _ in TOOLS for command in commands} <= usage
+
+
 def test_a_node_imports_neither_the_tools_nor_a_kafka_client_library() -> None:
     """Start-up time: a broker and a controller (`odradek dev` runs both) import no tool,
     no Spark job, no mirror service and not librdkafka; the controller's audit exporter needs
