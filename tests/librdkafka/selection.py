@@ -24,11 +24,14 @@ CI_SUBSET = {
     "0112_assign_unknown_part": "assign() of a partition before it exists",
     "0115_producer_auth": "KAFKA_PATH's kafka-acls denies a topic: TOPIC_AUTHORIZATION_FAILED",
     "0129_fetch_aborted_msgs": "read_committed over aborted transactions",
+    "0175_share_consumer_groups": "share groups (KIP-932): several groups of share consumers "
+                                  "on one topic, each receiving every record",
 }
 """Name -> what it covers."""
 
 EXCLUDED_FAMILIES = {
-    "017": "share consumers (KIP-932): 20-200 s each, 0174 over 15 minutes (docs/testing.md)",
+    "017": "share consumers (KIP-932) but 0175: 50-200 s each, 0174 over 15 minutes "
+           "(docs/testing.md)",
     "018": "share consumers (KIP-932): 50-180 s each (docs/testing.md)",
     "0081": "admin (group configs included): passes, but in about 460 s alone (PLAINTEXT)",
     "0103": "transactions' many scenarios: minutes",
