@@ -250,9 +250,12 @@ class SharePartitionManager:
             self._spawn(self._left(session, emptied))
 
     async def _left(self, session: ShareSession | None, emptied: str | None) -> None:
+        """Released first; dropped only if, by then, no member of the group has opened a
+        session here: a member that did may have acquired what the release freed, and a
+        rebuilt share-partition would deliver it again."""
         if session is not None:
             await self.release(*session.key, list(session.partitions))
-        if emptied is not None:
+        if emptied is not None and not self.sessions.holds_group(emptied):
             self.forget_group(emptied)
 
     # --- state ---------------------------------------------------------------------------

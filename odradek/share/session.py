@@ -144,9 +144,13 @@ class ShareSessionCache:
         key = self._by_connection.pop(connection, None)
         session = None if key is None else self.sessions.pop(key, None)
         group = self._group_by_connection.pop(connection, None)
-        if group is not None and any(g == group for g, _ in self.sessions):
+        if group is not None and self.holds_group(group):
             group = None
         return session, group
+
+    def holds_group(self, group_id: str) -> bool:
+        """Whether a member of the group has a session here."""
+        return any(group == group_id for group, _ in self.sessions)
 
     def partition_count(self) -> int:
         return sum(len(s.partitions) for s in self.sessions.values())

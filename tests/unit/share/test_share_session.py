@@ -72,9 +72,12 @@ def test_a_group_is_left_when_the_connection_of_its_last_session_closes() -> Non
     cache.new_context(("g", "m2"), 0, "c2", [A], [], acknowledging=False)
     cache.new_context(("other", "m3"), 0, "c3", [A], [], acknowledging=False)
     assert cache.disconnected("c1")[1] is None, "m2 is still here"
+    assert cache.holds_group("g") and cache.holds_group("other")
+    assert not cache.holds_group("none")
     cache.new_context(("g", "m2"), FINAL_EPOCH, "c2", [], [], acknowledging=True)
     assert cache.remove(("g", "m2")) is not None
     assert cache.disconnected("c2") == (None, "g")
+    assert not cache.holds_group("g")
     assert cache.disconnected("c2") == (None, None)
     assert cache.disconnected("unknown") == (None, None)
     assert ("other", "m3") in cache.sessions
