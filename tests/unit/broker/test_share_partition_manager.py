@@ -27,9 +27,11 @@ class _Entry:
     topic = "topic"
 
 
-def manager_whose_release(during_release: Any) -> SharePartitionManager:
+def manager_whose_release(during_release: Any
+                          ) -> tuple[SharePartitionManager, list[tuple[str, str]]]:
     """A manager holding one share-partition of group g, whose release of a member's records
-    runs `during_release` (what happens while the write is on its way)."""
+    runs `during_release` (what happens while the write is on its way); and the (group,
+    member) pairs it released."""
     manager = SharePartitionManager.__new__(SharePartitionManager)
     manager.sessions = ShareSessionCache(10)
     manager._entries = {SHARE_KEY: _Entry()}  # type: ignore[dict-item]
@@ -42,21 +44,20 @@ def manager_whose_release(during_release: Any) -> SharePartitionManager:
         during_release(manager)
 
     manager.release = release  # type: ignore[method-assign]
-    manager.released = released  # type: ignore[attr-defined]
-    return manager
+    return manager, released
 
 
-def disconnect_m1(manager: SharePartitionManager) -> None:
+def disconnect_m1(manager: SharePartitionManager, released: list[tuple[str, str]]) -> None:
     manager.sessions.new_context(("g", "m1"), 0, "c1", [PARTITION], [], acknowledging=False)
     session, emptied = manager.sessions.disconnected("c1")
     assert emptied == "g"
     asyncio.run(manager._left(session, emptied))
-    assert manager.released == [("g", "m1")]  # type: ignore[attr-defined]
+    assert released == [("g", "m1")]
 
 
 def test_the_last_member_leaving_drops_the_groups_share_partitions() -> None:
-    manager = manager_whose_release(lambda _: None)
-    disconnect_m1(manager)
+    manager, released = manager_whose_release(lambda _: None)
+    disconnect_m1(manager, released)
     assert SHARE_KEY not in manager._entries
 
 
@@ -65,6 +66,6 @@ def test_a_member_that_opened_a_session_during_the_release_keeps_them() -> None:
         manager.sessions.new_context(("g", "m2"), 0, "c2", [PARTITION], [],
                                      acknowledging=False)
 
-    manager = manager_whose_release(m2_fetches)
-    disconnect_m1(manager)
+    manager, released = manager_whose_release(m2_fetches)
+    disconnect_m1(manager, released)
     assert SHARE_KEY in manager._entries, "m2 may hold records the release freed"
