@@ -312,9 +312,11 @@ def test_instances_ran_without_errors_and_closed_cleanly(run: Run) -> None:
         assert [r for r in reports if "uncaught" in r] == [], name
         assert "ERROR" not in [r.get("state") for r in reports], name
     for name in ("a", "b"):
-        assert {"closed": True} in run.reports[name]
-        assert [r["state"] for r in run.reports[name] if "state" in r][-3:] == [
-            "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING"]
+        assert {"closed": True, "final": "NOT_RUNNING"} in run.reports[name]
+        states = [r["state"] for r in run.reports[name] if "state" in r]
+        if states[-1] == "NOT_RUNNING":
+            states.pop()  # its listener runs on Streams' daemon close thread: maybe not at all
+        assert states[-2:] == ["RUNNING", "PENDING_SHUTDOWN"], name
 
 
 def test_stores_were_restored_from_their_changelogs(run: Run) -> None:

@@ -50,7 +50,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * <p>Usage: {@code ClickStreams BOOTSTRAP APPLICATION_ID STATE_DIR}. Prints one JSON line
  * per state change, per store partition restored from its changelog and per uncaught
  * exception; closes cleanly when its stdin closes, then
- * prints {@code {"closed": true}}.
+ * prints {@code {"closed": true, "final": "NOT_RUNNING"}}.
  */
 public final class ClickStreams {
   static final Duration WINDOW = Duration.ofSeconds(10);
@@ -164,7 +164,9 @@ public final class ClickStreams {
       // Runs until the test closes stdin.
     }
     boolean closed = streams.close(Duration.ofSeconds(60));
-    report(Map.of("closed", closed));
+    // The listener hears NOT_RUNNING on Streams' daemon close thread, which may not get to
+    // report it before this thread returns and the JVM exits: the state is reported here too.
+    report(Map.of("closed", closed, "final", streams.state().name()));
   }
 
   private static synchronized void report(Map<String, ?> fields) {
