@@ -57,7 +57,12 @@ def ready_made(name: str, cluster: bool = False) -> Template:
     if name == "odradek":
         return Template(f"{odradek} dev --port {{port}} --data-dir {{data}} "
                         "--override metrics.port=-1")
-    if name == "kafka" and not cluster:  # Kafka's own configs and JVM heap (-Xmx1G -Xms1G)
+    if name == "kafka" and cluster:
+        script = shlex.quote(str(ROOT / "bench" / "sidebyside" / "kafka_cluster.py"))
+        return Template(f"{shlex.quote(sys.executable)} {script} up --data-dir {{data}} "
+                        "--base-port {port}",
+                        f"{shlex.quote(sys.executable)} {script} down --data-dir {{data}}")
+    if name == "kafka":  # Kafka's own configs and JVM heap (-Xmx1G -Xms1G)
         return Template(f"bash {shlex.quote(str(ROOT / 'scripts' / 'apache_kafka.sh'))} "
                         "--data-dir {data} --port {port}")
     if name == "tansu" and not cluster:

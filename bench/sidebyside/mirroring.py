@@ -107,7 +107,10 @@ def read_target(client: Consumer, arrivals: Arrivals, expected: int, size: int,
         if time.monotonic() > deadline or not mirror.alive():
             state = "the mirror exited" if not mirror.alive() else "timed out"
             raise Failed(f"{state}: {len(arrivals.seen)}/{expected} records on the target")
-        for message in client.consume(10_000, 0.1):
+        # poll returns as the first record arrives; consume(n, timeout) would hold records
+        # until n came or the timeout passed, and count that wait as replication latency
+        first = client.poll(0.1)
+        for message in [] if first is None else [first, *client.consume(10_000, 0)]:
             now = time.time()
             if message.error() is not None:
                 raise Failed(f"target consumer: {message.error()}")
