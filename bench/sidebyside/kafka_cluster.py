@@ -1,7 +1,8 @@
 """Apache Kafka as a three-broker cluster, laid out as `odradek cluster up` lays out
 Odradek's: one KRaft controller and three brokers, each a `scripts/apache_kafka.sh` node with
-Kafka's own configs and default JVM heap; brokers on PORT..PORT+2 (ids 1-3), the controller
-on PORT+3 (id 1001). The internal topics take Kafka's default replication (3, min ISR 2).
+Kafka's own configs and default JVM heap; broker 1 on PORT, brokers 2 and 3 and the
+controller (id 1001) on free ports picked at start (PORT+1.. may be some client's ephemeral
+port on a busy machine). The internal topics take Kafka's default replication (3, min ISR 2).
 
     python bench/sidebyside/kafka_cluster.py up --data-dir DIR --base-port PORT
     python bench/sidebyside/kafka_cluster.py down --data-dir DIR
@@ -19,6 +20,7 @@ import base64
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -30,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "apache_kafka.sh"
 BROKERS = 3
 CONTROLLER_ID = 1001
-START_TIMEOUT_S = 300.0
+START_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 60.0
 INTERNAL_TOPICS = ["offsets.topic.replication.factor=3",
                    "transaction.state.log.replication.factor=3",
@@ -39,9 +41,16 @@ INTERNAL_TOPICS = ["offsets.topic.replication.factor=3",
                    "share.coordinator.state.topic.min.isr=2"]
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def node_commands(data_dir: Path, base_port: int) -> dict[str, list[str]]:
     """Each node's name and command line, the controller first."""
-    controller_port = base_port + BROKERS
+    broker_ports = [base_port, *(free_port() for _ in range(BROKERS - 1))]
+    controller_port = free_port()
     voters = f"{CONTROLLER_ID}@127.0.0.1:{controller_port}"
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     common = ["--controller-quorum-voters", voters, "--cluster-id", cluster_id]
@@ -53,13 +62,14 @@ def node_commands(data_dir: Path, base_port: int) -> dict[str, list[str]]:
     for i in range(1, BROKERS + 1):
         commands[f"broker-{i}"] = ["bash", str(SCRIPT), "--data-dir", str(data_dir / f"broker-{i}"),
                                    "--process-roles", "broker", "--node-id", str(i),
-                                   "--port", str(base_port + i - 1), *common]
+                                   "--port", str(broker_ports[i - 1]), *common]
     return commands
 
 
 def up(data_dir: Path, base_port: int) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     for name, command in node_commands(data_dir, base_port).items():
+        print(f"kafka_cluster: {name}: {' '.join(command[2:])}", flush=True)
         with open(data_dir / f"{name}.log", "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True)

@@ -12,7 +12,8 @@ from tests.integration.test_bench_harness import harness
 
 def test_the_rf3_scenario_runs_on_kafkas_three_brokers(tmp_path: Path) -> None:
     done, report = harness(tmp_path, "--a", "odradek", "--b", "kafka", "--scenario", "rf3",
-                           "--pairs", "1", "--messages", "2000")
+                           "--pairs", "1", "--messages", "2000",
+                           "--start-timeout", "600")  # four JVMs beside the other layer
     assert done.returncode == 0, done.stdout + done.stderr
     assert [(r["system"], r["ok"], r["error"]) for r in report["runs"]] == [
         ("odradek", True, None), ("kafka", True, None)]
