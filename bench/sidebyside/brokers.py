@@ -21,6 +21,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from bench.sidebyside.machine import Sampler, Usage, group, mentioning
+from odradek.cli.cluster.layout import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_TIMEOUT_S = 60.0
@@ -94,12 +95,6 @@ def ready_made_mirror(name: str) -> str | None:
         return (f'exec java {MM2_JVM} -Dodradek.log.level=INFO -cp "{jar}:$(cat {classpath})" '
                 "org.apache.kafka.connect.mirror.MirrorMaker {config}")
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class BrokerError(Exception):

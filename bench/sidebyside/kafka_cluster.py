@@ -1,8 +1,9 @@
 """Apache Kafka as a three-broker cluster, laid out as `odradek cluster up` lays out
 Odradek's: one KRaft controller and three brokers, each a `scripts/apache_kafka.sh` node with
 Kafka's own configs and default JVM heap; broker 1 on PORT, brokers 2 and 3 and the
-controller (id 1001) on free ports picked at start (PORT+1.. may be some client's ephemeral
-port on a busy machine). The internal topics take Kafka's default replication (3, min ISR 2).
+controller (id 1001) on free ports below the ephemeral range, picked at start (PORT+1.. may
+be some client's ephemeral port on a busy machine). The internal topics take Kafka's
+default replication (3, min ISR 2).
 
     python bench/sidebyside/kafka_cluster.py up --data-dir DIR --base-port PORT
     python bench/sidebyside/kafka_cluster.py down --data-dir DIR
@@ -11,7 +12,7 @@ port on a busy machine). The internal topics take Kafka's default replication (3
 stops the brokers (controlled shutdown needs the controller), then the controller.
 
 It runs as a script from the side-by-side harness's cluster template (in a fresh working
-directory), so it imports nothing of this checkout."""
+directory), so it imports only installed packages (odradek's, not the checkout's `bench`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -28,6 +28,8 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+
+from odradek.cli.cluster.layout import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "apache_kafka.sh"
 BROKERS = 3
@@ -39,12 +41,6 @@ INTERNAL_TOPICS = ["offsets.topic.replication.factor=3",
                    "transaction.state.log.min.isr=2",
                    "share.coordinator.state.topic.replication.factor=3",
                    "share.coordinator.state.topic.min.isr=2"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def node_commands(data_dir: Path, base_port: int) -> dict[str, list[str]]:
@@ -104,7 +100,7 @@ def _stop(pids: list[int]) -> None:
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while any(map(_alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    _signal([pid for pid in pids if _alive(pid)], signal.SIGKILL)
+    _signal(pids, signal.SIGKILL)
 
 
 def _signal(pids: list[int], signum: int) -> None:
