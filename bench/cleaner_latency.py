@@ -13,7 +13,6 @@ Usage: `.venv/bin/python bench/cleaner_latency.py [--reps 3] [--probes 3000]`.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,15 +30,11 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from odradek.cli.cluster.layout import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 ODRADEK = str(ROOT / ".venv" / "bin" / "odradek")
 KEYS = 20_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cleanings(metrics_port: int) -> float:

@@ -14,7 +14,6 @@ import argparse
 import os
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,16 +26,11 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.sidebyside.brokers import ready_made
+from odradek.cli.cluster.layout import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ODRADEK = f"{ROOT}/.venv/bin/odradek dev --port {{port}} --data-dir {{data}} " \
           "--override metrics.port=-1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_ready(bootstrap: str, timeout: float = 60) -> None:

@@ -11,7 +11,6 @@ Usage: `.venv/bin/python bench/security_throughput.py [--mb 64] [--reps 3]`.
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,17 +27,13 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from odradek.cli.cluster.layout import free_port  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.certificates import Authority  # noqa: E402
 
 RECORD = b"x" * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start(directory: Path, ports: dict[str, int]) -> subprocess.Popen[bytes]:

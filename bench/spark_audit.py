@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.spark_read import free_port, produce, start  # noqa: E402
+from bench.spark_read import produce, start  # noqa: E402
+from odradek.cli.cluster.layout import free_port  # noqa: E402
 from odradek.spark.audit_reads import Side  # noqa: E402
 from tests.jvm_toolchain import spark_kafka_conf  # noqa: E402
 

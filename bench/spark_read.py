@@ -27,13 +27,10 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.cli.cluster.layout import free_port
+from odradek.net.librdkafka import FETCH_QUEUE_BACKOFF_MS
+
 ODRADEK = [sys.executable, "-m", "odradek.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(data: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -71,10 +68,12 @@ def produce(bootstrap: str, topic: str, args: argparse.Namespace, start_ms: int)
 
 
 def consumer_read(bootstrap: str, topic: str, partitions: int) -> tuple[float, int, int]:
-    """Seconds, records and value bytes for one consumer reading every partition to its end."""
+    """Seconds, records and value bytes for one consumer reading every partition to its end
+    (fetching again as soon as its queue has room, as `odradek-kafka`'s tasks do)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused",
                          "enable.auto.commit": False, "enable.partition.eof": True,
-                         "isolation.level": "read_uncommitted"})
+                         "isolation.level": "read_uncommitted",
+                         "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS})
     started = time.perf_counter()
     consumer.assign([CTopicPartition(topic, p, 0) for p in range(partitions)])
     records = size = eofs = 0

@@ -25,6 +25,7 @@ from odradek.cli.tools.common import (
 )
 from odradek.cli.tools.record_lines import split_property
 from odradek.cli.tools.wire import check_login
+from odradek.net.librdkafka import FETCH_QUEUE_BACKOFF_MS
 
 MB = 1024 * 1024
 """Kafka's perf tools count a MB as 2^20 bytes."""
@@ -218,7 +219,8 @@ def run_consume(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     config = _config(args, {"group.id": "odradek-perf", "enable.auto.commit": False,
-                            "fetch.queue.backoff.ms": 10}, args.consumer_props)
+                            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS},
+                     args.consumer_props)
     try:
         consumer = Consumer(config)
     except (KafkaException, ValueError, TypeError) as error:

@@ -21,6 +21,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
+from odradek.net.librdkafka import FETCH_QUEUE_BACKOFF_MS
 from odradek.spark.offset_ranges import DataLossError, OffsetRange
 from odradek.spark.source_options import (
     Assign,
@@ -114,10 +115,13 @@ def consumer_config(options: ReadOptions) -> dict[str, Any]:
     (`kafka.group.id`, else groupIdPrefix and a random id), no commits, and an end-of-log
     event so that a range ending in a gap (markers, compaction) is seen to end. The default
     isolation is the Java client's read_uncommitted, as in Spark (librdkafka's default is
-    read_committed)."""
+    read_committed). The fetcher does not wait librdkafka's default second once a partition's
+    queue is full (`FETCH_QUEUE_BACKOFF_MS`): with that wait, a task took 2.8 s to read half a
+    million 100-byte records instead of 0.3 s."""
     return {
         "group.id": f"{options.group_id_prefix}-{uuid.uuid4()}-executor",
         "isolation.level": "read_uncommitted",
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
         **options.client,
         "enable.auto.commit": False,
         "enable.partition.eof": True,

@@ -19,6 +19,7 @@ from odradek.spark.audit_rules import (
     parse_time,
     target_topic,
 )
+from odradek.spark.kafka_client import consumer_config
 from odradek.spark.offset_ranges import (
     DataLossError,
     OffsetRange,
@@ -66,6 +67,17 @@ def test_options_follow_sparks_names_defaults_and_precedence() -> None:
                             "endingOffsets": '{"t":{"0":7}}'})
     assert ranged.starting == SpecificOffsets({("t", 0): -2})
     assert parse_options({**BOOT, "subscribe": "t"}).starting == Earliest()
+
+
+def test_an_executor_fetches_again_soon_after_its_queue_fills_unless_told_otherwise() -> None:
+    """librdkafka waits a second (`fetch.queue.backoff.ms`) before fetching again once a
+    partition's queue is full; a task that drains its queue in a tenth of that would idle."""
+    default = consumer_config(parse_options({**BOOT, "assign": '{"t": [0]}'}))
+    assert default["fetch.queue.backoff.ms"] < 1000
+    assert default["isolation.level"] == "read_uncommitted"
+    told = consumer_config(parse_options({**BOOT, "assign": '{"t": [0]}',
+                                          "kafka.fetch.queue.backoff.ms": "1000"}))
+    assert told["fetch.queue.backoff.ms"] == "1000"
 
 
 @pytest.mark.parametrize(("options", "message"), [
