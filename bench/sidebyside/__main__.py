@@ -35,10 +35,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, help="records per run instead of each "
                         "scenario's own (a smoke test's tiny workload)")
     parser.add_argument("--start-timeout", type=float, default=180.0)
+    parser.add_argument("--mirror-property", action="append", default=[],
+                        metavar="KEY=VALUE", type=_setting,
+                        help="a setting added to both mirrors' MM2 properties in the mirror "
+                        "scenarios (repeatable), e.g. tasks.max=4")
     parser.add_argument("--log-dir", type=Path, help="broker logs (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="write every run and ratio here")
     parser.add_argument("--list", action="store_true", help="list the scenarios")
     return parser.parse_args(argv)
+
+
+def _setting(text: str) -> str:
+    if "=" not in text.strip("="):
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="sidebyside-logs-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     print(f"A = {a.name}: {a.single.start}\nB = {b.name}: {b.single.start}\n"
-          f"{len(scenarios)} scenario(s) x {args.pairs} pair(s); logs in {log_dir}",
+          f"{len(scenarios)} scenario(s) x {args.pairs} pair(s); logs in {log_dir}"
+          + "".join(f"\nboth mirrors: {setting}" for setting in args.mirror_property),
           file=sys.stderr, flush=True)
 
     def progress(run: Run) -> None:
@@ -64,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     runs = run_pairs(scenarios, (a, b), args.pairs, log_dir, args.start_timeout,
-                     args.messages, progress)
+                     args.messages, progress, args.mirror_property)
     rows = []
     print(f"machine: {platform.machine()}, {platform.node()}, Python "
           f"{platform.python_version()}, confluent-kafka {confluent_kafka.__version__} "
@@ -82,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(log {run.log})")
     if args.json:
         args.json.write_text(json.dumps({"a": a.name, "b": b.name, "busy": warning,
+                                         "mirror_properties": args.mirror_property,
                                          **as_json(rows, runs)}, indent=1) + "\n")
     return 1 if failed else 0
 

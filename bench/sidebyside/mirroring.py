@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,11 @@ SOURCE, TARGET = "src", "dst"
 STOP_TIMEOUT_S = 120.0
 
 
-def properties(source: str, target: str, topic: str, exactly_once: bool) -> str:
+def properties(source: str, target: str, topic: str, exactly_once: bool,
+               settings: Mapping[str, str] | None = None) -> str:
     """An MM2 config for one flow of `topic`, source -> target, both one-broker clusters:
-    their internal topics with one replica, every other setting the mirror's default."""
+    their internal topics with one replica, `settings` last, every other setting the
+    mirror's default."""
     support = "enabled" if exactly_once else "disabled"
     lines = {
         "clusters": f"{SOURCE}, {TARGET}",
@@ -54,6 +57,7 @@ def properties(source: str, target: str, topic: str, exactly_once: bool) -> str:
         "offset-syncs.topic.replication.factor": "1",
         # MM2 scans its classpath for plugins at each start otherwise (15-25 s)
         "plugin.discovery": "service_load",
+        **(settings or {}),
     }
     return "".join(f"{key} = {setting}\n" for key, setting in lines.items())
 
@@ -165,7 +169,8 @@ def fill(bootstrap: str, topic: str, count: int, filler: bytes) -> None:
 
 
 def mirror(source: str, scenario: Scenario, messages: int, target: str, command: str,
-           log: Path) -> tuple[int, Figures, dict[str, Any]]:
+           log: Path, settings: Mapping[str, str] | None = None
+           ) -> tuple[int, Figures, dict[str, Any]]:
     """Fill, mirror, time the copy, then the paced latency phase; the figures and the
     mirror's usage."""
     size, partitions = scenario.param("size"), scenario.param("partitions")
@@ -177,7 +182,8 @@ def mirror(source: str, scenario: Scenario, messages: int, target: str, command:
     fill(source, topic, messages, filler)
     directory = Path(tempfile.mkdtemp(prefix="sidebyside-mirror-"))
     config = directory / "mm2.properties"
-    config.write_text(properties(source, target, topic, scenario.param("exactly_once")))
+    config.write_text(properties(source, target, topic, scenario.param("exactly_once"),
+                                 settings))
     remote = f"{SOURCE}.{topic}"
     client = consumer(target, **{"fetch.wait.max.ms": 10, "isolation.level": "read_committed"})
     running = RunningMirror(command, config, log)

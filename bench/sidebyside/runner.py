@@ -10,7 +10,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,8 @@ def _children_cpu() -> float:
 
 
 def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
-            start_timeout: float, messages: int | None) -> Run:
+            start_timeout: float, messages: int | None,
+            mirror_properties: Sequence[str] = ()) -> Run:
     run = Run(scenario.name, system.name, pair)
     log = log_dir / f"{system.name}-{scenario.name}-{pair}.log"
     run.log = str(log)
@@ -95,7 +96,9 @@ def one_run(scenario: Scenario, system: System, pair: int, log_dir: Path,
         return run
     broker = brokers[0]
     extra = ["--target", brokers[1].bootstrap, "--mirror", system.mirror or "",
-             "--mirror-log", str(log.with_suffix(".mirror.log"))] if scenario.mirror else []
+             "--mirror-log", str(log.with_suffix(".mirror.log")),
+             *(f"--mirror-property={setting}" for setting in mirror_properties)
+             ] if scenario.mirror else []
     try:
         result, other = _workload(scenario, broker, messages, extra, brokers[1:])
     finally:
@@ -157,13 +160,16 @@ def _workload(scenario: Scenario, broker: RunningBroker, messages: int | None,
 
 def run_pairs(scenarios: list[Scenario], systems: tuple[System, System], pairs: int,
               log_dir: Path, start_timeout: float, messages: int | None,
-              progress: Callable[[Run], None]) -> list[Run]:
-    """Every scenario, `pairs` times A then B."""
+              progress: Callable[[Run], None], mirror_properties: Sequence[str] = ()
+              ) -> list[Run]:
+    """Every scenario, `pairs` times A then B (`mirror_properties`: KEY=VALUE settings for
+    both mirrors)."""
     runs = []
     for scenario in scenarios:
         for pair in range(1, pairs + 1):
             for system in systems:
-                run = one_run(scenario, system, pair, log_dir, start_timeout, messages)
+                run = one_run(scenario, system, pair, log_dir, start_timeout, messages,
+                              mirror_properties)
                 runs.append(run)
                 progress(run)
     return runs

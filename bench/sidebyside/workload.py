@@ -386,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", help="the mirror scenario's target cluster")
     parser.add_argument("--mirror", help="the mirror's command line, with {config}")
     parser.add_argument("--mirror-log", type=Path, help="the mirror's output")
+    parser.add_argument("--mirror-property", action="append", default=[],
+                        help="KEY=VALUE added to the mirror's properties")
     args = parser.parse_args(argv)
     scenario = SCENARIOS[args.scenario]
     count = args.messages or scenario.messages
@@ -393,8 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         usage: dict[str, Any] = {}
         if scenario.mirror:
             from bench.sidebyside.mirroring import mirror  # it imports this module
+            settings = dict(s.split("=", 1) for s in args.mirror_property)
             messages, figures, usage = mirror(args.bootstrap, scenario, count, args.target,
-                                              args.mirror, args.mirror_log)
+                                              args.mirror, args.mirror_log, settings)
         else:
             messages, figures = WORKLOADS[scenario.workload](args.bootstrap, scenario, count)
         result: dict[str, Any] = {"ok": True, "messages": messages, "figures": figures,

@@ -1,7 +1,20 @@
-"""`python -m odradek.cli`: the `odradek` command."""
+"""The `odradek` command's process: `python -m odradek.cli` and the console script."""
+
+from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
-from odradek.cli.main import main
 
-sys.exit(main())
+def run() -> NoReturn:
+    """Runs the command in this process, without Hypothesis. kio registers Hypothesis
+    strategies when it is imported and Hypothesis is installed (a test environment), which
+    made every start 0.4-2 s slower for nothing a command uses."""
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+    from odradek.cli.main import main
+
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -209,10 +209,6 @@ class Flow:
         return _EXACTLY_ONCE[self.settings["exactly.once.support"].lower()]
 
     @property
-    def tasks_max(self) -> int:
-        return self._int("tasks.max")
-
-    @property
     def offset_syncs_location(self) -> Side:
         return "target" if self.settings["offset-syncs.topic.location"] == "target" else "source"
 

@@ -194,3 +194,34 @@ def test_a_node_imports_neither_the_tools_nor_a_kafka_client_library() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "['odradek.mirror.policy', 'odradek.mirror.reader', 'odradek.spark.audit_rules']"
+
+
+WITHOUT_HYPOTHESIS_PROBE = """
+import sys
+import odradek.cli.main as cli
+
+def command():
+    import odradek.broker.app, odradek.controller.app
+    print(sorted(name for name, module in sys.modules.items()
+                 if name.split(".")[0] == "hypothesis" and module is not None),
+          "kio" in sys.modules)
+    return 0
+
+cli.main = command
+from odradek.cli.__main__ import run
+run()
+"""
+
+
+def test_the_command_runs_without_hypothesis_where_it_is_installed() -> None:
+    """Start-up time: kio imports Hypothesis, when it is installed (as here), to register
+    its strategies; the command's process (`run`) blocks that import, so a node the tests
+    start costs what it costs a user. The probe's command imports the broker and the
+    controller, and so kio."""
+    plain = subprocess.run([sys.executable, "-c",
+                            "import sys, odradek.broker.app; print(*sys.modules)"],
+                           capture_output=True, text=True, check=True)
+    assert "hypothesis" in plain.stdout.split()  # what the block prevents
+    done = subprocess.run([sys.executable, "-c", WITHOUT_HYPOTHESIS_PROBE],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "[] True"), done.stderr

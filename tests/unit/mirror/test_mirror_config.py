@@ -38,7 +38,7 @@ def test_mm2_defaults() -> None:
     assert flow.checkpoints_topic == "east.checkpoints.internal"
     assert flow.heartbeats_topic == "heartbeats"
     assert flow.progress_topic == "mm2-offsets.east.internal"
-    assert flow.tasks_max == 1
+    assert flow.settings["tasks.max"] == "1"  # checked, and otherwise unused
     assert flow.exactly_once  # ours: on by default
 
 
