@@ -189,8 +189,18 @@ class RunningBroker:
             pass
         finally:
             self._kill_group()
+            self._keep_node_logs()
             shutil.rmtree(self.data, ignore_errors=True)
         return stop_s, usage
+
+    def _keep_node_logs(self) -> None:
+        """A cluster's nodes log to `<name>.log` in its data directory: kept beside the run's
+        log as `<run log>.<name>.log` before the directory goes."""
+        if self.template.stop is None:
+            return
+        for node_log in sorted(self.data.glob("*.log")):
+            with contextlib.suppress(OSError):
+                shutil.copyfile(node_log, self.log_path.with_suffix(f".{node_log.name}"))
 
     def _group_gone(self, deadline: float) -> bool:
         """Whether every process of our group exited by the deadline (the template's shell

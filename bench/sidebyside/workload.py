@@ -18,7 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.sidebyside.scenarios import SCENARIOS, Scenario
@@ -40,10 +47,23 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def create_topic(bootstrap: str, partitions: int, replication: int = 1) -> str:
-    """A new topic, once every partition has a leader in Metadata."""
+    """A new topic, once every partition has a leader in Metadata. A cluster refusing the
+    replication factor is asked again until TIMEOUT_S: it listed all its brokers when it
+    started, and on a loaded machine may count fewer for a moment (a broker fenced after a
+    late heartbeat)."""
     topic = f"bench-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(
+                TIMEOUT_S)
+            break
+        except KafkaException as error:
+            if (error.args[0].code() != KafkaError.INVALID_REPLICATION_FACTOR
+                    or time.monotonic() > deadline):
+                raise
+            time.sleep(0.5)
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
         described = admin.list_topics(topic, timeout=10).topics.get(topic)

@@ -31,7 +31,7 @@ from odradek.exporter.cluster import ClusterExporter
 from odradek.log.meta_properties import read_bootstrap, read_or_create_cluster_id
 from odradek.metadata.controller import QuorumController
 from odradek.metadata.image import METADATA_TOPIC, MetadataError
-from odradek.metadata.records import encode_batch
+from odradek.metadata.records import FenceBrokerRecord, MetadataRecord, encode_batch
 from odradek.net.grpc_tls import ControllerChannels, server_credentials
 from odradek.net.inter_broker import inter_broker_security
 from odradek.net.tls import settings
@@ -234,10 +234,17 @@ class ControllerApp:
     async def _fence_expired(service: ControllerService, machine: ControllerMachine) -> None:
         if not service.driver.active:
             return
+        def fence() -> tuple[list[MetadataRecord], list[int]]:
+            records = machine.controller.tick(now_ms())
+            return records, [r.broker_id for r in records if isinstance(r, FenceBrokerRecord)]
+
         try:
-            await service.write(lambda: (machine.controller.tick(now_ms()), None))
+            fenced = await service.write(fence)
         except (NotController, MetadataError, TimeoutError) as failure:
             log.warning("fencing expired brokers failed: %r", failure)
+            return
+        for broker_id in fenced:
+            log.info("Fencing broker %d because its session has timed out.", broker_id)
 
 
     async def _balance_leaders(self, service: ControllerService,

@@ -190,6 +190,9 @@ def test_a_broker_whose_heartbeats_stop_is_fenced_and_its_partitions_go_offline(
         assert metrics[prefix + "fencedbrokercount"] == 1
         assert metrics[prefix + "activebrokercount"] == 2
         assert metrics[prefix + "offlinepartitionscount"] >= len(led_by_3)
+        active_log = Path(cluster.node(cluster.active_controller())["log"])
+        wait_until(lambda: "Fencing broker 3 because its session has timed out." in
+                   active_log.read_text(), what="the active controller logs the fencing")
     finally:
         cluster.resume("broker-3")
     wait_until(lambda: not fenced(3), what="broker 3 is unfenced again", ignoring=Exception)

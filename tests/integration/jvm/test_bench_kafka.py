@@ -19,3 +19,5 @@ def test_the_rf3_scenario_runs_on_kafkas_three_brokers(tmp_path: Path) -> None:
         ("odradek", True, None), ("kafka", True, None)]
     for run in report["runs"]:
         assert run["figures"]["stop_s"] is not None, run  # stopped, not killed
+        kept = sorted(p.name for p in Path(run["log"]).parent.glob(f"{run['system']}-rf3-1.*.log"))
+        assert len(kept) == 4, kept  # the controller's and the brokers' logs outlive the run
