@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from odradek.cli.cluster.layout import free_port  # noqa: E402
+from odradek.cli.cluster.layout import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
