@@ -8,6 +8,7 @@ target."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -64,12 +65,13 @@ class TopicAclSync:
         self._target.close()
 
     async def _send(self, alias: str, cluster: KafkaCluster, request: Any) -> Any:
+        started = time.monotonic()
         try:
             response = await cluster.send(request)
         except KafkaClientError as error:
-            self._health.failed(alias, error)
+            self._health.failed(alias, error, started)
             raise ClusterUnavailable(alias, error) from None
-        self._health.ok(alias)
+        self._health.ok(alias, started)
         return response
 
     def _authorizer_missing(self, alias: str, side: Side) -> None:

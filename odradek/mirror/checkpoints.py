@@ -126,6 +126,8 @@ class OffsetSyncReader:
                 return
 
     def _add(self, message: Message) -> None:
+        """Only errors reach the cluster's health: a record may have waited in librdkafka's
+        queue since before the cluster went away, and says nothing of it now."""
         error = message.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
@@ -133,7 +135,6 @@ class OffsetSyncReader:
             elif error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 self._health.failed(self.flow.offset_syncs_cluster, KafkaException(error))
             return
-        self._health.ok(self.flow.offset_syncs_cluster)
         offset = message.offset()
         if offset is not None:
             self.translator.advance(offset)

@@ -75,15 +75,20 @@ class Refused(Exception):
 
 
 class ClusterHealth:
-    """Which clusters answered their last call; logs the changes only. A call that failed
-    after it started is stale once a later call succeeded (a flush that timed out while the
-    cluster came back), and changes nothing."""
+    """Which clusters answered their last call; logs the changes only. A call's outcome is
+    stale, and changes nothing, when the other outcome was recorded after the call began: a
+    flush that timed out while the cluster came back, or an answer that arrived before the
+    cluster went away and was read after."""
 
     def __init__(self) -> None:
         self._down: dict[str, str] = {}
         self._last_ok: dict[str, float] = {}
+        self._last_failed: dict[str, float] = {}
 
-    def ok(self, alias: str) -> None:
+    def ok(self, alias: str, started: float) -> None:
+        """`started`: when the call began (time.monotonic())."""
+        if started < self._last_failed.get(alias, float("-inf")):
+            return
         self._last_ok[alias] = time.monotonic()
         if self._down.pop(alias, None) is not None:
             log.info("cluster %s is reachable again", alias)
@@ -92,6 +97,7 @@ class ClusterHealth:
         """`started`: when the failed call began (time.monotonic()); None: just now."""
         if started is not None and started < self._last_ok.get(alias, float("-inf")):
             return
+        self._last_failed[alias] = time.monotonic()
         if alias not in self._down:
             log.warning("cluster %s is unreachable, retrying with backoff: %s", alias,
                         error or type(error).__name__)
@@ -161,13 +167,13 @@ class ClusterClient:
         except (KafkaException, TimeoutError) as error:
             code = client_error(error)
             if code is not None and code.code() in tolerate | refuse:
-                self._health.ok(self.alias)
+                self._health.ok(self.alias, started)
                 if code.code() in refuse:
                     raise Refused(code) from None
                 return None
             raise ClusterUnavailable(self.alias, f"{what}: {self._failed(error, started)}"
                                      ) from None
-        self._health.ok(self.alias)
+        self._health.ok(self.alias, started)
         return result
 
     async def _required(self, what: str, future: Future[T]) -> T:
@@ -181,7 +187,7 @@ class ClusterClient:
             result = await asyncio.to_thread(call, *args)
         except KafkaException as error:
             raise ClusterUnavailable(self.alias, self._failed(error, started)) from None
-        self._health.ok(self.alias)
+        self._health.ok(self.alias, started)
         return result
 
     async def topics(self) -> dict[str, int]:
@@ -316,7 +322,7 @@ class ClusterClient:
         except KafkaClientError as error:
             raise ClusterUnavailable(self.alias, f"{what} of group {group}: "
                                      f"{self._failed(error, started)}") from None
-        self._health.ok(self.alias)
+        self._health.ok(self.alias, started)
         return response
 
     def _check(self, group: str, what: str, code: int) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from odradek.cli.main import main as odradek
@@ -216,8 +217,9 @@ def mirror_records(count: int, age_ms: int = 0) -> tuple[str, list[Rec]]:
     target = f"east.{topic}"
     wait_until(lambda: target in admin(WEST).list_topics(timeout=TIMEOUT).topics, 120,
                f"{target} on west", ignoring=Exception)
+    # a broker may answer for the new topic's partitions before it learns their leaders
     wait_until(lambda: sum(len(read_confluent(WEST, target, [p])) for p in range(3)) >= count,
-               120, f"{count} records in {target}")
+               120, f"{count} records in {target}", ignoring=KafkaException)
     return topic, sent
 
 
