@@ -26,11 +26,12 @@ from odradek.broker.broker import Broker
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.topic_creation import create_topic
+from odradek.log.leader_validation import validate_leader_append
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
 from odradek.protocol.record_codec import build_batch, decode_records
-from odradek.protocol.records import BatchInfo, iter_batches, validate_batches
+from odradek.protocol.records import BatchInfo, iter_batches
 from odradek.runtime.clock import now_ms
 
 log = logging.getLogger("odradek.broker.coordinators")
@@ -387,7 +388,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         batch = bytearray(build_batch(
             [self.encode(r) for r in out.records], timestamp_ms=now, producer_id=producer_id,
             producer_epoch=producer_epoch, is_transactional=producer_id >= 0))
-        batches = validate_batches(batch, len(batch), from_client=False)
+        batches = validate_leader_append(batch, log_.config, f"{self.topic}-{partition}", now,
+                                         client=None)
         result, ack = self.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
                                                      now, wait_for_isr=True)
         self._written[partition] = result.last_offset + 1

@@ -14,12 +14,12 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.broker import Broker
 from odradek.broker.partitions import TopicPartition
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
+from odradek.log.leader_validation import validate_leader_append
 from odradek.metadata.image import OFFSETS_TOPIC
 from odradek.net.kafka_client import BrokerConnection, BrokerConnectionError
 from odradek.net.kafka_client.request_versions import WRITE_TXN_MARKERS
 from odradek.protocol.codec import build_request
 from odradek.protocol.control import build_marker_batch
-from odradek.protocol.records import validate_batches
 from odradek.runtime.clock import now_ms
 from odradek.txn.coordinator import MarkerJob
 from odradek.txn.producer_state import ProducerStateError
@@ -61,7 +61,8 @@ class MarkerWriter:
         batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
         _, ack = self.replicas.append_as_leader(
             key, log_, leader_epoch, batch,
-            validate_batches(batch, len(batch), from_client=False), now, wait_for_isr=True)
+            validate_leader_append(batch, log_.config, f"{key[0]}-{key[1]}", now, client=None), now,
+            wait_for_isr=True)
         if key[0] == OFFSETS_TOPIC:
             self._complete_group_transaction(key[1], producer_id, commit)
         return ack

@@ -47,6 +47,8 @@ class LogConfig:
     flush_ms: int
     file_delete_delay_ms: int
     message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
     max_message_bytes: int
     cleanup_policy: str
     """Comma-separated: `delete`, `compact` or both."""
@@ -70,6 +72,8 @@ class LogConfig:
             flush_ms=_int(values, "flush.ms"),
             file_delete_delay_ms=_int(values, "file.delete.delay.ms"),
             message_timestamp_type=_str(values, "message.timestamp.type"),
+            message_timestamp_before_max_ms=_int(values, "message.timestamp.before.max.ms"),
+            message_timestamp_after_max_ms=_int(values, "message.timestamp.after.max.ms"),
             max_message_bytes=_int(values, "max.message.bytes"),
             cleanup_policy=_str(values, "cleanup.policy"),
             delete_retention_ms=_int(values, "delete.retention.ms"),

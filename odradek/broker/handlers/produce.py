@@ -1,4 +1,5 @@
-"""Produce: validate batch headers and CRCs, assign offsets, append. Records are never decoded.
+"""Produce: the leader's checks of the batch (odradek/log/leader_validation.py), the producer's
+sequence, then the append. Records are never decoded.
 
 acks=all answers once the high watermark passes the appended batch (every ISR member has
 it), or with the error that stopped it: the request's timeout, a lost leadership, or an ISR
@@ -21,16 +22,15 @@ from odradek.broker.handlers.fetch import node_endpoints
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.server import ConnectionAbort
 from odradek.broker.txn_verification import client_verdict, verify
+from odradek.log.leader_validation import ClientAppend, RecordsRefused, validate_leader_append
 from odradek.log.partition import PartitionLog, RecordBatchTooLargeError
 from odradek.metadata.image import INTERNAL_TOPICS
-from odradek.protocol.record_codec import keyless_records
-from odradek.protocol.records import ZSTD, BatchInfo, InvalidRecordsError, validate_batches
+from odradek.protocol.records import InvalidRecordsError
 from odradek.runtime.clock import now_ms
 from odradek.txn.producer_state import BatchMetadata, ProducerStateError
 
 log = logging.getLogger("odradek.broker.produce")
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
-FIRST_ZSTD_VERSION = 7
 VALID_ACKS = (0, 1, -1)
 FIRST_TRANSACTION_ABORTABLE_VERSION = 11
 """Produce v11 added TRANSACTION_ABORTABLE; older producers get INVALID_TXN_STATE, as Kafka
@@ -131,31 +131,6 @@ async def _verify_then_finish(context: RequestContext, request: Any,
     return await finished if isinstance(finished, Awaitable) else finished
 
 
-def _keyless_refusal(topic: str, index: int, log_: PartitionLog, records: bytes,
-                     batch: BatchInfo) -> dict[str, Any] | None:
-    """Compacted topics refuse a batch with records without a key, naming each of them
-    (KIP-467), as Kafka's LogValidator does; only there are records walked (not decoded) on
-    the produce path."""
-    if not log_.config.compact_enabled:
-        return None
-    with memoryview(records) as view:
-        try:
-            keyless = keyless_records(view[batch.position:batch.end])
-        except InvalidRecordsError as error:
-            return _error(index, error.error_code, error.message)
-    if not keyless:
-        return None
-    problem = ("Compacted topic cannot accept message without key in topic partition "
-               f"{topic}-{index}")
-    shown = ", ".join(f"RecordError(batchIndex={i}, message='{problem}')" for i in keyless[:3])
-    answer = _error(index, ErrorCode.invalid_record, (
-        f"One or more records have been rejected due to {len(keyless)} record errors in total, "
-        f"and only showing the first three errors at most: [{shown}]"), log_)
-    answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": problem}
-                               for i in keyless]
-    return answer
-
-
 def _finish(context: RequestContext, request: Any, responses: list[dict[str, Any]],
             pending: list[Pending]) -> Result | Awaitable[Result]:
     """Count errors, then answer: at once, or once the appends are fsynced (as the flush
@@ -227,38 +202,6 @@ def _error(index: int, code: ErrorCode, message: str | None = None,
             "log_start_offset": -1 if log_ is None else log_.log_start_offset}
 
 
-def _timestamp_problem(
-    broker: Broker, topic: str, batches: list[BatchInfo], now: int
-) -> str | None:
-    """Kafka's CreateTime bounds: message.timestamp.before.max.ms and .after.max.ms."""
-    config = broker.topic_config(topic)
-    if config["message.timestamp.type"] != "CreateTime":
-        return None
-    before = config["message.timestamp.before.max.ms"]
-    after = config["message.timestamp.after.max.ms"]
-    for batch in batches:
-        if batch.max_timestamp - now > after or 0 <= batch.base_timestamp < now - before:
-            return (
-                f"Timestamp of a batch ({batch.base_timestamp}..{batch.max_timestamp}) is out of "
-                f"the range allowed by message.timestamp.before.max.ms/after.max.ms"
-            )
-    return None
-
-
-def _request_problem(batches: list[BatchInfo], version: int) -> tuple[ErrorCode, str] | None:
-    """Kafka's ProduceRequest rules: one batch per partition, zstd only from v7."""
-    if len(batches) != 1:
-        return ErrorCode.invalid_record, (
-            "Produce requests with version 3 and above must contain exactly one record batch "
-            f"per partition, got {len(batches)}"
-        )
-    if batches[0].compression == ZSTD and version < FIRST_ZSTD_VERSION:
-        return ErrorCode.unsupported_compression_type, (
-            f"zstd-compressed batches need Produce v{FIRST_ZSTD_VERSION} or later"
-        )
-    return None
-
-
 def _count_failure(broker: Broker, topic: str) -> None:
     """Per-topic failure counts, for topics that exist (client-chosen names make no series)."""
     if topic in broker.metadata.topics:
@@ -307,25 +250,21 @@ def produce_partition(
     if not records:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.corrupt_message, "empty record set")
+    now = now_ms()
     try:
-        batches = validate_batches(records, log_.config.max_message_bytes)
+        batches = validate_leader_append(records, log_.config, f"{topic}-{index}", now,
+                                         ClientAppend(version))
+    except RecordsRefused as refused:
+        _count_failure(broker, topic)
+        answer = _error(index, refused.error_code, refused.message, log_)
+        if refused.record_errors:
+            answer["record_errors"] = [{"batch_index": i, "batch_index_error_message": message}
+                                       for i, message in refused.record_errors]
+        return answer
     except InvalidRecordsError as error:
         _count_failure(broker, topic)
         log.info("rejected produce to %s-%d: %s", topic, index, error.message)
         return _error(index, error.error_code, error.message)
-    refused = _request_problem(batches, version)
-    if refused:
-        _count_failure(broker, topic)
-        return _error(index, *refused)
-    refusal = _keyless_refusal(topic, index, log_, records, batches[0])
-    if refusal is not None:
-        _count_failure(broker, topic)
-        return refusal
-    now = now_ms()
-    problem = _timestamp_problem(broker, topic, batches, now)
-    if problem:
-        _count_failure(broker, topic)
-        return _error(index, ErrorCode.invalid_timestamp, problem, log_)
     batch = batches[0]
     if batch.producer_id >= 0:
         try:

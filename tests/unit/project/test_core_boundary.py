@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 CORE_PACKAGES = ("protocol", "raft", "metadata", "group", "txn", "share", "replication",
                  "security")
-LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config")
+LOG_RULE_MODULES = ("odradek.log.compaction", "odradek.log.cleaning_plan", "odradek.log.config",
+                    "odradek.log.leader_validation")
 """The modules of `log/` that are pure rules; the rest of `log/` is the storage layer."""
 MIRROR_CORE_MODULES = ("odradek.mirror.config", "odradek.mirror.policy",
                        "odradek.mirror.formats", "odradek.mirror.translation")
