@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from odradek.cli.cluster.layout import plan, properties, read_layout, voters, write_layout
 from odradek.cli.cluster.processes import alive, start_time
-from odradek.cli.main import build_parser, node_config
+from odradek.cli.main import _imports_done, build_parser, node_config
 from odradek.config.kafka_configs import BrokerConfig, load_properties
 from tests.waiting import wait_until
 
@@ -211,6 +212,36 @@ cli.main = command
 from odradek.cli.__main__ import run
 run()
 """
+
+
+HEAP_PROBE = """
+import gc, sys
+import odradek.cli.main as cli
+
+def runner(args, at_swap_point):
+    importing = gc.isenabled()
+
+    def node(config, prefer_uvloop):
+        print(importing, gc.isenabled(), gc.get_freeze_count() > 0)
+    return node
+
+cli._runner = runner
+sys.argv = ["odradek", "dev", "--data-dir", sys.argv[1]]
+from odradek.cli.__main__ import run
+run()
+"""
+
+
+def test_a_node_collects_garbage_but_never_scans_its_modules_again(tmp_path: Path) -> None:
+    """The collector is off while the node's modules import and back on before it runs,
+    with what they built frozen (a full collection of it stalled the event loop); a test
+    calling `main` in its own process keeps its heap unfrozen."""
+    done = subprocess.run([sys.executable, "-c", HEAP_PROBE, str(tmp_path)],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "False True True"), done.stderr
+    frozen = gc.get_freeze_count()
+    _imports_done()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
 def test_the_command_runs_without_hypothesis_where_it_is_installed() -> None:
