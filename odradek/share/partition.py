@@ -29,7 +29,8 @@ The API (all times are `now_ms` passed in; nothing here reads a clock or does IO
 - `expire_locks(now_ms)` and `next_lock_deadline()`: acquisition locks
   (`share.record.lock.duration.ms`) that ran out return their records to AVAILABLE, or
   ARCHIVED once `group.share.delivery.count.limit` deliveries were made.
-- `release_acquired_records(member_id)`: a member left (or closed its share session).
+- `release_acquired_records(member_id)`: a member left (or closed its share session); its
+  records go back as their locks' expiry would send them, delivery counts kept.
 - `update_log_start_offset(offset)`: the log's start offset moved (retention, deletion).
 - `in_flight()`: the in-flight state, range by range, for describing and for tests;
   `start_offset`, `end_offset`, `delivery_complete_count()` for describing and lag.
@@ -669,14 +670,17 @@ class SharePartition:
         """Records whose acquisition lock has run out at `now_ms` become AVAILABLE again,
         or ARCHIVED at the delivery count limit or below the start offset."""
         return self._release(lambda s: s.deadline_ms is not None and s.deadline_ms <= now_ms,
-                             decrease=False)
+                             expired=True)
 
     def release_acquired_records(self, member_id: str) -> StateWrite | None:
-        """A member left: the records it holds become AVAILABLE, their delivery count taken
-        back (they were fetched, not necessarily delivered), as Kafka does."""
-        return self._release(lambda s: s.member_id == member_id, decrease=True)
+        """A member left: the records it holds become AVAILABLE, or ARCHIVED at the delivery
+        count limit, as when their lock runs out. Their delivery count stays as it is, as
+        Kafka 4.3 keeps it (DeliveryCountOps.NO_OP): the member may have handed them to its
+        application, and a consumer that closes without acknowledging what it last polled
+        would otherwise have them delivered again as first deliveries."""
+        return self._release(lambda s: s.member_id == member_id, expired=False)
 
-    def _release(self, which: Callable[[_State], bool], decrease: bool) -> StateWrite | None:
+    def _release(self, which: Callable[[_State], bool], expired: bool) -> StateWrite | None:
         changes = _Changes()
         for batch in self._batches:
             whole = batch.whole
@@ -687,14 +691,10 @@ class SharePartition:
                 if state.state != RecordState.ACQUIRED or not which(state):
                     continue
                 changes.touch(first, last, state)
-                if not decrease:  # its lock ran out
+                if expired:
                     self.lock_timeouts += last - first + 1
-                if last < self.start_offset:
-                    state.settle(RecordState.ARCHIVED)
-                elif decrease:
-                    state.delivery_count -= 1
-                    state.settle(RecordState.AVAILABLE)
-                elif state.delivery_count >= self.config.delivery_count_limit:
+                if (last < self.start_offset
+                        or state.delivery_count >= self.config.delivery_count_limit):
                     state.settle(RecordState.ARCHIVED)
                 else:
                     state.settle(RecordState.AVAILABLE)

@@ -298,7 +298,9 @@ class SharePartitionMachine(RuleBasedStateMachine):
         held = [o for o, r in self.recs.items() if r.state == ACQ and r.member == member]
         assert self.written(write) == set(held)
         for offset in held:
-            self.recs[offset] = Rec(AV, self.recs[offset].count - 1)
+            count = self.recs[offset].count
+            self.recs[offset] = Rec(ARC if count >= self.config.delivery_count_limit else AV,
+                                    count)
         self.held_below = {o: r for o, r in self.held_below.items() if r.member != member}
         self.settle()
         self.persist(write)
@@ -624,12 +626,15 @@ def test_renew_extends_the_lock_and_persists_nothing() -> None:
     assert partition.next_lock_deadline() == 50 + LOCK_MS
 
 
-def test_a_member_leaving_releases_its_records_and_takes_back_their_delivery() -> None:
+def test_a_member_leaving_releases_its_records_and_keeps_their_delivery_count() -> None:
+    """As Kafka 4.3 does: the records may have reached the member's application, so their
+    next delivery is not a first one (librdkafka's 0174 counts first deliveries)."""
     partition = fresh()
     partition.acquire("m1", 0, [(0, 1)], 0, 100)
     partition.acquire("m2", 2, [(2, 3)], 0, 100)
     write = partition.release_acquired_records("m1")
-    assert write is not None and write.state_batches == (StateBatch(0, 1, AV, 0),)
+    assert write is not None and write.state_batches == (StateBatch(0, 1, AV, 1),)
+    assert partition.acquire("m3", 0, [(0, 1)], 0, 100) == [AcquiredRecords(0, 1, 2)]
     assert states(partition)[2] == (ACQ, 1, "m2")
     assert partition.release_acquired_records("m1") is None
 
