@@ -388,7 +388,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         batch = bytearray(build_batch(
             [self.encode(r) for r in out.records], timestamp_ms=now, producer_id=producer_id,
             producer_epoch=producer_epoch, is_transactional=producer_id >= 0))
-        batches = validate_leader_append(batch, log_.config, f"{self.topic}-{partition}", now,
+        batches = validate_leader_append(batch, log_.config, (self.topic, partition), now,
                                          client=None)
         result, ack = self.replicas.append_as_leader(key, log_, leader_epoch, batch, batches,
                                                      now, wait_for_isr=True)

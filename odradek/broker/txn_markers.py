@@ -61,7 +61,7 @@ class MarkerWriter:
         batch = build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now)
         _, ack = self.replicas.append_as_leader(
             key, log_, leader_epoch, batch,
-            validate_leader_append(batch, log_.config, f"{key[0]}-{key[1]}", now, client=None), now,
+            validate_leader_append(batch, log_.config, key, now, client=None), now,
             wait_for_isr=True)
         if key[0] == OFFSETS_TOPIC:
             self._complete_group_transaction(key[1], producer_id, commit)

@@ -43,11 +43,11 @@ class RecordsRefused(InvalidRecordsError):
         self.record_errors = list(record_errors)
 
 
-def validate_leader_append(records: Buffer, config: LogConfig, partition: str, now_ms: int,
-                           client: ClientAppend | None) -> list[BatchInfo]:
-    """The batches of `records` for the leader of `partition` (`topic-index`, for messages)
-    to append; InvalidRecordsError (RecordsRefused for contents) with Kafka's error code for
-    the first rule broken. `client` None: the broker's own batch."""
+def validate_leader_append(records: Buffer, config: LogConfig, partition: tuple[str, int],
+                           now_ms: int, client: ClientAppend | None) -> list[BatchInfo]:
+    """The batches of `records` for the leader of `partition` (topic, index) to append;
+    InvalidRecordsError (RecordsRefused for contents) with Kafka's error code for the first
+    rule broken. `client` None: the broker's own batch."""
     if client is None:
         return validate_batches(records, len(records), from_client=False)
     batches = validate_batches(records, config.max_message_bytes)
@@ -69,7 +69,7 @@ def _check_request_rules(batches: list[BatchInfo], version: int) -> None:
             f"zstd-compressed batches need Produce v{FIRST_ZSTD_VERSION} or later"))
 
 
-def _check_keys(records: Buffer, batch: BatchInfo, partition: str) -> None:
+def _check_keys(records: Buffer, batch: BatchInfo, partition: tuple[str, int]) -> None:
     """Compacted topics refuse records without a key, naming each of them (KIP-467); only
     here are a client's records walked on the produce path."""
     with memoryview(records) as view:
@@ -77,7 +77,7 @@ def _check_keys(records: Buffer, batch: BatchInfo, partition: str) -> None:
     if not keyless:
         return
     problem = ("Compacted topic cannot accept message without key in topic partition "
-               f"{partition}")
+               f"{partition[0]}-{partition[1]}")
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{problem}')" for i in keyless[:3])
     raise RecordsRefused(ErrorCode.invalid_record, (
         f"One or more records have been rejected due to {len(keyless)} record errors in total, "

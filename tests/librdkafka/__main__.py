@@ -1,7 +1,7 @@
 """`python -m tests.librdkafka --source DIR`: runs librdkafka's regression tests against
 Odradek in each configuration (see harness), one test at a time, and prints a summary table
-and the counts; `--json` also writes every outcome. Run through scripts/librdkafka_suite.sh,
-which downloads and builds librdkafka first."""
+and the counts; `--json` also writes every outcome. Exits 1 when a test failed or timed out.
+Run through scripts/librdkafka_suite.sh, which downloads and builds librdkafka first."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def main() -> int:
             {c: [{"name": o.name, "state": o.state, "reason": o.reason,
                   "seconds": round(o.seconds, 1)} for o in outcomes]
              for c, outcomes in results.items()}, indent=1))
-    return 0
+    return int(any(o.state in ("FAILED", "TIMEOUT")
+                   for outcomes in results.values() for o in outcomes))
 
 
 def run_configuration(args: argparse.Namespace, configuration: str,

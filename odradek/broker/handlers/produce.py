@@ -252,7 +252,7 @@ def produce_partition(
         return _error(index, ErrorCode.corrupt_message, "empty record set")
     now = now_ms()
     try:
-        batches = validate_leader_append(records, log_.config, f"{topic}-{index}", now,
+        batches = validate_leader_append(records, log_.config, (topic, index), now,
                                          ClientAppend(version))
     except RecordsRefused as refused:
         _count_failure(broker, topic)
