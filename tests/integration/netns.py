@@ -164,7 +164,7 @@ class NetnsCluster:
         process = self.nodes[name].process
         if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
+            process.wait(60)  # a loaded machine reaped one after more than 10 s
 
     def send_signal(self, name: str, number: signal.Signals) -> None:
         """Send a signal to the node's process group (SIGSTOP, SIGCONT, SIGTERM, ...)."""
