@@ -242,6 +242,7 @@ class BrokerApp:
         finally:
             self._phase = "shutting down"
             log.info("shutting down")
+            services.replicas.stop_replicating()
             await lifecycle.shutdown(self._fenced_in_image)
             for server in servers:
                 server.close()

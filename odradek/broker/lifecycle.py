@@ -26,7 +26,8 @@ CATCH_UP_HEARTBEAT_S = 0.01
 """Heartbeats until first unfenced, catching up with the metadata log: Kafka's 10 ms
 (STARTING); a broker fenced later heartbeats at its interval, as Kafka's does once RUNNING."""
 SHUTDOWN_POLL_S = 0.05
-"""How often a controlled shutdown looks for this broker fenced in the image."""
+"""How often a controlled shutdown heartbeats until the controller says to shut down (Kafka's
+first is 50 ms after the last), and then looks for this broker fenced in the image."""
 SHUTDOWN_WAIT_S = 5.0
 _REREGISTER = {ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered}
 
@@ -215,9 +216,11 @@ class BrokerLifecycle:
         self.progress.advance(batch.offset)
 
     async def shutdown(self, fenced_in_image: Callable[[], bool] = lambda: True) -> None:
-        """Controlled shutdown: ask to be fenced, which moves leadership off this broker, and
-        keep following the metadata until `fenced_in_image()` (the broker has handed its
-        partitions over and answers NOT_LEADER_OR_FOLLOWER for them), then stop."""
+        """Controlled shutdown: heartbeat wanting to shut down until the controller says to
+        (it first moves this broker's leaderships and waits for the other brokers to learn
+        of it: odradek/metadata/controller.py), and keep following the metadata until
+        `fenced_in_image()` (the broker has handed its partitions over and answers
+        NOT_LEADER_OR_FOLLOWER for them), then stop."""
         following, beating = self._tasks or (None, None)
         if beating is not None:
             beating.cancel()
@@ -227,8 +230,10 @@ class BrokerLifecycle:
             try:
                 async with asyncio.timeout(SHUTDOWN_WAIT_S):
                     response = await self._heartbeat()
-                    while response is not None and response.should_shutdown \
-                            and not fenced_in_image():
+                    while response is not None and not response.should_shutdown:
+                        await asyncio.sleep(SHUTDOWN_POLL_S)
+                        response = await self._heartbeat()
+                    while response is not None and not fenced_in_image():
                         await asyncio.sleep(SHUTDOWN_POLL_S)
             except TimeoutError:
                 response = None

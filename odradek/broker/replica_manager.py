@@ -81,6 +81,9 @@ class ReplicaManager:
         self.followed: dict[TopicPartition, tuple[int, int]] = {}
         """Partitions followed: (leader id, leader epoch)."""
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.replicating = True
+        """False once controlled shutdown began: the controller takes this broker out of the
+        ISRs and would refuse it back, so it fetches no more."""
         self._purgatories: dict[TopicPartition, OffsetPurgatory[asyncio.Future[ErrorCode]]] = {}
         self._isr_queue: dict[TopicPartition, tuple[LeaderState, IsrChange]] = {}
         """ISR changes waiting for the request in flight to be answered."""
@@ -148,7 +151,7 @@ class ReplicaManager:
         if self.followed.get(key) == wanted:
             return
         self._stop_following(key)
-        if record.leader == NO_LEADER:
+        if record.leader == NO_LEADER or not self.replicating:
             return
         leader = self.broker.inter_broker_endpoint(record.leader, include_fenced=True)
         if leader is None:
@@ -381,6 +384,14 @@ class ReplicaManager:
                    self.broker.topic_config(topic)["min.insync.replicas"])
         for topic, partition in list(self.followed):
             yield topic, partition, False, 0, 0, 0
+
+    def stop_replicating(self) -> None:
+        """Controlled shutdown: follow no partition from now on."""
+        self.replicating = False
+        for key in list(self.followed):
+            self._stop_following(key)
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
 
     async def stop(self) -> None:
         for fetcher in self.fetchers.values():

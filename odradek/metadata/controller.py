@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kio.schema.errors import ErrorCode
@@ -79,6 +79,12 @@ class QuorumController:
         make a new incarnation's registration a duplicate (a restarted broker is not kept
         waiting by a session the new controller merely assumed)."""
         self._issued_epoch = 0
+        self._shutting_down: dict[int, int | None] = {}
+        """Brokers in controlled shutdown, volatile as sessions are: None while they still
+        lead a partition, then the metadata offset every other active broker must reach
+        before they are fenced (Kafka's controlledShutdownOffset)."""
+        self._reported_offsets: dict[int, int] = {}
+        """Each broker's metadata offset, from its latest heartbeat."""
 
     # --- replay -------------------------------------------------------------------------
 
@@ -90,9 +96,13 @@ class QuorumController:
             match record:
                 case RegisterBrokerRecord(broker_id=broker_id):
                     self._registration_offsets[broker_id] = offset
+                    self._shutting_down.pop(broker_id, None)
+                case FenceBrokerRecord(broker_id=broker_id):
+                    self._shutting_down.pop(broker_id, None)
                 case UnregisterBrokerRecord(broker_id=broker_id):
                     del self._registration_offsets[broker_id]
                     self._deadlines.pop(broker_id, None)
+                    self._shutting_down.pop(broker_id, None)
         self.last_offset = max(self.last_offset, offset)
 
     def registration_offset(self, broker_id: int) -> int | None:
@@ -108,6 +118,8 @@ class QuorumController:
         deadline = now_ms + self.session_timeout_ms
         self._deadlines = {broker_id: deadline for broker_id in self.metadata.brokers}
         self._contacted = set()
+        self._shutting_down = {}
+        self._reported_offsets = {}
 
     def register_broker(
         self, broker_id: int, incarnation_id: str, endpoints: Sequence[Endpoint],
@@ -115,7 +127,8 @@ class QuorumController:
     ) -> tuple[list[MetadataRecord], int]:
         """(records, broker epoch). The same incarnation registering again keeps its epoch
         (records only when its endpoints or rack changed); a new incarnation gets a new, fenced
-        registration, unless the current one is unfenced and its session alive."""
+        registration, unless the current one is unfenced, its session alive and it is not in
+        controlled shutdown."""
         if broker_id < 0:
             raise MetadataError(ErrorCode.invalid_request, f"Invalid broker id {broker_id}")
         endpoints = tuple(endpoints)
@@ -132,7 +145,8 @@ class QuorumController:
             amended = RegisterBrokerRecord(broker_id, incarnation_id, existing.epoch, endpoints,
                                            rack, existing.fenced)
             return [amended], existing.epoch
-        if existing is not None and not existing.fenced and self._alive(broker_id, now_ms):
+        if existing is not None and not existing.fenced and self._alive(broker_id, now_ms) \
+                and broker_id not in self._shutting_down:
             raise MetadataError(ErrorCode.duplicate_broker_registration,
                                 "Another broker is registered with that broker id.")
         epoch = self._issued_epoch = self._next_broker_epoch()
@@ -145,7 +159,7 @@ class QuorumController:
                 RegisterBrokerRecord(broker_id, incarnation_id, epoch, endpoints, rack)], epoch
 
     def _changes(self) -> _Changes:
-        return _Changes(self.metadata, self._unclean_allowed)
+        return _Changes(self.metadata, self._unclean_allowed, self._shutting_down.keys())
 
     def _counted(self, changes: _Changes) -> list[MetadataRecord]:
         records = changes.records()
@@ -175,12 +189,17 @@ class QuorumController:
         want_shutdown: bool, now_ms: int,
     ) -> tuple[list[MetadataRecord], HeartbeatResult]:
         """Renews the session. A fenced broker that has caught up with its registration is
-        unfenced; an unfenced one that wants to be fenced or to shut down is fenced.
+        unfenced; an unfenced one that wants to be fenced is fenced.
 
-        Controlled shutdown is one step: fencing moves each of the broker's leaderships to
-        another unfenced ISR member or takes the partition offline, so the broker leads
-        nothing once these records commit and is told to shut down in this answer. (Kafka
-        waits in a CONTROLLED_SHUTDOWN state until the other brokers have caught up.)"""
+        Controlled shutdown is Kafka's: the broker's first heartbeat that wants to shut down
+        moves its leaderships to other active ISR members (or takes a partition offline)
+        and takes it out of the ISRs, and it stays unfenced, so Metadata still lists it and
+        it answers NOT_LEADER_OR_FOLLOWER and NOT_COORDINATOR for what moved. It is fenced
+        and told to shut down on a later heartbeat, once it leads nothing and every other
+        active broker has reported the metadata offset of those moves. Clients that cached
+        it as a coordinator learn of the move from its answers instead of losing it from
+        Metadata first (librdkafka never asks a coordinator again once Metadata dropped it:
+        docs/reliability.md)."""
         registration = self.metadata.brokers.get(broker_id)
         if registration is None:
             raise MetadataError(ErrorCode.broker_id_not_registered,
@@ -188,17 +207,44 @@ class QuorumController:
         _check_epoch(registration, broker_epoch)
         self._deadlines[broker_id] = now_ms + self.session_timeout_ms
         self._contacted.add(broker_id)
+        self._reported_offsets[broker_id] = metadata_offset
         caught_up = metadata_offset >= self._registration_offsets.get(broker_id, 0)
         changes = self._changes()
         fenced = registration.fenced
         if fenced and caught_up and not (want_fence or want_shutdown):
             changes.unfence(registration)
             fenced = False
-        elif not fenced and (want_fence or want_shutdown):
+        elif not fenced and want_fence:
             changes.fence(registration)
             fenced = True
+        elif not fenced and want_shutdown:
+            fenced = self._controlled_shutdown(registration, changes)
         return self._counted(changes), HeartbeatResult(caught_up, fenced,
                                                        want_shutdown and fenced)
+
+    def _controlled_shutdown(self, registration: BrokerRegistration,
+                             changes: _Changes) -> bool:
+        """One heartbeat of a broker in controlled shutdown: whether it is fenced now."""
+        broker_id = registration.broker_id
+        self._shutting_down.setdefault(broker_id, None)
+        changes.shut_down(broker_id)
+        if changes.records() or any(p.leader == broker_id for p in self.metadata.partitions()):
+            self._shutting_down[broker_id] = None
+            return False
+        offset = self._shutting_down[broker_id]
+        if offset is None:
+            offset = self._shutting_down[broker_id] = self.last_offset
+        if offset > self._lowest_active_offset():
+            return False
+        changes.fence(registration)
+        return True
+
+    def _lowest_active_offset(self) -> float:
+        """The lowest metadata offset reported by an unfenced broker not shutting down (one
+        not heard from since this controller became active counts as behind)."""
+        return min((self._reported_offsets.get(b.broker_id, -1)
+                    for b in self.metadata.unfenced_brokers()
+                    if b.broker_id not in self._shutting_down), default=float("inf"))
 
     def tick(self, now_ms: int) -> list[MetadataRecord]:
         """Fence every unfenced broker whose session has expired, with the partition changes
@@ -256,10 +302,10 @@ class QuorumController:
             raise MetadataError(ErrorCode.invalid_request,
                                 f"The ISR {list(isr)} does not include the leader {broker_id}.")
         ineligible = [r for r in isr if r not in self.metadata.brokers
-                      or self.metadata.brokers[r].fenced]
+                      or self.metadata.brokers[r].fenced or r in self._shutting_down]
         if ineligible:
-            raise MetadataError(ErrorCode.ineligible_replica,
-                                f"Replica(s) {ineligible} are fenced or not registered.")
+            raise MetadataError(ErrorCode.ineligible_replica, f"Replica(s) {ineligible} are "
+                                "fenced, in controlled shutdown or not registered.")
         if isr == current.isr:
             return []
         settled = reassignment.settle(replace(current, isr=isr), self._live())
@@ -335,7 +381,7 @@ class QuorumController:
         return records
 
     def _live(self) -> set[int]:
-        return {b.broker_id for b in self.metadata.unfenced_brokers()}
+        return {b.broker_id for b in self.metadata.unfenced_brokers()} - self._shutting_down.keys()
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int
@@ -424,20 +470,28 @@ class _Changes:
     acknowledged may be lost: hence the count)."""
 
     def __init__(self, metadata: ClusterMetadata,
-                 unclean_allowed: Callable[[str], bool] = lambda topic_id: False) -> None:
+                 unclean_allowed: Callable[[str], bool] = lambda topic_id: False,
+                 shutting_down: Collection[int] = ()) -> None:
         self._metadata = metadata
         self._unclean_allowed = unclean_allowed
         self.unclean_elections = 0
-        self._fenced = {b.broker_id: b.fenced for b in metadata.brokers.values()}
+        self._fenced = {b.broker_id: b.fenced or b.broker_id in shutting_down
+                        for b in metadata.brokers.values()}
+        """Whether each broker may not lead: fenced, or in controlled shutdown."""
         self._changed: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._broker_records: list[MetadataRecord] = []
 
     def fence(self, registration: BrokerRegistration, record: bool = True) -> None:
         """`record`: with a FenceBrokerRecord (not when a new registration replaces it)."""
-        broker_id = registration.broker_id
-        self._fenced[broker_id] = True
         if record:
-            self._broker_records.append(FenceBrokerRecord(broker_id, registration.epoch))
+            self._broker_records.append(FenceBrokerRecord(registration.broker_id,
+                                                          registration.epoch))
+        self.shut_down(registration.broker_id)
+
+    def shut_down(self, broker_id: int) -> None:
+        """What fencing does to the partitions, without the record: the broker may not
+        lead, and leaves every ISR it is not the last member of."""
+        self._fenced[broker_id] = True
         for partition in self._metadata.partitions():
             leader, isr = self._state(partition)
             if broker_id in isr:

@@ -44,6 +44,11 @@ from tests.campaign.history import (
 
 CALL_TIMEOUT = 60.0
 TRANSACTION_TIMEOUT_MS = 30000
+IDLE_CONNECTION_MS = 10000
+"""A transactional producer closes connections idle this long. librdkafka waits for ever for
+a group coordinator it dropped when Metadata stopped listing that broker (its issues 5456 and
+5511; against Apache Kafka too: docs/reliability.md) until one of the producer's connections
+changes state; a closed idle connection is such a change."""
 
 
 def known_offset(message: Message) -> int:
@@ -175,7 +180,8 @@ class TransactionalProducer(IdempotentProducer):
         self.producer = Producer(quiet({
             "bootstrap.servers": self.bootstrap, "transactional.id": self.name,
             "acks": "all", "linger.ms": 5, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            "message.timeout.ms": TRANSACTION_TIMEOUT_MS}))
+            "message.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            "connections.max.idle.ms": IDLE_CONNECTION_MS}))
         self.producer.init_transactions(CALL_TIMEOUT)
 
     def outputs(self, txn: str) -> list[tuple[str, str]]:

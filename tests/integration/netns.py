@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from tests.waiting import wait_until
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 CONTROLLER_ID_BASE = 1000
+NFT_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -43,6 +45,20 @@ class NetnsNode:
 
 def run(*command: str) -> None:
     subprocess.run(command, check=True, capture_output=True)
+
+
+def nft(namespace: str, *arguments: str, check: bool = True) -> None:
+    """`nft` in a namespace, without pipes and within NFT_TIMEOUT_S: in a long campaign a
+    pipe's read end stayed open in this process, and a cut waited for ever to write its
+    rules to nft's stdin. Its errors are read from a file."""
+    with tempfile.TemporaryFile() as errors:
+        result = subprocess.run(["ip", "netns", "exec", namespace, "nft", *arguments],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=errors, timeout=NFT_TIMEOUT_S)
+        if check and result.returncode:
+            errors.seek(0)
+            raise RuntimeError(f"nft {' '.join(arguments)} in {namespace}: "
+                               f"{errors.read().decode(errors='replace').strip()}")
 
 
 class NetnsCluster:
@@ -119,14 +135,13 @@ class NetnsCluster:
             rules.append(f"add rule inet cut in ip saddr {{ {addresses} }} drop")
         if outbound:
             rules.append(f"add rule inet cut out ip daddr {{ {addresses} }} drop")
-        subprocess.run(["ip", "netns", "exec", self.nodes[name].namespace, "nft", "-f", "-"],
-                       input="\n".join(rules).encode() + b"\n", check=True,
-                       capture_output=True)
+        path = self.data_dir / f"{name}-cut.nft"
+        path.write_text("\n".join(rules) + "\n")
+        nft(self.nodes[name].namespace, "-f", str(path))
 
     def heal(self, name: str) -> None:
         """Remove every cut of `name` (none is fine)."""
-        subprocess.run(["ip", "netns", "exec", self.nodes[name].namespace, "nft", "delete",
-                        "table", "inet", "cut"], capture_output=True)
+        nft(self.nodes[name].namespace, "delete", "table", "inet", "cut", check=False)
 
     # --- processes -----------------------------------------------------------------------
 

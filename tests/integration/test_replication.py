@@ -6,6 +6,7 @@ group offsets surviving the loss of their coordinator."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -246,6 +247,37 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
     delivered(produce(cluster.bootstrap, topic, [b"after"]))
     FIGURES["controlled_shutdown_to_first_acks_all_s"] = time.monotonic() - started
     assert [r.value for r in read_confluent(cluster.bootstrap, topic)] == [b"before", b"after"]
+
+
+def test_a_broker_in_controlled_shutdown_stays_listed_until_the_others_know_it_leads_nothing(
+    all_brokers: Cluster,
+) -> None:
+    """Kafka's two steps: its leaderships move first, while Metadata still lists it (clients
+    that cached it as a coordinator hear NOT_COORDINATOR from it); it is fenced and let go once
+    every other active broker has reported the moves. A paused broker reports nothing, so the
+    broker stopping waits, listed, until the paused one's session expires."""
+    cluster = all_brokers
+    topic = create_topic(cluster.bootstrap, "listed", replication=3)
+    delivered(produce(cluster.bootstrap, topic, [b"before"]))
+    owner = leader(cluster, topic)
+    paused, survivor = (b for b in (1, 2, 3) if b != owner)
+    cluster.pause(f"broker-{paused}")
+    stopping = threading.Thread(target=cluster.stop, args=(f"broker-{owner}",))
+    stopping.start()
+    try:
+        def moved_and_listed() -> bool:
+            metadata = admin(cluster.broker_bootstrap(f"broker-{survivor}")).list_topics(
+                topic, timeout=5)
+            return (metadata.topics[topic].partitions[0].leader not in (owner, -1)
+                    and owner in metadata.brokers)
+
+        wait_until(moved_and_listed, TIMEOUT, f"broker {owner} listed, leading nothing",
+                   interval=0.05, ignoring=Exception)
+    finally:
+        cluster.resume(f"broker-{paused}")
+        stopping.join(TIMEOUT)
+    assert not stopping.is_alive()
+    delivered(produce(cluster.bootstrap, topic, [b"after"]))
 
 
 def test_committed_offsets_survive_the_loss_of_their_coordinator(all_brokers: Cluster) -> None:

@@ -177,6 +177,15 @@ def test_want_fence_fences_an_unfenced_broker() -> None:
     assert result.is_fenced and not result.should_shutdown
 
 
+def on_three_brokers(cluster: Cluster) -> str:
+    """Brokers 1, 2 and 3 unfenced, and a topic whose one partition all three hold in sync,
+    led by broker 1."""
+    cluster.start(1, 2, 3)
+    topic = cluster.create("t", 1, 3, {0: [1, 2, 3]})
+    cluster.grow_isr(topic, 0, (1, 2, 3))
+    return topic
+
+
 def test_controlled_shutdown_moves_leaderships_then_lets_the_broker_go() -> None:
     cluster = Cluster()
     cluster.start(1, 2)
@@ -184,13 +193,52 @@ def test_controlled_shutdown_moves_leaderships_then_lets_the_broker_go() -> None
     alone = cluster.create("alone", 1, 1, {0: [1]})
     cluster.grow_isr(shared, 0, (1, 2))
     assert cluster.partition(shared).leader == 1
+    # first the leaderships move, and the broker stays unfenced: Metadata still lists it
     result = cluster.heartbeat(1, want_shutdown=True)
-    assert result == HeartbeatResult(is_caught_up=True, is_fenced=True, should_shutdown=True)
+    assert result == HeartbeatResult(is_caught_up=True, is_fenced=False, should_shutdown=False)
+    assert not cluster.metadata.brokers[1].fenced
     assert (cluster.partition(shared).leader, cluster.partition(shared).isr) == (2, (2,))
     assert (cluster.partition(alone).leader, cluster.partition(alone).isr) == (NO_LEADER, (1,))
     assert cluster.controller.offline_partition_count() == 1
+    # it is let go once broker 2 has reported the offset of those moves
+    moved = cluster.offset
+    assert cluster.heartbeat(1, want_shutdown=True).should_shutdown is False
+    cluster.heartbeat(2, offset=moved - 1)
+    assert cluster.heartbeat(1, want_shutdown=True).should_shutdown is False
+    cluster.heartbeat(2, offset=moved)
+    result = cluster.heartbeat(1, want_shutdown=True)
+    assert result == HeartbeatResult(is_caught_up=True, is_fenced=True, should_shutdown=True)
+    assert cluster.metadata.brokers[1].fenced
     assert cluster.controller.broker_heartbeat(1, cluster.epochs[1], cluster.offset, False,
                                                True, 0) == ([], result)
+
+
+def test_a_lone_broker_is_let_go_on_its_second_shutdown_heartbeat() -> None:
+    cluster = Cluster()
+    cluster.start(1)
+    cluster.create("t", 1, 1)
+    assert not cluster.heartbeat(1, want_shutdown=True).should_shutdown
+    assert cluster.heartbeat(1, want_shutdown=True) == HeartbeatResult(
+        is_caught_up=True, is_fenced=True, should_shutdown=True)
+
+
+def test_a_broker_in_controlled_shutdown_is_neither_elected_nor_taken_back_into_an_isr() -> None:
+    cluster = Cluster()
+    topic = on_three_brokers(cluster)
+    cluster.heartbeat(2, want_shutdown=True)
+    assert cluster.partition(topic).isr == (1, 3)
+    cluster.heartbeat(1, want_fence=True)
+    assert cluster.partition(topic).leader == 3, "the next active ISR member, not broker 2"
+    p = cluster.partition(topic)
+    with pytest.raises(MetadataError) as refused:
+        cluster.controller.alter_partition(3, cluster.epochs[3], topic, 0, p.leader_epoch,
+                                           p.partition_epoch, (3, 2))
+    assert refused.value.error_code == ErrorCode.ineligible_replica
+    # a new incarnation of broker 2 is eligible again
+    cluster.register(2, incarnation="again")
+    cluster.heartbeat(2)
+    cluster.grow_isr(topic, 0, (3, 2))
+    assert cluster.partition(topic).isr == (3, 2)
 
 
 def test_a_heartbeat_renews_the_session() -> None:
@@ -252,9 +300,7 @@ def test_the_last_isr_member_stays_and_the_partition_goes_offline_until_it_retur
 
 def test_brokers_expiring_together_make_one_change_per_partition() -> None:
     cluster = Cluster()
-    cluster.start(1, 2, 3)
-    topic = cluster.create("t", 1, 3, {0: [1, 2, 3]})
-    cluster.grow_isr(topic, 0, (1, 2, 3))
+    topic = on_three_brokers(cluster)
     cluster.heartbeat(3, now=TIMEOUT)
     records = cluster.tick(TIMEOUT + 1)
     changes = [r for r in records if isinstance(r, PartitionChangeRecord)]
