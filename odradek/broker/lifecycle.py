@@ -25,9 +25,12 @@ log = logging.getLogger("odradek.broker.lifecycle")
 CATCH_UP_HEARTBEAT_S = 0.01
 """Heartbeats until first unfenced, catching up with the metadata log: Kafka's 10 ms
 (STARTING); a broker fenced later heartbeats at its interval, as Kafka's does once RUNNING."""
+SHUTDOWN_HEARTBEAT_S = 0.01
+"""How often a controlled shutdown heartbeats until the controller says to shut down, as often
+as while catching up (Kafka's first is 50 ms after the last, then at its interval): a lone
+broker is let go on the second."""
 SHUTDOWN_POLL_S = 0.05
-"""How often a controlled shutdown heartbeats until the controller says to shut down (Kafka's
-first is 50 ms after the last), and then looks for this broker fenced in the image."""
+"""How often a controlled shutdown then looks for this broker fenced in the image."""
 SHUTDOWN_WAIT_S = 5.0
 _REREGISTER = {ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered}
 
@@ -231,7 +234,7 @@ class BrokerLifecycle:
                 async with asyncio.timeout(SHUTDOWN_WAIT_S):
                     response = await self._heartbeat()
                     while response is not None and not response.should_shutdown:
-                        await asyncio.sleep(SHUTDOWN_POLL_S)
+                        await asyncio.sleep(SHUTDOWN_HEARTBEAT_S)
                         response = await self._heartbeat()
                     while response is not None and not fenced_in_image():
                         await asyncio.sleep(SHUTDOWN_POLL_S)
