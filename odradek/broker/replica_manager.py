@@ -30,6 +30,9 @@ log = logging.getLogger("odradek.broker.replicas")
 
 IsrChangeRequest = tuple[str, int, IsrChange]
 """An ISR change to send: (topic id, partition, change)."""
+ISR_RETRY_BACKOFF_S = 0.1
+"""How long an ISR change whose outcome is unknown waits before it is sent again."""
+
 AlterPartition = Callable[[Sequence[IsrChangeRequest]], Awaitable[list[tuple[ErrorCode, int]]]]
 """Sends ISR changes to the controller in one request: each one's (error code, the partition
 epoch after it)."""
@@ -332,8 +335,8 @@ class ReplicaManager:
             self._isr_sender = asyncio.ensure_future(self._send_isr_changes())
 
     async def _send_isr_changes(self) -> None:
-        """Send the queued changes, still wanted, in one request until none is left; a
-        refused or unanswered change is dropped (the leader proposes again when due)."""
+        """Send the queued changes, still wanted, in one request until none is left; an
+        unanswered one again after ISR_RETRY_BACKOFF_S (`LeaderState.answered`)."""
         while self._isr_queue:
             batch, self._isr_queue = self._isr_queue, {}
             metadata = self.broker.metadata.topics
@@ -348,15 +351,16 @@ class ReplicaManager:
             except Exception:
                 log.exception("AlterPartition failed")
                 outcomes = [(ErrorCode.unknown_server_error, -1)] * len(sent)
+            unanswered = {}
             for (key, state, change), (code, partition_epoch) in zip(sent, outcomes,
                                                                       strict=True):
-                if state.pending is not change:
-                    continue
-                if code != ErrorCode.none:
-                    log.info("%s-%d: ISR change refused: %s", *key, ErrorCode(code).name)
-                    state.change_failed()
-                elif partition_epoch <= state.partition_epoch:
-                    state.change_failed()  # nothing to commit: the ISR already was `change.isr`
+                if state.pending is change and code != ErrorCode.none:
+                    log.info("%s-%d: ISR change not made: %s", *key, ErrorCode(code).name)
+                if state.answered(change, code, partition_epoch):
+                    unanswered[key] = (state, change)
+            if unanswered:
+                await asyncio.sleep(ISR_RETRY_BACKOFF_S)
+                self._isr_queue = {**unanswered, **self._isr_queue}
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -397,6 +401,8 @@ class ReplicaManager:
         for fetcher in self.fetchers.values():
             fetcher.stop()
         senders = [self._isr_sender] if self._isr_sender is not None else []
+        for sender in senders:
+            sender.cancel()  # it may be asking an unreachable controller again
         await asyncio.gather(*(f.stopped() for f in self.fetchers.values()),
                              *senders, return_exceptions=True)
         self.fetchers.clear()

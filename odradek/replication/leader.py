@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 UNKNOWN_OFFSET = -1
+UNKNOWN_OUTCOME = frozenset({ErrorCode.request_timed_out, ErrorCode.unknown_server_error,
+                             ErrorCode.stale_broker_epoch})
+"""AlterPartition answers that say nothing of the change: the controller may have committed
+it."""
+NOT_APPLIED = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
+"""AlterPartition refusals that say the change was not applied, by this controller or any
+other (Kafka's handleAlterPartitionError)."""
 T = TypeVar("T")
 
 
@@ -144,9 +153,24 @@ class LeaderState:
         self.pending = IsrChange(self.leader_epoch, self.partition_epoch, isr)
         return self.pending
 
-    def change_failed(self) -> None:
-        """The controller refused or did not answer: the next check may propose again."""
-        self.pending = None
+    def answered(self, change: IsrChange, code: ErrorCode, partition_epoch: int) -> bool:
+        """AlterPartition's answer to `change` (the partition epoch after it); whether to
+        send it again. A change stays in flight, its new members in the maximal ISR, until
+        the metadata shows its outcome, as in Kafka's Partition: unanswered (UNKNOWN_OUTCOME)
+        it is sent again; refused as NOT_APPLIED, or accepted with nothing to commit, the
+        leader goes back to the committed ISR and proposes again when due; refused otherwise
+        (a newer partition or leader epoch, a leadership moved) it waits for the metadata.
+        Dropping an unanswered expansion let a leader cut off from the controller acknowledge
+        writes on its smaller ISR while the controller had committed the larger one, whose
+        new member then became leader without them (the fault campaign's lost writes)."""
+        if self.pending is not change:
+            return False
+        if code in UNKNOWN_OUTCOME:
+            return True
+        if code in NOT_APPLIED or (code == ErrorCode.none
+                                   and partition_epoch <= self.partition_epoch):
+            self.pending = None
+        return False
 
 
 class OffsetPurgatory(Generic[T]):

@@ -48,13 +48,19 @@ def run(*command: str) -> None:
 
 
 def nft(namespace: str, *arguments: str, check: bool = True) -> None:
-    """`nft` in a namespace, without pipes and within NFT_TIMEOUT_S: in a long campaign a
-    pipe's read end stayed open in this process, and a cut waited for ever to write its
-    rules to nft's stdin. Its errors are read from a file."""
+    """`nft` in a namespace, without pipes, killed and run again after NFT_TIMEOUT_S (three
+    tries): in long campaigns one cut waited for ever to write its rules to nft's stdin, and
+    one `nft delete` did not return in 30 s. Its errors are read from a file."""
     with tempfile.TemporaryFile() as errors:
-        result = subprocess.run(["ip", "netns", "exec", namespace, "nft", *arguments],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=errors, timeout=NFT_TIMEOUT_S)
+        for attempt in range(3):
+            try:
+                result = subprocess.run(["ip", "netns", "exec", namespace, "nft", *arguments],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=errors, timeout=NFT_TIMEOUT_S)
+                break
+            except subprocess.TimeoutExpired:
+                if attempt == 2:
+                    raise
         if check and result.returncode:
             errors.seek(0)
             raise RuntimeError(f"nft {' '.join(arguments)} in {namespace}: "

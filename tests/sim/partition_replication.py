@@ -230,15 +230,16 @@ class PartitionSim:
     def handle_alter(self, message: Message) -> None:
         change: IsrChange = message.body["change"]
         harness = self.controller
+        error = ErrorCode.none
         try:
             records = harness.controller.alter_partition(
                 message.src, harness.epochs[message.src], self.topic_id, 0,
                 change.leader_epoch, change.partition_epoch, change.isr)
-        except MetadataError:
-            records = []
+        except MetadataError as refusal:
+            records, error = [], refusal.error_code
         harness.commit(records)
         self.stats.isr_changes += bool(records)
-        self.send(CONTROLLER, message.src, "altered", change=change)
+        self.send(CONTROLLER, message.src, "altered", change=change, error=error)
 
     # --- follower side -------------------------------------------------------------------
 
@@ -307,9 +308,10 @@ class PartitionSim:
             return
         if message.kind == "altered":
             state = broker.leading
-            if (state is not None and state.pending is message.body["change"]
-                    and self.partition().partition_epoch <= state.partition_epoch):
-                state.change_failed()  # nothing committed, as AlterPartition's answer says
+            if state is not None and state.answered(message.body["change"],
+                                                    message.body["error"],
+                                                    self.partition().partition_epoch):
+                self.send(broker.node_id, CONTROLLER, "alter", change=message.body["change"])
             return
         {"fetch": self.handle_fetch, "epoch_query": self.handle_epoch_query,
          "fetched": self.handle_fetched, "epoch_answer": self.handle_epoch_answer}[
@@ -323,8 +325,10 @@ class PartitionSim:
             sender.in_flight = False
         if message.kind in ("alter", "altered"):
             leader = self.brokers[message.src if message.kind == "alter" else message.dst]
-            if leader.leading is not None and leader.leading.pending is message.body["change"]:
-                leader.leading.change_failed()
+            change = message.body["change"]
+            if leader.alive and leader.leading is not None and leader.leading.answered(
+                    change, ErrorCode.request_timed_out, -1):
+                self.send(leader.node_id, CONTROLLER, "alter", change=change)
 
     def crash(self, broker: Broker) -> None:
         broker.alive = False

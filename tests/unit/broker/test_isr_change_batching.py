@@ -158,3 +158,52 @@ def test_the_controller_commits_a_requests_isr_changes_in_one_write() -> None:
          [] if i == 3 else [1, 2]) for i in range(PARTITIONS)]
     assert [cluster.partition(topic_id, i).isr for i in range(PARTITIONS)] == [
         (1,) if i == 3 else (1, 2) for i in range(PARTITIONS)]
+
+
+class ScriptedController:
+    """Answers each AlterPartition with the next code of its script, for every change."""
+
+    def __init__(self, *codes: ErrorCode) -> None:
+        self.codes = list(codes)
+        self.requests: list[list[IsrChangeRequest]] = []
+
+    async def alter_partition(self, changes: Sequence[IsrChangeRequest]
+                              ) -> list[tuple[ErrorCode, int]]:
+        self.requests.append(list(changes))
+        code = self.codes.pop(0) if self.codes else ErrorCode.operation_not_attempted
+        return [(code, -1)] * len(changes)
+
+
+async def expansion_answered(log_dir: Path, *codes: ErrorCode
+                             ) -> tuple[ScriptedController, tuple[int, ...]]:
+    """Follower 2 catches up on partition 0; the controller answers with `codes` in turn.
+    Returns the controller and the leader's maximal ISR once the answers are spent."""
+    controller = ScriptedController(*codes)
+    replicas = await leader_of_partitions(log_dir, controller)  # type: ignore[arg-type]
+    replicas.record_follower_fetch((TOPIC, 0), 2, 0, 0, now_ms=1)
+    for _ in range(len(codes) + 1):
+        await asyncio.sleep(0.15)
+    maximal = replicas.leaders[(TOPIC, 0)].maximal_isr
+    await replicas.stop()
+    return controller, maximal
+
+
+def test_an_unanswered_expansion_stays_in_the_maximal_isr_and_is_sent_again(
+        tmp_path: Path) -> None:
+    """The controller may have committed an expansion it did not answer: a leader that went
+    back to its smaller ISR acknowledged writes its new member lacked, and that member was
+    later elected (the fault campaign's lost writes)."""
+    controller, maximal = asyncio.run(expansion_answered(
+        tmp_path, ErrorCode.request_timed_out, ErrorCode.request_timed_out,
+        ErrorCode.fenced_leader_epoch))
+    assert [[(p, change.isr) for _, p, change in r] for r in controller.requests] == [
+        [(0, (1, 2))]] * 3
+    assert maximal == (1, 2), "refused for a newer epoch: it waits for the metadata"
+
+
+def test_an_expansion_refused_as_not_applied_goes_back_to_the_committed_isr(
+        tmp_path: Path) -> None:
+    controller, maximal = asyncio.run(expansion_answered(
+        tmp_path, ErrorCode.ineligible_replica))
+    assert len(controller.requests) == 1
+    assert maximal == (1,)

@@ -1,3 +1,5 @@
+from kio.schema.errors import ErrorCode
+
 from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
 
 LAG_MS = 1000
@@ -56,10 +58,26 @@ def test_expansion_needs_the_high_watermark_the_epoch_start_and_an_eligible_brok
     early = leader(isr=(1, 2), log_end=10, high_watermark=3)
     early.record_fetch(3, 5, 10, now_ms=1)
     assert early.expansion(3, eligible=True) is None, "before this epoch's start offset"
-    assert state.expansion(3, eligible=True) is not None
+    change = state.expansion(3, eligible=True)
+    assert change is not None
     assert state.expansion(3, eligible=True) is None, "one change in flight at a time"
-    state.change_failed()
+    assert state.answered(change, ErrorCode.ineligible_replica, -1) is False
     assert state.expansion(3, eligible=True) is not None
+
+
+def test_an_isr_change_stays_in_flight_until_its_outcome_is_known() -> None:
+    state = leader(isr=(1, 2), log_end=10, high_watermark=10)
+    state.record_fetch(3, 10, 10, now_ms=1)
+    change = state.expansion(3, eligible=True)
+    assert change is not None and state.maximal_isr == (1, 2, 3)
+    assert state.answered(change, ErrorCode.request_timed_out, -1), "sent again"
+    assert state.answered(change, ErrorCode.fenced_leader_epoch, -1) is False
+    assert state.maximal_isr == (1, 2, 3), "a newer epoch: the metadata will tell"
+    state.record_fetch(2, 15, 15, now_ms=2)
+    state.advance_high_watermark(15)
+    assert state.high_watermark == 10, "replica 3 may be in the ISR the controller holds"
+    state.update((1, 2, 3), (1, 2, 3), state.partition_epoch + 1)
+    assert state.pending is None
 
 
 def test_a_follower_that_stops_catching_up_is_dropped_after_the_lag_time() -> None:
