@@ -3,6 +3,7 @@ elections, quotas, SCRAM credentials and the cluster's descriptions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tests.integration.jvm.conformance.data_plane import produce
@@ -57,10 +58,19 @@ def partitions(name: str, count: int, validate_only: bool = False) -> Step:
 
 
 def describe_configs(resource_type: int, name: Any, keys: list[str] | None,
-                     version: int | None = None) -> Step:
+                     version: int | None = None,
+                     until: Callable[[Any], bool] | None = None) -> Step:
     return Step(DESCRIBE_CONFIGS, {"resources": [{
         "resource_type": resource_type, "resource_name": name, "configuration_keys": keys}],
-        "include_synonyms": False, "include_documentation": False}, version=version)
+        "include_synonyms": False, "include_documentation": False}, version=version,
+        until=until)
+
+
+def showing(name: str, value: str) -> Callable[[Any], bool]:
+    """A DescribeConfigs `until`: the first resource shows `name` at `value`. Kafka's broker
+    answers from its metadata image, which may not hold an alteration yet under load."""
+    return lambda tree: any(c["name"] == name and c["value"] == value
+                            for c in tree["results"][0]["configs"])
 
 
 def alter_configs(resource_type: int, name: Any, configs: dict[str, str | None],
@@ -166,7 +176,8 @@ SCENARIOS = [
         alter_configs(GROUP, Name("g"), {"share.isolation.level": "read_committed"}),
         describe_configs(GROUP, Name("g"), ["share.auto.offset.reset",
                                             "share.record.lock.duration.ms",
-                                            "share.isolation.level"], version=4),
+                                            "share.isolation.level"], version=4,
+                         until=showing("share.isolation.level", "read_committed")),
         describe_configs(GROUP, "", None, version=4),
     )),
     Scenario("describe_log_dirs", DESCRIBE_LOG_DIRS, (
