@@ -11,8 +11,10 @@ that names no rack, or whose rack holds no candidate, stays on the leader.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from odradek.replication.leader import LeaderState
+if TYPE_CHECKING:
+    from odradek.replication.leader import LeaderState
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 """The `replica.selector.class` value that turns the selection on (Kafka's class name)."""

@@ -106,6 +106,9 @@ def test_a_follower_whose_log_agrees_still_replicates(cluster: Cluster) -> None:
     topic = create_topic(cluster.bootstrap, unique("t"), 1, replication=2)
     leader = partitions(cluster.bootstrap, topic)[0].leader
     with RawClient(cluster.broker_bootstrap(f"broker-{leader}"), timeout=30) as raw:
+        # Metadata may name the leader before the leader has applied its leadership
+        wait_until(lambda: raw.latest_offset(topic, 0) == 0, what="the leader serves",
+                   ignoring=AssertionError)
         for value in (b"a", b"b", b"c"):
             assert raw.produce_partition(topic, 0, batch_of([(b"k", value)]), acks=-1
                                          ).error_code == ErrorCode.none
