@@ -13,8 +13,8 @@ if (( $# )); then exec "${pytest[@]}" "$@"; fi
 # rest's mostly waiting on clients, clusters and timeouts (about 0.75 of a core), so the rest
 # runs in two workers, a module in one (tests/conftest.py's groups). Its report follows the
 # rest's.
-# The fault campaign (`-m campaign`) runs on its own: it finds no anomaly now, but its
-# transform stages do not yet stop after healing (docs/reliability.md, "Latest figures").
+# The fault campaign (`-m campaign`) runs on its own until repeated short runs pass on the
+# fixes of 29 Nov (docs/reliability.md, "Latest figures").
 work=$(mktemp -d)
 "${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
 jvm=$!
