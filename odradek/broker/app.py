@@ -172,6 +172,7 @@ class BrokerApp:
             await loop.run_in_executor(None, self.advertised),
             config["broker.rack"],  # type: ignore[arg-type]
             config.integer("broker.heartbeat.interval.ms"), applier.apply,
+            config.integer("broker.session.timeout.ms"),
         )
         self._lifecycle = lifecycle
         self._phase = "registering and catching up with the metadata log"

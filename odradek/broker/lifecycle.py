@@ -25,13 +25,16 @@ log = logging.getLogger("odradek.broker.lifecycle")
 CATCH_UP_HEARTBEAT_S = 0.01
 """Heartbeats until first unfenced, catching up with the metadata log: Kafka's 10 ms
 (STARTING); a broker fenced later heartbeats at its interval, as Kafka's does once RUNNING."""
-SHUTDOWN_HEARTBEAT_S = 0.01
-"""How often a controlled shutdown heartbeats until the controller says to shut down, as often
-as while catching up (Kafka's first is 50 ms after the last, then at its interval): a lone
-broker is let go on the second."""
+SHUTDOWN_HEARTBEAT_S = 0.05
+"""How often a controlled shutdown heartbeats until the controller lets the broker go (Kafka's
+first is 50 ms after the last): a lone broker is let go on the second. Each heartbeat scans
+the partitions at the controller, so not as often as while catching up."""
 SHUTDOWN_POLL_S = 0.05
 """How often a controlled shutdown then looks for this broker fenced in the image."""
 SHUTDOWN_WAIT_S = 5.0
+"""The least a controlled shutdown waits for the controller; it waits at least a session
+timeout and a heartbeat interval, for the controller waits for every unfenced broker, and a
+paused or killed one is fenced only when its session expires."""
 _REREGISTER = {ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered}
 
 ApplyMetadata = Callable[[list[MetadataRecord], int, bool], Awaitable[None]]
@@ -82,7 +85,8 @@ class MetadataProgress:
 class BrokerLifecycle:
     def __init__(self, client: ControllerClient, registration: Registration,
                  progress: MetadataProgress, cluster_id: str, endpoints: Sequence[Endpoint],
-                 rack: str | None, heartbeat_ms: int, apply: ApplyMetadata) -> None:
+                 rack: str | None, heartbeat_ms: int, apply: ApplyMetadata,
+                 session_timeout_ms: int) -> None:
         """`endpoints`: the broker's advertised listeners, registered with the controller."""
         self.client = client
         self.registration = registration
@@ -91,6 +95,7 @@ class BrokerLifecycle:
         self.node_id = registration.node_id
         self.endpoints, self.rack = tuple(endpoints), rack
         self.heartbeat_s = heartbeat_ms / 1000
+        self.shutdown_wait_s = max(SHUTDOWN_WAIT_S, (session_timeout_ms + heartbeat_ms) / 1000)
         self.apply = apply
         self.incarnation_id = str(uuid.uuid4())
         self.fenced = True
@@ -140,6 +145,16 @@ class BrokerLifecycle:
 
     def heartbeat_interval_s(self) -> float:
         return self.heartbeat_s if self.unfenced.is_set() else CATCH_UP_HEARTBEAT_S
+
+    async def _shutdown_heartbeat(self) -> bool:
+        """One heartbeat of a controlled shutdown: whether the controller let this broker go.
+        A failed one is sent again within the wait, as Kafka's broker keeps heartbeating."""
+        try:
+            response = await self._heartbeat()
+        except Exception:  # the shutdown goes on, and the broker's own after it
+            log.exception("heartbeat failed during controlled shutdown")
+            return False
+        return response is not None and response.should_shutdown
 
     async def _heartbeat(self) -> pb.BrokerHeartbeatResponse | None:
         request = pb.BrokerHeartbeatRequest(
@@ -230,17 +245,17 @@ class BrokerLifecycle:
             await asyncio.gather(beating, return_exceptions=True)
         if self.registration.broker_epoch >= 0:
             self._shutting_down = True
+            let_go = False
             try:
-                async with asyncio.timeout(SHUTDOWN_WAIT_S):
-                    response = await self._heartbeat()
-                    while response is not None and not response.should_shutdown:
+                async with asyncio.timeout(self.shutdown_wait_s):
+                    while not await self._shutdown_heartbeat():
                         await asyncio.sleep(SHUTDOWN_HEARTBEAT_S)
-                        response = await self._heartbeat()
-                    while response is not None and not fenced_in_image():
+                    let_go = True
+                    while not fenced_in_image():
                         await asyncio.sleep(SHUTDOWN_POLL_S)
             except TimeoutError:
-                response = None
-            if response is None or not response.should_shutdown:
+                pass
+            if not let_go:
                 log.warning("controlled shutdown not confirmed by the controller")
         if following is not None:
             following.cancel()

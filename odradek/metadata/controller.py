@@ -408,7 +408,8 @@ class QuorumController:
         assignments: Mapping[int, Sequence[int]] | None = None, internal: bool = False,
     ) -> list[MetadataRecord]:
         return self.metadata.create_topic(name, topic_id, num_partitions, replication_factor,
-                                          configs, assignments, internal)
+                                          configs, assignments, internal,
+                                          self._shutting_down.keys())
 
     def delete_topic(self, name: str) -> list[MetadataRecord]:
         return self.metadata.delete_topic(name)
@@ -416,7 +417,8 @@ class QuorumController:
     def create_partitions(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
     ) -> list[MetadataRecord]:
-        return self.metadata.create_partitions(name, count, assignments)
+        return self.metadata.create_partitions(name, count, assignments,
+                                               self._shutting_down.keys())
 
     def alter_topic_configs(
         self, name: str, changes: Mapping[str, str | None]

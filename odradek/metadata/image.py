@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
@@ -340,9 +340,11 @@ class ClusterMetadata:
         configs: Mapping[str, str | None],
         assignments: Mapping[int, Sequence[int]] | None = None,
         internal: bool = False,
+        shutting_down: Collection[int] = (),
     ) -> list[MetadataRecord]:
-        """Replicas are placed over the unfenced brokers (or given in `assignments`, on
-        registered brokers); each new partition starts with ISR = (leader,)."""
+        """Replicas are placed over the unfenced brokers not `shutting_down` (or given in
+        `assignments`, on registered brokers); each new partition starts with ISR =
+        (leader,)."""
         validate_topic_name(name, internal)
         if name in self.topics:
             raise MetadataError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
@@ -378,29 +380,33 @@ class ClusterMetadata:
                     ErrorCode.invalid_replication_factor,
                     "Replication factor must be larger than 0.",
                 )
-            replica_sets = self._place(0, num_partitions, replication_factor)
+            replica_sets = self._place(0, num_partitions, replication_factor, shutting_down)
         records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
-        records += self._new_partitions(topic_id, 0, replica_sets)
+        records += self._new_partitions(topic_id, 0, replica_sets, shutting_down)
         records += [
             ConfigRecord(ConfigResourceType.TOPIC, name, key, value)
             for key, value in sorted(configs.items())
         ]
         return records
 
-    def _place(self, first: int, count: int, replication_factor: int) -> list[list[int]]:
-        usable = [(b.broker_id, b.rack) for b in self.unfenced_brokers()]
+    def _place(self, first: int, count: int, replication_factor: int,
+               shutting_down: Collection[int]) -> list[list[int]]:
+        usable = [(b.broker_id, b.rack) for b in self.unfenced_brokers()
+                  if b.broker_id not in shutting_down]
         if not usable and self.brokers:
             raise unable_to_replicate(replication_factor, "All brokers are currently fenced.")
         return place_replicas(first, count, replication_factor, usable, self.leader_counts())
 
     def _new_partitions(
-        self, topic_id: str, first: int, replica_sets: Sequence[Sequence[int]]
+        self, topic_id: str, first: int, replica_sets: Sequence[Sequence[int]],
+        shutting_down: Collection[int],
     ) -> list[MetadataRecord]:
-        """As in Kafka, the ISR is the unfenced replicas (all are empty, so all are in sync)
-        and the leader the first of them."""
+        """As in Kafka, the ISR is the unfenced replicas not in controlled shutdown (all are
+        empty, so all are in sync) and the leader the first of them."""
         records: list[MetadataRecord] = []
         for index, replicas in enumerate(replica_sets, first):
-            isr = tuple(r for r in replicas if not self.brokers[r].fenced)
+            isr = tuple(r for r in replicas
+                        if not self.brokers[r].fenced and r not in shutting_down)
             if not isr:
                 raise MetadataError(
                     ErrorCode.invalid_replica_assignment,
@@ -437,6 +443,7 @@ class ClusterMetadata:
         name: str,
         count: int,
         assignments: Sequence[Sequence[int]] | None = None,
+        shutting_down: Collection[int] = (),
     ) -> list[MetadataRecord]:
         state = self.topic(name)
         _refuse_internal(name, "given more partitions")
@@ -464,8 +471,9 @@ class ClusterMetadata:
                 self._check_replicas(replicas, replication_factor)
             replica_sets = [list(r) for r in assignments]
         else:
-            replica_sets = self._place(current, count - current, replication_factor)
-        return self._new_partitions(state.topic_id, current, replica_sets)
+            replica_sets = self._place(current, count - current, replication_factor,
+                                       shutting_down)
+        return self._new_partitions(state.topic_id, current, replica_sets, shutting_down)
 
     def alter_topic_configs(
         self, name: str, changes: Mapping[str, str | None]

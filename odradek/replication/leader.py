@@ -18,10 +18,12 @@ from typing import Generic, TypeVar
 from kio.schema.errors import ErrorCode
 
 UNKNOWN_OFFSET = -1
-UNKNOWN_OUTCOME = frozenset({ErrorCode.request_timed_out, ErrorCode.unknown_server_error,
-                             ErrorCode.stale_broker_epoch})
-"""AlterPartition answers that say nothing of the change: the controller may have committed
-it."""
+WAIT_FOR_METADATA = frozenset({ErrorCode.fenced_leader_epoch, ErrorCode.invalid_update_version,
+                               ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_request,
+                               ErrorCode.new_leader_elected})
+"""AlterPartition refusals after which the metadata, not a new request, tells the outcome
+(Kafka's handleAlterPartitionError); no answer, or any other error, says nothing of the
+change, which the controller may have committed, so it is sent again."""
 NOT_APPLIED = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
 """AlterPartition refusals that say the change was not applied, by this controller or any
 other (Kafka's handleAlterPartitionError)."""
@@ -156,21 +158,20 @@ class LeaderState:
     def answered(self, change: IsrChange, code: ErrorCode, partition_epoch: int) -> bool:
         """AlterPartition's answer to `change` (the partition epoch after it); whether to
         send it again. A change stays in flight, its new members in the maximal ISR, until
-        the metadata shows its outcome, as in Kafka's Partition: unanswered (UNKNOWN_OUTCOME)
-        it is sent again; refused as NOT_APPLIED, or accepted with nothing to commit, the
-        leader goes back to the committed ISR and proposes again when due; refused otherwise
-        (a newer partition or leader epoch, a leadership moved) it waits for the metadata.
+        its outcome is known, as in Kafka's Partition: refused as NOT_APPLIED, or accepted
+        with nothing to commit, the leader goes back to the committed ISR and proposes again
+        when due; refused as WAIT_FOR_METADATA, it waits for the metadata; unanswered, or
+        refused otherwise, it is sent again.
         Dropping an unanswered expansion let a leader cut off from the controller acknowledge
         writes on its smaller ISR while the controller had committed the larger one, whose
         new member then became leader without them (the fault campaign's lost writes)."""
         if self.pending is not change:
             return False
-        if code in UNKNOWN_OUTCOME:
-            return True
-        if code in NOT_APPLIED or (code == ErrorCode.none
-                                   and partition_epoch <= self.partition_epoch):
-            self.pending = None
-        return False
+        if code == ErrorCode.none or code in NOT_APPLIED:
+            if code in NOT_APPLIED or partition_epoch <= self.partition_epoch:
+                self.pending = None
+            return False
+        return code not in WAIT_FOR_METADATA
 
 
 class OffsetPurgatory(Generic[T]):

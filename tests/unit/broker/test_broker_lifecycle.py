@@ -45,7 +45,7 @@ async def beat_after_a_failed_heartbeat() -> tuple[int, bool]:
         return None
 
     lifecycle = BrokerLifecycle(client, Registration(1, broker_epoch=5),  # type: ignore[arg-type]
-                                MetadataProgress(), "cluster", [], None, 10, apply)
+                                MetadataProgress(), "cluster", [], None, 10, apply, 9000)
     beating = asyncio.create_task(lifecycle._beat())
     answered = asyncio.create_task(client.answered.wait())
     await asyncio.wait({beating, answered}, return_when=asyncio.FIRST_COMPLETED)
@@ -78,7 +78,7 @@ async def intervals_while(*fenced: bool) -> list[float]:
 
     lifecycle = BrokerLifecycle(AnsweringClient(*fenced),  # type: ignore[arg-type]
                                 Registration(1, broker_epoch=5), MetadataProgress(), "cluster",
-                                [], None, 2000, apply)
+                                [], None, 2000, apply, 9000)
     intervals = [lifecycle.heartbeat_interval_s()]
     for _ in fenced:
         await lifecycle._heartbeat()
@@ -90,3 +90,35 @@ def test_heartbeats_are_fast_only_until_first_unfenced() -> None:
     fast = CATCH_UP_HEARTBEAT_S
     assert asyncio.run(intervals_while(True, True, False, True, False)) == [
         fast, fast, fast, 2.0, 2.0, 2.0]
+
+
+class ShuttingDownClient:
+    """A controller client whose heartbeat answers are, in turn: a failure of the call, an
+    answer that keeps the broker in controlled shutdown, and one that lets it go."""
+
+    def __init__(self) -> None:
+        self.heartbeats = 0
+
+    async def call(self, method: Any, request: Any, deadline_s: float | None = None) -> Any:
+        self.heartbeats += 1
+        if self.heartbeats == 1:
+            raise RuntimeError("a gRPC error the client does not retry")
+        return pb.BrokerHeartbeatResponse(should_shutdown=self.heartbeats == 3)
+
+    async def close(self) -> None:
+        return None
+
+
+async def shut_down() -> int:
+    async def apply(*_args: Any) -> None:
+        return None
+
+    client = ShuttingDownClient()
+    lifecycle = BrokerLifecycle(client, Registration(1, broker_epoch=5),  # type: ignore[arg-type]
+                                MetadataProgress(), "cluster", [], None, 2000, apply, 9000)
+    await lifecycle.shutdown()
+    return client.heartbeats
+
+
+def test_a_controlled_shutdown_heartbeats_through_a_failure_until_it_is_let_go() -> None:
+    assert asyncio.run(shut_down()) == 3

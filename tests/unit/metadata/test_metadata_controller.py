@@ -241,6 +241,16 @@ def test_a_broker_in_controlled_shutdown_is_neither_elected_nor_taken_back_into_
     assert cluster.partition(topic).isr == (3, 2)
 
 
+def test_new_partitions_are_not_placed_on_a_broker_in_controlled_shutdown() -> None:
+    cluster = Cluster()
+    cluster.start(1, 2, 3)
+    cluster.heartbeat(2, want_shutdown=True)
+    topic = cluster.create("fresh", 6, 2)
+    cluster.commit(cluster.controller.create_partitions("fresh", 9))
+    placed = [cluster.partition(topic, i) for i in range(9)]
+    assert all(2 not in p.replicas for p in placed), [p.replicas for p in placed]
+
+
 def test_a_heartbeat_renews_the_session() -> None:
     cluster = Cluster()
     cluster.start(1, 2)
