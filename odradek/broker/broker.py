@@ -22,6 +22,7 @@ from odradek.log.manager import STRAY_DIR_SUFFIX, LogManager
 from odradek.log.meta_properties import read_or_create_cluster_id
 from odradek.log.partition import PartitionLog
 from odradek.log.partition_metadata import read_topic_id, write_topic_id
+from odradek.log.storage_failure import halt_on_storage_error
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import (
     NO_LEADER,
@@ -66,7 +67,8 @@ class Broker:
         self._reconciling = asyncio.Lock()
         self._log_topic_ids: dict[TopicPartition, str | None] = {}
         """The topic id recorded in each open log's directory (None: not recorded)."""
-        self.logs = LogManager(self.log_dir, self.log_config)
+        self.logs = LogManager(self.log_dir, self.log_config,
+                               halt_on_storage_error(self.log_dir))
         self.waiters = PartitionWaiters()
         self.registry = CollectorRegistry()
         self.metrics = BrokerMetrics(self.registry, self._partition_sizes)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from odradek.protocol.records import BatchInfo
 
 from .config import LogConfig
 from .leader_epochs import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
@@ -56,6 +59,8 @@ def load_segments(
         logger.info("%s: completed a cleaner swap interrupted by a crash", directory.name)
     bases = _clean_directory(directory)
     limits = IndexLimits(config.index_interval_bytes, config.segment_index_bytes)
+    checkpointed = (directory / LEADER_EPOCH_CHECKPOINT).exists()
+    epochs = LeaderEpochCache.load(directory) if checkpointed else None
     segments: list[LogSegment] = []
     truncated = False
     for i, base in enumerate(bases):
@@ -70,7 +75,7 @@ def load_segments(
             recover = not segment.load_tail() or (
                 is_last and segment.next_offset > recovery_point
             )
-        removed = segment.recover(limits) if recover else 0
+        removed = segment.recover(limits, _newer_epochs_into(epochs)) if recover else 0
         if removed:
             logger.warning(
                 "%s: truncated a torn or corrupt tail of %d bytes from segment %d; "
@@ -82,7 +87,8 @@ def load_segments(
         segments.append(segment)
     if not segments:
         segments.append(LogSegment.create(directory, log_start_offset, now_ms))
-    return LoadedSegments(segments, _load_leader_epochs(directory, segments))
+    return LoadedSegments(segments, epochs if epochs is not None
+                          else _rebuild_leader_epochs(directory, segments))
 
 
 def _clean_directory(directory: Path) -> list[int]:
@@ -108,11 +114,24 @@ def _clean_directory(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def _load_leader_epochs(directory: Path, segments: list[LogSegment]) -> LeaderEpochCache:
-    """The checkpointed cache, or, for a log written without one, the cache rebuilt from the
-    batch headers (as Kafka does when the file is missing)."""
-    if (directory / LEADER_EPOCH_CHECKPOINT).exists():
-        return LeaderEpochCache.load(directory)
+def _newer_epochs_into(epochs: LeaderEpochCache | None) -> Callable[[BatchInfo], None] | None:
+    """What recovery does with each batch it keeps, as Kafka's LogSegment.recover: a batch of
+    an epoch newer than the checkpoint's latest starts that epoch there. The checkpoint may
+    lag the log (its write failed, or a file system lost it), and a leader whose cache lacks
+    an epoch its log holds answers its followers' OffsetForLeaderEpoch wrongly for ever."""
+    if epochs is None:
+        return None
+
+    def assign(info: BatchInfo) -> None:
+        if info.partition_leader_epoch > epochs.latest_epoch:
+            epochs.assign(info.partition_leader_epoch, info.base_offset)
+
+    return assign
+
+
+def _rebuild_leader_epochs(directory: Path, segments: list[LogSegment]) -> LeaderEpochCache:
+    """For a log written without a checkpoint, the cache rebuilt from the batch headers (as
+    Kafka does when the file is missing)."""
     rebuilt = LeaderEpochCache(None)
     for segment in segments:
         for _, info in segment.batches_from(0):

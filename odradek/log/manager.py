@@ -31,6 +31,7 @@ from .checkpoint import (
 )
 from .config import LogConfig
 from .partition import PartitionLog
+from .storage_failure import StorageFailureHandler
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_TOPIC = "__cluster_metadata"
@@ -50,9 +51,12 @@ def parse_log_dir_name(name: str) -> TopicPartition | None:
 
 
 class LogManager:
-    def __init__(self, log_dir: Path, config_for: Callable[[str], LogConfig]) -> None:
+    def __init__(self, log_dir: Path, config_for: Callable[[str], LogConfig],
+                 on_storage_error: StorageFailureHandler | None = None) -> None:
+        """`on_storage_error` is given to every log (`PartitionLog.on_storage_error`)."""
         self.log_dir = log_dir
         self._config_for = config_for
+        self._on_storage_error = on_storage_error
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._checkpoint_lock = threading.Lock()
 
@@ -82,6 +86,7 @@ class LogManager:
                 log_start_offset=log_starts.get(key, 0),
             )
             log.high_watermark = high_watermarks.get(key, 0)
+            log.on_storage_error = self._on_storage_error
             log.cleaner_checkpoint = cleaned_to.get(key)
         if clean:
             marker.unlink()
@@ -97,6 +102,7 @@ class LogManager:
         if log is None:
             directory = self.log_dir / f"{topic}-{partition}"
             log = PartitionLog.open(directory, self._config_for(topic), now_ms)
+            log.on_storage_error = self._on_storage_error
             fsync_directory(self.log_dir)
             self._logs[key] = log
         return log

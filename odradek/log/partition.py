@@ -27,6 +27,7 @@ from .loader import load_segments
 from .producer_snapshots import SNAPSHOT_SUFFIX, delete_snapshots, load_latest, write_snapshot
 from .segment import INT32_MAX, IndexLimits, LogSegment, segment_path
 from .segment_swap import StagedGroup, SwapHook, commit_swap, finish_swap
+from .storage_failure import StorageFailureHandler, storage_write
 from .txn_index import AbortedTxn, collect_aborted_transactions
 
 logger = logging.getLogger("odradek.log")
@@ -87,6 +88,8 @@ class PartitionLog:
         self._pending_deletion: list[Path] = []
         self.producers = ProducerStateManager()
         """Idempotent and transactional producers' state, as of the log end offset."""
+        self.on_storage_error: StorageFailureHandler | None = None
+        """Told of an IO error while writing (`storage_failure`) before the writer raises."""
         self.truncations = 0
         """How often the log's tail was cut off: a cleaning that read the log before the
         last cut is not installed."""
@@ -169,6 +172,7 @@ class PartitionLog:
 
     # -- append -----------------------------------------------------------------------------
 
+    @storage_write
     def append(
         self,
         records: bytearray,
@@ -187,6 +191,7 @@ class PartitionLog:
             self.leader_epochs.assign(leader_epoch, base_offset)
         return self._write(records, assigned, now_ms, append_time)
 
+    @storage_write
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, batches: list[BatchInfo], now_ms: int
     ) -> AppendResult:
@@ -273,6 +278,7 @@ class PartitionLog:
             return 0
         return zlib.crc32(f"{self.directory.name}:{segment.base_offset}".encode()) % bound
 
+    @storage_write
     def roll(self, now_ms: int) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
         active = self._segments[-1]
@@ -358,6 +364,7 @@ class PartitionLog:
 
     # -- log start, retention, truncation -------------------------------------------------
 
+    @storage_write
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (at most the high watermark).
 
@@ -450,6 +457,7 @@ class PartitionLog:
         paths, self._pending_deletion = self._pending_deletion, []
         return paths
 
+    @storage_write
     def truncate_to(self, offset: int, now_ms: int) -> int:
         """Remove every batch holding offsets at or past `offset` (a follower diverged).
 
@@ -481,6 +489,7 @@ class PartitionLog:
         self._pull_cleaner_checkpoint_back(self._log_end_offset)
         return self._log_end_offset
 
+    @storage_write
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         """Drop every segment and start an empty log at `offset`."""
         self.truncations += 1
@@ -540,6 +549,7 @@ class PartitionLog:
                     self._apply_producer_batch(segment, info, data)
         self.producers.forget_before(self.log_start_offset)
 
+    @storage_write
     def write_producer_snapshot(self) -> None:
         """Snapshot the producer state at the log end offset (clean shutdown): loading then
         replays nothing."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from odradek.protocol.records import (
@@ -321,8 +321,10 @@ class LogSegment:
             self.rolling_base_timestamp = first.max_timestamp
         return True
 
-    def recover(self, limits: IndexLimits) -> int:
-        """Rescan with CRC checks, truncate any torn or corrupt tail, rebuild both indexes.
+    def recover(self, limits: IndexLimits,
+                on_batch: Callable[[BatchInfo], None] | None = None) -> int:
+        """Rescan with CRC checks, truncate any torn or corrupt tail, rebuild both indexes;
+        `on_batch` sees each batch kept.
 
         Returns the number of bytes truncated. Reads in chunks, so memory stays bounded.
         """
@@ -350,6 +352,8 @@ class LogSegment:
                     break
                 self._track(position + info.position, info, limits)
                 self.next_offset = info.next_offset
+                if on_batch is not None:
+                    on_batch(info)
             if accepted < valid:
                 position += accepted
                 break

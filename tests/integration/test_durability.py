@@ -7,13 +7,14 @@ Acknowledged but unflushed writes sit in the page cache, which a killed process 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
@@ -23,6 +24,7 @@ from tests.integration.clients import (
     TIMEOUT,
     Out,
     Rec,
+    TransactionalWriter,
     confluent_consumer,
     create_topic,
     now_ms,
@@ -292,3 +294,35 @@ def test_many_small_segments_survive_restarts_and_lost_indexes(
     assert_readable(fresh_broker, topic, acked)
     more = produce_confluent(fresh_broker.bootstrap, topic, records_to_produce(2, tag="after"))
     assert [r.offset for r in more] == [3000, 3001]
+
+
+# --- a log write that fails ----------------------------------------------------------------
+
+
+def test_a_broker_halts_on_a_failed_log_write_and_recovers_the_transaction(
+        fresh_broker: BrokerProcess) -> None:
+    """The abort marker of a transaction reaches the segment but its transaction index entry
+    cannot be written (a full disk in the campaign; here a directory where the file goes).
+    Served on, the log showed read_committed consumers the aborted record. The broker halts
+    as Kafka's does, and once it can write again its restart finishes the abort."""
+    fresh_broker.start()
+    bootstrap = fresh_broker.bootstrap
+    topic = create_topic(bootstrap, unique("halt"))
+    (partition_dir(fresh_broker, topic) / "00000000000000000000.txnindex").mkdir()
+    transactional_id = f"halt-{topic}"
+    writer = TransactionalWriter(bootstrap, transactional_id, timeout=10)
+    with contextlib.suppress(KafkaException):  # answered or not before the broker halts
+        writer.write(topic, [Out(None, b"aborted", now_ms(), partition=0)], commit=False)
+    process = fresh_broker.process
+    assert process is not None
+    wait_until(lambda: process.poll() is not None, TIMEOUT, "the broker halting")
+    assert process.returncode == 1
+    assert "Shutdown broker because all log dirs in" in fresh_broker.logs()
+
+    (partition_dir(fresh_broker, topic) / "00000000000000000000.txnindex").rmdir()
+    fresh_broker.start()
+    TransactionalWriter(bootstrap, transactional_id).write(
+        topic, [Out(None, b"committed", now_ms(), partition=0)], commit=True)
+    assert [r.value for r in read_confluent(bootstrap, topic)] == [b"committed"]
+    assert [r.value for r in read_confluent(bootstrap, topic, isolation="read_uncommitted")
+            ] == [b"aborted", b"committed"]

@@ -285,6 +285,28 @@ def test_leftover_and_orphan_files_are_removed(tmp_path: Path) -> None:
     assert read_values(log) == values
 
 
+def test_recovery_restores_epochs_a_stale_checkpoint_lacks(tmp_path: Path) -> None:
+    """The checkpoint lagged the log in the hour-long campaign (its write hit a full disk).
+    The restarted leader answered its followers that epoch 21 ended at its log end, so they
+    cut their epoch-22 batches and fetched them again, for 40 minutes. Recovery assigns the
+    epochs of the batches it rescans, as Kafka's does."""
+    log = PartitionLog.open(tmp_path / "orders-0", CONFIG, 0)
+    for epoch in (21, 22):
+        blob = bytearray(build_batch([(None, b"in epoch %d" % epoch)], timestamp_ms=1_000))
+        log.append(blob, validate_batches(blob, 1 << 20), 1_000, leader_epoch=epoch)
+    checkpoint = log.leader_epochs.path
+    assert checkpoint is not None
+    log.close()
+    checkpoint.write_text("0\n1\n21 0\n")
+    assert reopen(log, recovery_point=2).leader_epochs.end_offset_for(21, 2) == (21, 2), \
+        "data below the recovery point is not rescanned"
+    recovered = reopen(log, recovery_point=0)
+    assert [(e.epoch, e.start_offset) for e in recovered.leader_epochs.entries] == [
+        (21, 0), (22, 1)]
+    assert recovered.leader_epochs.end_offset_for(21, 2) == (21, 1)
+    assert checkpoint.read_text().splitlines()[-1] == "22 1"
+
+
 def test_log_start_offset_from_a_checkpoint(tmp_path: Path) -> None:
     log, values = filled_log(tmp_path)
     log = reopen(log, log.log_end_offset, log_start_offset=5)

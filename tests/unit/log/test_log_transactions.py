@@ -9,6 +9,7 @@ import pytest
 
 from odradek.log import PartitionLog
 from odradek.log.producer_snapshots import snapshot_offsets
+from odradek.log.storage_failure import KafkaStorageError
 from odradek.log.txn_index import AbortedTxn
 from odradek.protocol.control import build_marker_batch
 from odradek.protocol.record_codec import build_batch
@@ -114,3 +115,20 @@ def test_retention_forgets_producers_below_the_log_start(tmp_path: Path) -> None
     log.delete_records_before(log.log_end_offset - 2)
     assert set(log.producers.producers) == {9}
     assert produce(log, 7, 1000) == log.log_end_offset - 2, "an unknown producer may resume"
+
+
+def test_an_aborted_transaction_whose_index_cannot_be_written_stops_the_log(
+        tmp_path: Path) -> None:
+    """The write that failed in the hour-long campaign: the abort marker reached a full disk's
+    segment but its transaction index entry did not, and the broker served on; read_committed
+    consumers then read the aborted records. The log's failure handler hears of it before
+    the append's caller."""
+    log = open_log(tmp_path)
+    failures: list[tuple[str, OSError]] = []
+    log.on_storage_error = lambda directory, error: failures.append((directory.name, error))
+    produce(log, 7, 0, transactional=True)
+    (log.directory / "00000000000000000000.txnindex").mkdir()  # open() for append fails
+    with pytest.raises(KafkaStorageError, match="orders-0"):
+        marker(log, 7, commit=False)
+    assert [(name, type(error)) for name, error in failures] == [
+        ("orders-0", IsADirectoryError)]
