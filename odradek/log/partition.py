@@ -433,6 +433,7 @@ class PartitionLog:
             self.roll(now_ms)
         return deletable
 
+    @storage_write
     def remove_segments(self, segments: Iterable[LogSegment]) -> list[Path]:
         """Detach `segments`, advance the log start offset, rename their files to `*.deleted`.
 
@@ -564,6 +565,7 @@ class PartitionLog:
 
     # -- cleaning ---------------------------------------------------------------------------
 
+    @storage_write
     def install_cleaned(self, expected: Sequence[LogSegment], truncations: int,
                         groups: Sequence[StagedGroup], now_ms: int,
                         at_swap_point: SwapHook | None = None) -> bool:
