@@ -36,6 +36,11 @@ DIVERGENT = "divergent-read"
 OFFSET_BACKWARDS = "committed-offset-backwards"
 CATEGORIES = (LOST, DUPLICATE, OUT_OF_ORDER, POLL_SKIP, ABORTED_READ, INTERMEDIATE, CYCLE,
               DIVERGENT, OFFSET_BACKWARDS)
+EPOCH_BUMP_DUPLICATE = "duplicate across a producer epoch bump"
+NOT_PROMISED = (EPOCH_BUMP_DUPLICATE,)
+"""Reported with their evidence, not counted as anomalies: docs/reliability.md, "Not
+promised". A broker cannot tell a record re-sent under a new epoch from a new one (librdkafka
+re-sends records that may have been written when it bumps an idempotent producer's epoch)."""
 MONITOR = "monitor"
 EVIDENCE_LIMIT = 20
 """Offsets listed at most in one anomaly's evidence."""
@@ -69,9 +74,11 @@ class View:
 
 
 def check(history: History) -> dict[str, list[Anomaly]]:
-    """Every anomaly of the history, by category (every category present, maybe empty)."""
+    """Every anomaly of the history, by category, and what is not promised (every category
+    of both present, maybe empty)."""
     view = View(history)
-    found: dict[str, list[Anomaly]] = {category: [] for category in CATEGORIES}
+    found: dict[str, list[Anomaly]] = {category: [] for category in
+                                       (*CATEGORIES, *NOT_PROMISED)}
     for anomaly in [*lost_writes(history, view), *duplicates(history, view),
                     *divergent_reads(history, view), *sessions(history, view),
                     *aborted_reads(history, view), *intermediate_reads(history, view),
@@ -114,13 +121,34 @@ def observations(history: History) -> Iterable[tuple[str, str, int, int, str]]:
             stored.value
 
 
-def duplicates(history: History, view: View) -> Iterable[Anomaly]:
-    places: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
+Place = tuple[str, int, int]
+
+
+def places_of_values(history: History) -> dict[str, set[Place]]:
+    """Every (topic, partition, offset) where each value was acknowledged, read or found."""
+    places: dict[str, set[Place]] = defaultdict(set)
     for _, topic, partition, offset, value in observations(history):
         places[value].add((topic, partition, offset))
+    return places
+
+
+def duplicate_places(history: History) -> set[Place]:
+    """The places of every value seen at more than one: where the campaign reads the
+    writers' producer ids and epochs from the logs (`History.writers`)."""
+    return {place for where in places_of_values(history).values() if len(where) > 1
+            for place in where}
+
+
+def duplicates(history: History, view: View) -> Iterable[Anomaly]:
+    places = places_of_values(history)
+    writers = {(w.topic, w.partition, w.offset): (w.producer_id, w.producer_epoch)
+               for w in history.writers}
     for value, where in places.items():
         if len(where) > 1:
-            yield {"category": DUPLICATE, "value": value, "at": sorted(where)}
+            wrote = [writers.get(place) for place in sorted(where)]
+            bumped = value not in view.txn_of and _one_producer_epoch_each(wrote)
+            yield {"category": EPOCH_BUMP_DUPLICATE if bumped else DUPLICATE, "value": value,
+                   "at": sorted(where), "producer_id_and_epoch": wrote}
     processed: dict[str, list[str]] = defaultdict(list)
     for txn in history.txns:
         if view.committed(txn):
@@ -129,6 +157,13 @@ def duplicates(history: History, view: View) -> Iterable[Anomaly]:
     for value, txns in processed.items():
         if len(txns) > 1:
             yield {"category": DUPLICATE, "input": value, "processed_by_committed": txns}
+
+
+def _one_producer_epoch_each(wrote: list[tuple[int, int] | None]) -> bool:
+    """The copies were written by one producer id, each copy under an epoch of its own."""
+    known = [w for w in wrote if w is not None]
+    return (len(known) == len(wrote) and len({pid for pid, _ in known}) == 1
+            and known[0][0] >= 0 and len({epoch for _, epoch in known}) == len(known))
 
 
 def divergent_reads(history: History, view: View) -> Iterable[Anomaly]:

@@ -115,6 +115,18 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class Writer:
+    """Which producer id and epoch wrote the record at an offset, from the batch header in
+    a broker's log files (read after the final read, for the offsets of duplicates)."""
+
+    topic: str
+    partition: int
+    offset: int
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True)
 class Fault:
     kind: str
     target: str
@@ -135,7 +147,7 @@ class Stored:
 
 KINDS: dict[str, type] = {"sends": Send, "acks": Ack, "failures": Failure, "txns": Txn,
                           "reads": Read, "assignments": Assignment, "commits": Commit,
-                          "faults": Fault, "final": Stored}
+                          "faults": Fault, "final": Stored, "writers": Writer}
 
 
 @dataclass
@@ -149,6 +161,7 @@ class History:
     commits: list[Commit] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     final: list[Stored] = field(default_factory=list)
+    writers: list[Writer] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, event: Any) -> None:

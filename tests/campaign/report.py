@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.campaign.checker import Anomaly
+from tests.campaign.checker import CATEGORIES, NOT_PROMISED, Anomaly
 from tests.campaign.history import History
 
 EVIDENCE_PER_CATEGORY = 100
@@ -36,9 +36,13 @@ def write_report(history: History, anomalies: dict[str, list[Anomaly]], out: Pat
                  extra: dict[str, Any]) -> dict[str, Any]:
     report = {
         **extra, **figures(history),
-        "anomaly_counts": {category: len(found) for category, found in anomalies.items()},
-        "anomalies": {category: found[:EVIDENCE_PER_CATEGORY]
-                      for category, found in anomalies.items()},
+        "anomaly_counts": {category: len(anomalies[category]) for category in CATEGORIES},
+        "anomalies": {category: anomalies[category][:EVIDENCE_PER_CATEGORY]
+                      for category in CATEGORIES},
+        "not_promised": {category: anomalies[category][:EVIDENCE_PER_CATEGORY]
+                         for category in NOT_PROMISED},
+        "not_promised_counts": {category: len(anomalies[category])
+                                for category in NOT_PROMISED},
         "faults_injected": [vars(f) for f in history.faults],
     }
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))

@@ -17,8 +17,9 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.campaign.checker import check
+from tests.campaign.checker import check, duplicate_places
 from tests.campaign.history import READ_COMMITTED, READ_UNCOMMITTED, History, Stored
+from tests.campaign.log_files import record_writers
 from tests.campaign.nemesis import LOG, SMALL_DISK, SMALL_DISK_SIZE, Nemesis
 from tests.campaign.report import write_report
 from tests.campaign.workload import (
@@ -183,6 +184,7 @@ def run_campaign(seed: int, duration: float, minimum_faults: int, out: Path) -> 
         LOG.info("clients stopped, final read")
         incomplete = {isolation: final_read(cluster.bootstrap, history, isolation)
                       for isolation in (READ_COMMITTED, READ_UNCOMMITTED)}
+        history.writers.extend(record_writers(cluster.data_dir, duplicate_places(history)))
         crashes = {c.name: c.crash or blocked_at(c) for c in [*producers, *readers]
                    if c.crash or c.is_alive()}
         if nemesis.crash:

@@ -13,6 +13,7 @@ from tests.campaign.checker import (
     CYCLE,
     DIVERGENT,
     DUPLICATE,
+    EPOCH_BUMP_DUPLICATE,
     INTERMEDIATE,
     LOST,
     MONITOR,
@@ -20,6 +21,7 @@ from tests.campaign.checker import (
     OUT_OF_ORDER,
     POLL_SKIP,
     check,
+    duplicate_places,
 )
 from tests.campaign.history import (
     ABORTED,
@@ -34,6 +36,7 @@ from tests.campaign.history import (
     Read,
     Stored,
     Txn,
+    Writer,
 )
 
 RC, RU = READ_COMMITTED, READ_UNCOMMITTED
@@ -121,6 +124,39 @@ def test_a_value_at_two_offsets_is_a_duplicate() -> None:
     history.add(Stored(RU, "idem", 0, 3, "p-1"))
     assert found(history) == {DUPLICATE: 1}
     assert check(history)[DUPLICATE][0]["at"] == [("idem", 0, 1), ("idem", 0, 3)]
+
+
+def test_a_copy_re_sent_under_a_new_epoch_of_its_producer_is_not_promised() -> None:
+    """librdkafka re-sends a record that may have been written when it bumps an idempotent
+    producer's epoch; the logs' batch headers show it (docs/reliability.md, Not promised)."""
+    history = clean()
+    history.add(Stored(RU, "idem", 0, 3, "p-1"))
+    history.add(Writer("idem", 0, 1, 7, 0))
+    history.add(Writer("idem", 0, 3, 7, 1))
+    assert found(history) == {EPOCH_BUMP_DUPLICATE: 1}
+    assert check(history)[EPOCH_BUMP_DUPLICATE][0]["producer_id_and_epoch"] == [(7, 0), (7, 1)]
+    assert duplicate_places(history) == {("idem", 0, 1), ("idem", 0, 3)}
+
+
+@pytest.mark.parametrize("writers", [
+    [("idem", 0, 1, 7, 0), ("idem", 0, 3, 7, 0)],  # the broker took one epoch's retry twice
+    [("idem", 0, 1, 7, 0), ("idem", 0, 3, 8, 0)],  # two producers
+    [("idem", 0, 1, 7, 0)],  # a copy whose writer is not known
+])
+def test_other_copies_are_duplicates(writers: list[tuple[str, int, int, int, int]]) -> None:
+    history = clean()
+    history.add(Stored(RU, "idem", 0, 3, "p-1"))
+    for writer in writers:
+        history.add(Writer(*writer))
+    assert found(history) == {DUPLICATE: 1}
+
+
+def test_a_transactional_copy_under_a_new_epoch_is_a_duplicate() -> None:
+    history = clean()
+    history.add(Stored(RC, "a", 0, 5, "t-0-0"))
+    history.add(Writer("a", 0, 0, 7, 0))
+    history.add(Writer("a", 0, 5, 7, 1))
+    assert found(history) == {DUPLICATE: 1}
 
 
 def test_an_input_processed_by_two_committed_transactions_is_a_duplicate() -> None:
