@@ -131,6 +131,9 @@ class OffsetSyncReader:
         error = message.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
+                if not self.ready:
+                    log.info("%s: read %s to its end: checkpoints can be translated",
+                             self.flow.name, self.flow.offset_syncs_topic)
                 self.ready = True
             elif error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 self._health.failed(self.flow.offset_syncs_cluster, KafkaException(error))
@@ -243,8 +246,12 @@ class CheckpointEmitter:
         self._stopping.set()
 
     async def refresh_groups(self) -> None:
-        self.groups = [group for group in await self.source.groups()
-                       if self.flow.should_replicate_group(group)]
+        groups = [group for group in await self.source.groups()
+                  if self.flow.should_replicate_group(group)]
+        new = sorted(set(groups) - set(self.groups))
+        if new:
+            log.info("%s: checkpointing the groups %s", self.flow.name, ", ".join(new))
+        self.groups = groups
 
     async def emit(self) -> int:
         """Checkpoint every group with new translatable offsets; returns how many were
