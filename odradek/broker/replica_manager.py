@@ -139,7 +139,7 @@ class ReplicaManager:
             return
         self._stop_following(key)
         self._resign(key)
-        log_.leader_epochs.assign(record.leader_epoch, log_.log_end_offset)
+        log_.start_leader_epoch(record.leader_epoch)
         self.leaders[key] = LeaderState.start(
             self.broker.node_id, record.replicas, record.isr, record.leader_epoch,
             record.partition_epoch, log_.log_end_offset, log_.high_watermark, now_ms,

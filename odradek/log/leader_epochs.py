@@ -111,8 +111,10 @@ class LeaderEpochCache:
             _write(self.path, self._entries)
 
     def _replace(self, entries: list[EpochEntry]) -> None:
+        """The file first: a write that fails leaves the cache as the file has it."""
+        if self.path is not None:
+            _write(self.path, entries)
         self._entries = entries
-        self.save()
 
 
 def _write(path: Path, entries: list[EpochEntry]) -> None:

@@ -38,7 +38,8 @@ class LoadedSegments:
     segments: list[LogSegment]
     """In offset order, at least one; every one but the last sealed."""
     leader_epochs: LeaderEpochCache
-    """As checkpointed, or rebuilt from the batch headers; not yet truncated to the log."""
+    """As checkpointed, with the newer epochs of the batches recovery rescanned, or rebuilt
+    from the batch headers; not yet truncated to the log."""
 
 
 def load_segments(
@@ -50,9 +51,10 @@ def load_segments(
 
     A cleaner swap a crash interrupted is completed first, and leftovers are deleted. A
     segment holding data at or past the recovery point, or whose index files are missing or
-    corrupt, is rescanned with CRC checks: a torn or corrupt tail is truncated, the indexes
-    are rebuilt, and every later segment is deleted. An empty directory gets one empty
-    segment at `log_start_offset`.
+    corrupt, is rescanned with CRC checks: a torn or corrupt tail is truncated and every
+    later segment deleted, the indexes are rebuilt, and a batch of an epoch newer than the
+    checkpoint's latest starts that epoch. An empty directory gets one empty segment at
+    `log_start_offset`.
     """
     directory.mkdir(parents=True, exist_ok=True)
     if finish_swap(directory):

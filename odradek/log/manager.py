@@ -31,7 +31,7 @@ from .checkpoint import (
 )
 from .config import LogConfig
 from .partition import PartitionLog
-from .storage_failure import StorageFailureHandler
+from .storage_failure import StorageFailureHandler, storage_errors
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_TOPIC = "__cluster_metadata"
@@ -101,9 +101,10 @@ class LogManager:
         log = self._logs.get(key)
         if log is None:
             directory = self.log_dir / f"{topic}-{partition}"
-            log = PartitionLog.open(directory, self._config_for(topic), now_ms)
-            log.on_storage_error = self._on_storage_error
-            fsync_directory(self.log_dir)
+            with storage_errors(directory, self._on_storage_error):
+                log = PartitionLog.open(directory, self._config_for(topic), now_ms)
+                log.on_storage_error = self._on_storage_error
+                fsync_directory(self.log_dir)
             self._logs[key] = log
         return log
 
@@ -136,7 +137,7 @@ class LogManager:
         As in Kafka, a log start offset is recorded only when it lies past the log's first
         segment base offset (otherwise loading derives it).
         """
-        with self._checkpoint_lock:
+        with self._checkpoint_lock, storage_errors(self.log_dir, self._on_storage_error):
             self._write_checkpoints()
 
     def _write_checkpoints(self) -> None:
@@ -158,12 +159,12 @@ class LogManager:
     def checkpoint_high_watermarks(self) -> None:
         """Write replication-offset-checkpoint (Kafka does it every
         replica.high.watermark.checkpoint.interval.ms)."""
-        with self._checkpoint_lock:
+        with self._checkpoint_lock, storage_errors(self.log_dir, self._on_storage_error):
             self._write_high_watermarks(self.logs())
 
     def checkpoint_cleaning(self) -> None:
         """Write cleaner-offset-checkpoint (the cleaner does, after each cleaning)."""
-        with self._checkpoint_lock:
+        with self._checkpoint_lock, storage_errors(self.log_dir, self._on_storage_error):
             write_checkpoint(self.log_dir / CLEANER_CHECKPOINT,
                              {key: log.cleaner_checkpoint for key, log in self.logs()
                               if log.cleaner_checkpoint is not None})
@@ -175,9 +176,10 @@ class LogManager:
     def shutdown(self) -> None:
         """Flush every log, checkpoint, close, then leave the clean shutdown marker."""
         logs = self.logs()
-        for _, log in logs:
-            log.flush()
-            log.write_producer_snapshot()
+        for key, log in logs:
+            if self._logs.get(key) is log:  # not deleted meanwhile
+                log.flush()
+                log.write_producer_snapshot()
         self.checkpoint()
         for _, log in logs:
             log.close()

@@ -173,6 +173,12 @@ class PartitionLog:
     # -- append -----------------------------------------------------------------------------
 
     @storage_write
+    def start_leader_epoch(self, epoch: int) -> None:
+        """This replica leads from the log end in `epoch` (Kafka's maybeAssignEpochStartOffset
+        on becoming leader); its checkpoint is written now, before any batch of it."""
+        self.leader_epochs.assign(epoch, self._log_end_offset)
+
+    @storage_write
     def append(
         self,
         records: bytearray,
@@ -621,10 +627,12 @@ class PartitionLog:
 
     # -- durability -------------------------------------------------------------------------
 
+    @storage_write
     def flush(self) -> None:
         """fsync everything up to the current log end offset, then move the recovery point.
 
-        Safe in a worker thread while the loop thread appends; not while it truncates.
+        Safe in a worker thread while the loop thread appends; not while it truncates. A log
+        deleted meanwhile (its directory renamed) is left as it is.
         """
         end = self._log_end_offset
         recovery_point = self.recovery_point
@@ -633,7 +641,10 @@ class PartitionLog:
             if i + 1 < len(segments) and segments[i + 1].base_offset <= recovery_point:
                 continue
             segment.fsync()
-        fsync_directory(self.directory)
+        try:
+            fsync_directory(self.directory)
+        except FileNotFoundError:
+            return
         if end > self.recovery_point:
             self.recovery_point = end
 

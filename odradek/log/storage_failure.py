@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -38,18 +39,25 @@ class _WritesToDisk(Protocol):
 _L = TypeVar("_L", bound=_WritesToDisk)
 
 
-def storage_write(method: Callable[Concatenate[_L, _P], _R]) -> Callable[Concatenate[_L, _P], _R]:
-    """Make an IO error in `method` go to the log's failure handler, then raise it as a
+@contextmanager
+def storage_errors(directory: Path, handler: StorageFailureHandler | None) -> Iterator[None]:
+    """An IO error inside goes to `handler` (with `directory`), then is raised as a
     `KafkaStorageError`."""
+    try:
+        yield
+    except OSError as error:
+        if handler is not None:
+            handler(directory, error)
+        raise KafkaStorageError(f"{directory.name}: {error}") from error
+
+
+def storage_write(method: Callable[Concatenate[_L, _P], _R]) -> Callable[Concatenate[_L, _P], _R]:
+    """`storage_errors` around a log's method, with the log's directory and handler."""
 
     @functools.wraps(method)
     def write(log: _L, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
+        with storage_errors(log.directory, log.on_storage_error):
             return method(log, *args, **kwargs)
-        except OSError as error:
-            if log.on_storage_error is not None:
-                log.on_storage_error(log.directory, error)
-            raise KafkaStorageError(f"{log.directory.name}: {error}") from error
 
     return write
 

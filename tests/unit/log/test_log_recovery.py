@@ -13,6 +13,7 @@ from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
 from odradek.log import LogConfig, LogManager, OffsetOutOfRangeError, PartitionLog
 from odradek.log import segment as segment_module
 from odradek.log.manager import CLEAN_SHUTDOWN_FILE, parse_log_dir_name
+from odradek.log.storage_failure import KafkaStorageError
 from odradek.protocol.record_codec import build_batch, decode_records
 from odradek.protocol.records import iter_batches, validate_batches
 
@@ -305,6 +306,22 @@ def test_recovery_restores_epochs_a_stale_checkpoint_lacks(tmp_path: Path) -> No
         (21, 0), (22, 1)]
     assert recovered.leader_epochs.end_offset_for(21, 2) == (21, 1)
     assert checkpoint.read_text().splitlines()[-1] == "22 1"
+
+
+def test_a_leader_epoch_whose_checkpoint_cannot_be_written_stops_the_log(
+        tmp_path: Path) -> None:
+    """Becoming leader writes the epoch's checkpoint before any batch of it; a write that
+    fails goes to the log's failure handler (the broker halts) and leaves the cache as the
+    file has it."""
+    log = PartitionLog.open(tmp_path / "orders-0", CONFIG, 0)
+    failures: list[OSError] = []
+    log.on_storage_error = lambda directory, error: failures.append(error)
+    log.start_leader_epoch(3)
+    (log.directory / "leader-epoch-checkpoint.tmp").mkdir()
+    with pytest.raises(KafkaStorageError):
+        log.start_leader_epoch(4)
+    assert [type(error) for error in failures] == [IsADirectoryError]
+    assert log.leader_epochs.latest_epoch == 3
 
 
 def test_log_start_offset_from_a_checkpoint(tmp_path: Path) -> None:
