@@ -15,7 +15,7 @@ if (( $# )); then exec "${pytest[@]}" "$@"; fi
 # rest's.
 # The fault campaign (`-m campaign`) stays out until OffsetFetch no longer shows offset
 # commits the ISR has not committed (docs/reliability.md, "Offsets read before they were
-# committed": twice in the hour-long run of 29 Nov, so in about one short run in seven).
+# committed": twice in the hour-long run of 29 Nov, so in about one short run in eight).
 work=$(mktemp -d)
 "${pytest[@]}" -m jvm --basetemp="$work/jvm" >"$work/jvm.log" 2>&1 &
 jvm=$!
