@@ -39,6 +39,13 @@ class _WritesToDisk(Protocol):
 _L = TypeVar("_L", bound=_WritesToDisk)
 
 
+def _failed(directory: Path, handler: StorageFailureHandler | None,
+            error: OSError) -> KafkaStorageError:
+    if handler is not None:
+        handler(directory, error)
+    return KafkaStorageError(f"{directory.name}: {error}")
+
+
 @contextmanager
 def storage_errors(directory: Path, handler: StorageFailureHandler | None) -> Iterator[None]:
     """An IO error inside goes to `handler` (with `directory`), then is raised as a
@@ -46,18 +53,19 @@ def storage_errors(directory: Path, handler: StorageFailureHandler | None) -> It
     try:
         yield
     except OSError as error:
-        if handler is not None:
-            handler(directory, error)
-        raise KafkaStorageError(f"{directory.name}: {error}") from error
+        raise _failed(directory, handler, error) from error
 
 
 def storage_write(method: Callable[Concatenate[_L, _P], _R]) -> Callable[Concatenate[_L, _P], _R]:
-    """`storage_errors` around a log's method, with the log's directory and handler."""
+    """`storage_errors` around a log's method, with the log's directory and handler; a plain
+    try, not the context manager, since appends run it for every batch."""
 
     @functools.wraps(method)
     def write(log: _L, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with storage_errors(log.directory, log.on_storage_error):
+        try:
             return method(log, *args, **kwargs)
+        except OSError as error:
+            raise _failed(log.directory, log.on_storage_error, error) from error
 
     return write
 
