@@ -6,9 +6,10 @@ appended, and committed, before its responses go out.
 
 A shard applies its records when it emits them, and a load replays the log to its end, so a
 shard's state can be ahead of what the partition's ISR holds. No response may go out on such
-state: as in Kafka's CoordinatorRuntime (a read waits for `lastWrittenOffset` to be
-committed), every output, with records or without, is released only once the high watermark
-reaches the shard's last written offset. Otherwise a retried AddPartitionsToTxn could be
+state: as in Kafka's CoordinatorRuntime (a write waits for `lastWrittenOffset` to be
+committed, a read sees the state at the last committed offset), every output, with records or
+without, and every read (`read`) is released only once the high watermark reaches the shard's
+last written offset. Otherwise a retried AddPartitionsToTxn could be
 answered from a record only the leader holds, and a new coordinator would find the
 transaction Empty."""
 
@@ -296,6 +297,34 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         if durable is not None:
             await durable
         return result
+
+    async def read(self, key: str, reader: Callable[[ShardT], T]) -> T:
+        """Read the key's shard; the answer (or the reader's exception) goes out once all the
+        shard has written is committed, CoordinatorUnavailable if that fails. Kafka reads a
+        shard at its last committed offset: no client may see state a new leader could lack,
+        such as an offset commit the ISR has not taken, fetched and then lost with the
+        leader."""
+        partition, shard = self.shard_for(key)
+        committed = self._last_write_committed(partition)
+        try:
+            return reader(shard)
+        finally:
+            if committed is not None:
+                await committed
+
+    async def read_all(self, reader: Callable[[ShardT], list[T]]) -> list[T]:
+        """`read` of every shard this broker leads, their answers joined."""
+        answers: list[T] = []
+        pending = []
+        for partition, shard in list(self.shards.items()):
+            answers += reader(shard)
+            committed = self._last_write_committed(partition)
+            if committed is not None:
+                pending.append(committed)
+        for failure in await asyncio.gather(*pending, return_exceptions=True):
+            if failure is not None:
+                raise failure
+        return answers
 
     async def run_deferred(self, key: str, handler: Callable[[ShardT, Token, int], OutputT]) -> Any:
         """Run a handler whose response is released later, by this or another output."""

@@ -4,8 +4,6 @@ that completes commits and aborts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from odradek.broker.broker import Broker
 from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
@@ -87,9 +85,6 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
 
     def _producer_id_count(self) -> int:
         return sum(len(log_.producers.producers) for _, log_ in self.broker.logs.logs())
-
-    def describe_all(self) -> Iterator[tuple[int, TransactionCoordinatorShard]]:
-        yield from list(self.shards.items())
 
     def close(self) -> None:
         self.markers.close()

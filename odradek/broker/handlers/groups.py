@@ -172,12 +172,15 @@ async def handle_list_groups(context: RequestContext, request: Any) -> Result:
         return {"error_code": ErrorCode.none, "groups": []}
     states = getattr(request, "states_filter", ())
     types = getattr(request, "types_filter", ())
+    try:
+        found = await groups.read_all(lambda shard: shard.list_groups(states, types))
+    except CoordinatorUnavailable as error:
+        return {"error_code": error.error_code, "groups": []}
     every = context.allowed(Op.DESCRIBE, CLUSTER)
     listed = [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
          "group_type": g.group_type}
-        for shard in groups.shards.values() for g in shard.list_groups(states, types)
-        if every or context.allowed(Op.DESCRIBE, GROUP, g.group_id)
+        for g in found if every or context.allowed(Op.DESCRIBE, GROUP, g.group_id)
     ]
     return {"error_code": ErrorCode.none, "groups": listed}
 
@@ -187,27 +190,28 @@ async def handle_describe_groups(context: RequestContext, request: Any) -> Resul
     await groups.ensure_loaded()
     described = []
     for group_id in request.groups:
-        shard, code = _describable(context, group_id)
-        if shard is None:
+        answer, code = await _described(context, group_id, lambda shard, group: (
+            shard.describe_group(group, context.version)))
+        if answer is None:
             described.append({"group_id": group_id, "error_code": code,
                               "group_state": "", "protocol_type": "", "protocol_data": "",
                               "members": [], "authorized_operations": -(2**31)})
             continue
-        described.append(_with_operations(
-            context, request, shard.describe_group(group_id, context.version)))
+        described.append(_with_operations(context, request, answer))
     return {"groups": described}
 
 
-def _describable(context: RequestContext, group_id: str
-                 ) -> tuple[GroupCoordinatorShard | None, ErrorCode]:
-    """The shard of a group the principal may DESCRIBE, or why there is none."""
+async def _described(context: RequestContext, group_id: str,
+                     describe: Callable[[GroupCoordinatorShard, str], dict[str, Any]]
+                     ) -> tuple[dict[str, Any] | None, ErrorCode]:
+    """The group as its shard describes it, if the principal may DESCRIBE it, or why not."""
     if not context.allowed(Op.DESCRIBE, GROUP, group_id):
         return None, ErrorCode.group_authorization_failed
     try:
-        _, shard = context.services.groups.shard_for(group_id)
+        return (await context.services.groups.read(group_id, lambda shard: describe(
+            shard, group_id)), ErrorCode.none)
     except CoordinatorUnavailable as error:
         return None, error.error_code
-    return shard, ErrorCode.none
 
 
 def _with_operations(context: RequestContext, request: Any,
@@ -311,14 +315,14 @@ async def _describe_modern(context: RequestContext, request: Any,
     await groups.ensure_loaded()
     described = []
     for group_id in request.group_ids:
-        shard, code = _describable(context, group_id)
-        if shard is None:
+        answer, code = await _described(context, group_id, describe)
+        if answer is None:
             described.append({"group_id": group_id, "error_code": code,
                               "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
                               "assignor_name": "", "members": [],
                               "authorized_operations": -(2**31)})
             continue
-        described.append(_with_operations(context, request, describe(shard, group_id)))
+        described.append(_with_operations(context, request, answer))
     return {"groups": described}
 
 

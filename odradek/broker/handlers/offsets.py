@@ -11,7 +11,13 @@ from kio.schema.errors import ErrorCode
 from odradek.broker.access import GROUP, TOPIC, Op
 from odradek.broker.dispatch import RequestContext, Result
 from odradek.broker.group_runtime import CoordinatorUnavailable
-from odradek.group.coordinator import CommitPartition, FetchedOffset, OffsetCommitRequest
+from odradek.group.coordinator import (
+    CommitPartition,
+    FetchedOffset,
+    GroupCoordinatorShard,
+    OffsetCommitRequest,
+    TopicPartition,
+)
 from odradek.group.model import GroupError
 
 MULTI_GROUP_FETCH_VERSION = 8
@@ -67,9 +73,11 @@ async def handle_offset_commit(context: RequestContext, request: Any) -> Result:
     ]}
 
 
-def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id: str | None,
-                 member_epoch: int, require_stable: bool) -> tuple[ErrorCode, list[dict[str, Any]]]:
-    """A group's committed offsets; with `require_stable` (KIP-447), a partition an open
+async def _fetch_group(context: RequestContext, group_id: str, topics: Any,
+                       member_id: str | None, member_epoch: int, require_stable: bool
+                       ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    """A group's committed offsets, answered once the ISR has all its shard wrote (see
+    `CoordinatorRuntime.read`); with `require_stable` (KIP-447), a partition an open
     transaction has committed an offset for answers UNSTABLE_OFFSET_COMMIT instead. It takes
     DESCRIBE on the group; topics without DESCRIBE are left out, or, when named, answered
     TOPIC_AUTHORIZATION_FAILED."""
@@ -88,13 +96,15 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
                     {"partition_index": p, "committed_offset": -1,
                      "error_code": ErrorCode.topic_authorization_failed}
                     for p in topic.partition_indexes]})
-    try:
-        _, shard = context.services.groups.shard_for(group_id)
-    except CoordinatorUnavailable as error:
-        return error.error_code, []
-    try:
+
+    def read(shard: GroupCoordinatorShard) -> tuple[list[FetchedOffset], set[TopicPartition]]:
         fetched = shard.fetch_offsets(group_id, wanted, member_id, member_epoch)
-    except GroupError as error:
+        return fetched, {(o.topic, o.partition) for o in fetched if require_stable
+                         and shard.has_pending_offsets(group_id, [(o.topic, o.partition)])}
+
+    try:
+        fetched, unstable = await context.services.groups.read(group_id, read)
+    except (CoordinatorUnavailable, GroupError) as error:
         return error.error_code, []
     by_topic: dict[str, list[FetchedOffset]] = defaultdict(list)
     if topics is None:
@@ -102,8 +112,6 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
         fetched = [o for o in fetched if o.topic in shown]
     for offset in fetched:
         by_topic[offset.topic].append(offset)
-    unstable = {(o.topic, o.partition) for o in fetched if require_stable
-                and shard.has_pending_offsets(group_id, [(o.topic, o.partition)])}
     return ErrorCode.none, [
         {"name": name, "partitions": [
             {"partition_index": o.partition, "metadata": o.metadata,
@@ -119,14 +127,15 @@ def _fetch_group(context: RequestContext, group_id: str, topics: Any, member_id:
 async def handle_offset_fetch(context: RequestContext, request: Any) -> Result:
     await context.services.groups.ensure_loaded()
     if context.version < MULTI_GROUP_FETCH_VERSION:
-        code, topics = _fetch_group(context, request.group_id, request.topics, None, -1,
-                                    getattr(request, "require_stable", False))
+        code, topics = await _fetch_group(context, request.group_id, request.topics, None, -1,
+                                          getattr(request, "require_stable", False))
         return {"error_code": code, "topics": topics}
     groups = []
     for group in request.groups:
-        code, topics = _fetch_group(context, group.group_id, group.topics,
-                                    getattr(group, "member_id", None),
-                                    getattr(group, "member_epoch", -1), request.require_stable)
+        code, topics = await _fetch_group(context, group.group_id, group.topics,
+                                          getattr(group, "member_id", None),
+                                          getattr(group, "member_epoch", -1),
+                                          request.require_stable)
         groups.append({"group_id": group.group_id, "error_code": code, "topics": topics})
     return {"groups": groups}
 

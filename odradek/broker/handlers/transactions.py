@@ -8,6 +8,7 @@ import datetime
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +23,7 @@ from odradek.group.coordinator import CommitPartition, GroupCoordinatorShard, Of
 from odradek.log.partition import PartitionLog
 from odradek.metadata.image import INTERNAL_TOPICS, OFFSETS_TOPIC
 from odradek.runtime.clock import now_ms
+from odradek.txn.coordinator import TransactionCoordinatorShard
 from odradek.txn.producer_state import NO_SEQUENCE, ProducerStateError, ProducerStateManager
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
@@ -304,11 +306,12 @@ async def handle_describe_transactions(context: RequestContext, request: Any) ->
                                           ErrorCode.transactional_id_authorization_failed))
             continue
         try:
-            _, shard = txns.shard_for(transactional_id)
+            described = await txns.read(transactional_id,
+                                        partial(TransactionCoordinatorShard.describe,
+                                                transactional_id=transactional_id))
         except CoordinatorUnavailable as error:
             states.append(_no_transaction(transactional_id, error.error_code))
             continue
-        described = shard.describe(transactional_id)
         if described is None:
             states.append(_no_transaction(transactional_id, ErrorCode.transactional_id_not_found))
             continue
@@ -345,10 +348,15 @@ async def handle_list_transactions(context: RequestContext, request: Any) -> Res
     unknown = sorted(states - KNOWN_STATES)
     listed = []
     if txns.is_loaded():
-        for _, shard in txns.describe_all():
-            listed += shard.list_transactions(
-                states & KNOWN_STATES if states else set(), set(request.producer_id_filters),
-                getattr(request, "duration_filter", -1), now_ms())
+        try:
+            listed = await txns.read_all(partial(
+                TransactionCoordinatorShard.list_transactions,
+                states=states & KNOWN_STATES if states else set(),
+                producer_ids=set(request.producer_id_filters),
+                duration_filter_ms=getattr(request, "duration_filter", -1), now_ms=now_ms()))
+        except CoordinatorUnavailable as error:
+            return {"error_code": error.error_code, "unknown_state_filters": unknown,
+                    "transaction_states": []}
     listed = [t for t in listed if context.allowed(Op.DESCRIBE, TXN, t["transactional_id"])]
     return {"error_code": ErrorCode.none, "unknown_state_filters": unknown,
             "transaction_states": listed}
