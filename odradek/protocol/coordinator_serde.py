@@ -12,7 +12,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-_I8, _I16, _I32, _I64, _U8 = (struct.Struct(f) for f in (">b", ">h", ">i", ">q", ">B"))
+_I8, _I16, _I32, _I64, _U8, _U16, _F64 = (
+    struct.Struct(f) for f in (">b", ">h", ">i", ">q", ">B", ">H", ">d"))
 
 
 class RecordFormatError(ValueError):
@@ -60,6 +61,24 @@ class RecordReader:
 
     def int64(self) -> int:
         return self._unpack(_I64)
+
+    def uint16(self) -> int:
+        return self._unpack(_U16)
+
+    def float64(self) -> float:
+        value: float = _F64.unpack(self._take(_F64.size))[0]
+        return value
+
+    def bool_(self) -> bool:
+        return self._unpack(_I8) != 0
+
+    @property
+    def position(self) -> int:
+        return self._pos
+
+    @position.setter
+    def position(self, position: int) -> None:
+        self._pos = position
 
     def uvarint(self) -> int:
         value = 0
@@ -142,6 +161,19 @@ class RecordWriter:
 
     def int64(self, value: int) -> None:
         self._out += _I64.pack(value)
+
+    def uint16(self, value: int) -> None:
+        self._out += _U16.pack(value)
+
+    def float64(self, value: float) -> None:
+        self._out += _F64.pack(value)
+
+    def bool_(self, value: bool) -> None:
+        self._out += _I8.pack(1 if value else 0)
+
+    def null_length(self) -> None:
+        """The length of a null array or bytes."""
+        self._length(-1, _I32)
 
     def uvarint(self, value: int) -> None:
         while value >= 0x80:

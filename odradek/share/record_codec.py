@@ -1,5 +1,5 @@
-"""The bytes of `__share_group_state` records, as Kafka's generated message classes and its
-CoordinatorRecordSerde write them.
+"""The bytes of `__share_group_state` records, laid out by the schemas generated from Kafka's
+Share*.json (`record_schema.py`), as its CoordinatorRecordSerde writes them.
 
 A key is the int16 record type (0 ShareSnapshot, 1 ShareUpdate: the schemas' apiKey, as
 MessageUtil.toCoordinatorTypePrefixedBytes writes it) and the key struct at version 0,
@@ -12,13 +12,23 @@ value is a tombstone.
 
 from __future__ import annotations
 
-import struct
+from typing import Any
 
-from odradek.protocol.coordinator_serde import (
-    RecordFormatError,
-    RecordReader,
-    RecordWriter,
-    UnknownRecordType,
+from odradek.protocol.coordinator_serde import RecordFormatError
+from odradek.protocol.message_schema import (
+    Message,
+    Struct,
+    by_record_type,
+    read_key,
+    read_versioned,
+    write_key,
+    write_versioned,
+)
+from odradek.share.record_schema import (
+    SHARE_SNAPSHOT_KEY,
+    SHARE_SNAPSHOT_VALUE,
+    SHARE_UPDATE_KEY,
+    SHARE_UPDATE_VALUE,
 )
 from odradek.share.records import (
     SharePartitionKey,
@@ -30,101 +40,55 @@ from odradek.share.records import (
     StateBatch,
 )
 
-SNAPSHOT_TYPE = 0
-UPDATE_TYPE = 1
 VALUE_VERSION = 0
-_DELIVERY_COMPLETE_COUNT_TAG = 0
-_I32 = struct.Struct(">i")
+_KEYS = by_record_type(SHARE_SNAPSHOT_KEY, SHARE_UPDATE_KEY)
 
 
 def encode(record: ShareRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes of a record (None: a tombstone)."""
     key, value = record
-    try:
-        w = RecordWriter(flexible=False)
-        w.int16(SNAPSHOT_TYPE if isinstance(key, ShareSnapshotKey) else UPDATE_TYPE)
-        w.string(key.key.group_id)
-        w.uuid(key.key.topic_id)
-        w.int32(key.key.partition)
-        return w.getvalue(), None if value is None else _encode_value(value)
-    except struct.error as exc:
-        raise ValueError(f"record field out of range: {exc}") from None
-
-
-def _encode_value(value: ShareSnapshotValue | ShareUpdateValue) -> bytes:
-    w = RecordWriter(flexible=True)
-    w.int16(VALUE_VERSION)
-    w.int32(value.snapshot_epoch)
-    if isinstance(value, ShareSnapshotValue):
-        w.int32(value.state_epoch)
-    w.int32(value.leader_epoch)
-    w.int64(value.start_offset)
-    if isinstance(value, ShareSnapshotValue):
-        w.int64(value.create_timestamp)
-        w.int64(value.write_timestamp)
-
-    def batch(b: StateBatch) -> None:
-        w.int64(b.first_offset)
-        w.int64(b.last_offset)
-        w.int8(b.delivery_state)
-        w.int16(b.delivery_count)
-        w.end_struct()
-
-    w.array(value.state_batches, batch)
-    tagged = []
-    if value.delivery_complete_count != -1:
-        tagged.append((_DELIVERY_COMPLETE_COUNT_TAG, _I32.pack(value.delivery_complete_count)))
-    w.end_struct(tagged)
-    return w.getvalue()
+    snapshot = isinstance(key, ShareSnapshotKey)
+    key_bytes = write_key(SHARE_SNAPSHOT_KEY if snapshot else SHARE_UPDATE_KEY, {
+        "group_id": key.key.group_id, "topic_id": key.key.topic_id,
+        "partition": key.key.partition})
+    if value is None:
+        return key_bytes, None
+    fields: dict[str, Any] = {name: getattr(value, name) for name in value.__dataclass_fields__}
+    fields["state_batches"] = tuple(
+        {"first_offset": b.first_offset, "last_offset": b.last_offset,
+         "delivery_state": b.delivery_state, "delivery_count": b.delivery_count}
+        for b in value.state_batches)
+    schema = SHARE_SNAPSHOT_VALUE if snapshot else SHARE_UPDATE_VALUE
+    return key_bytes, write_versioned(schema, VALUE_VERSION, fields)
 
 
 def decode(key: bytes, value: bytes | None) -> ShareRecord:
     """The record in these bytes. Raises UnknownRecordType for a record type other than 0
     and 1, RecordFormatError for bytes Kafka could not have written (truncated, unknown
     version, trailing bytes, an update tombstone)."""
-    r = RecordReader(key)
-    record_type = r.int16()
-    if record_type not in (SNAPSHOT_TYPE, UPDATE_TYPE):
-        raise UnknownRecordType(record_type)
-    partition_key = SharePartitionKey(r.string(), r.uuid(), r.int32())
-    r.end()
-    if record_type == SNAPSHOT_TYPE:
-        snapshot = None if value is None else _decode_value(value, snapshot=True)
-        assert snapshot is None or isinstance(snapshot, ShareSnapshotValue)
-        return ShareSnapshotKey(partition_key), snapshot
+    schema, fields = read_key(_KEYS, key)
+    partition_key = SharePartitionKey(fields["group_id"], fields["topic_id"], fields["partition"])
+    if schema is SHARE_SNAPSHOT_KEY:
+        if value is None:
+            return ShareSnapshotKey(partition_key), None
+        found = _value(SHARE_SNAPSHOT_VALUE, value)
+        return ShareSnapshotKey(partition_key), ShareSnapshotValue(
+            found["snapshot_epoch"], found["state_epoch"], found["leader_epoch"],
+            found["start_offset"], found["create_timestamp"], found["write_timestamp"],
+            _batches(found), found["delivery_complete_count"])
     if value is None:
         raise RecordFormatError("a ShareUpdate record has no tombstone")
-    update = _decode_value(value, snapshot=False)
-    assert isinstance(update, ShareUpdateValue)
-    return ShareUpdateKey(partition_key), update
+    found = _value(SHARE_UPDATE_VALUE, value)
+    return ShareUpdateKey(partition_key), ShareUpdateValue(
+        found["snapshot_epoch"], found["leader_epoch"], found["start_offset"], _batches(found),
+        found["delivery_complete_count"])
 
 
-def _decode_value(data: bytes, snapshot: bool) -> ShareSnapshotValue | ShareUpdateValue:
-    r = RecordReader(data)
-    version = r.int16()
-    if version != VALUE_VERSION:
-        name = "ShareSnapshotValue" if snapshot else "ShareUpdateValue"
-        raise RecordFormatError(f"{name} has no version {version}")
-    r.flexible = True
-    snapshot_epoch = r.int32()
-    state_epoch = r.int32() if snapshot else 0
-    leader_epoch = r.int32()
-    start_offset = r.int64()
-    create_timestamp, write_timestamp = (r.int64(), r.int64()) if snapshot else (0, 0)
+def _value(schema: Message, data: bytes) -> Struct:
+    _, fields = read_versioned(schema, data)
+    return fields
 
-    def batch() -> StateBatch:
-        found = StateBatch(r.int64(), r.int64(), r.int8(), r.int16())
-        r.end_struct()
-        return found
 
-    batches = r.array(batch)
-    tagged = r.tagged_fields()
-    r.end()
-    count = tagged.get(_DELIVERY_COMPLETE_COUNT_TAG)
-    if count is not None and len(count) != _I32.size:
-        raise RecordFormatError(f"DeliveryCompleteCount has {len(count)} bytes")
-    complete = -1 if count is None else _I32.unpack(count)[0]
-    if snapshot:
-        return ShareSnapshotValue(snapshot_epoch, state_epoch, leader_epoch, start_offset,
-                                  create_timestamp, write_timestamp, batches, complete)
-    return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, batches, complete)
+def _batches(fields: Struct) -> tuple[StateBatch, ...]:
+    return tuple(StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"],
+                            b["delivery_count"]) for b in fields["state_batches"])

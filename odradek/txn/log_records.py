@@ -1,34 +1,33 @@
-"""The transaction coordinator's records in `__transaction_state`, laid out as Kafka writes
-them (transaction-coordinator/src/main/resources/common/message/TransactionLog*.json,
-version-prefixed as in MessageUtil).
+"""The transaction coordinator's records in `__transaction_state`, laid out by the schema
+generated from Kafka's TransactionLog*.json (`log_schema.py`), version-prefixed as in
+MessageUtil.
 
-A key is int16 version 0 and TransactionLogKey v0: the transactional id as an int16-length
-string. A value is an int16 version and TransactionLogValue; a null value is a tombstone
-(the transactional id expired). Version 0 is non-flexible; version 1 is flexible (compact
-strings and arrays, tagged fields 0 PreviousProducerId, 1 NextProducerId and
-2 ClientTransactionVersion, each written only when it differs from its default). Kafka 4
-writes version 1 whenever the `transaction.version` feature is 1 or more, which a new
-cluster finalizes at 2: so do we. An Empty transaction's partition array is null, and a
+A key is int16 version 0 and TransactionLogKey v0; a value is an int16 version and
+TransactionLogValue; a null value is a tombstone (the transactional id expired). Kafka 4
+writes version 1 (flexible) whenever the `transaction.version` feature is 1 or more, which a
+new cluster finalizes at 2: so do we. An Empty transaction's partition array is null, and a
 reader ignores an Empty record's partitions, as Kafka's does.
 """
 
 from __future__ import annotations
 
 import enum
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from odradek.protocol.coordinator_serde import RecordFormatError, RecordReader, RecordWriter
+from odradek.protocol.coordinator_serde import RecordFormatError
+from odradek.protocol.message_schema import (
+    by_record_type,
+    read_key,
+    read_versioned,
+    write_key,
+    write_versioned,
+)
+from odradek.txn.log_schema import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 
-KEY_VERSION = 0
 WRITTEN_VALUE_VERSION = 1
-_LAST_VALUE_VERSION = 1
-_PREVIOUS_PRODUCER_ID_TAG = 0
-_NEXT_PRODUCER_ID_TAG = 1
-_CLIENT_TRANSACTION_VERSION_TAG = 2
-_I16, _I64 = struct.Struct(">h"), struct.Struct(">q")
+_KEYS = by_record_type(TRANSACTION_LOG_KEY)
 
 
 class TxnRecordFormatError(RecordFormatError):
@@ -100,49 +99,25 @@ def encode(transactional_id: str, value: TransactionLogValue | None) -> tuple[by
     """The key and value bytes of this record (None value: a tombstone), value version 1."""
     if value is not None and value.state == TxnState.EMPTY and value.partitions:
         raise ValueError(f"an Empty transaction has no partitions: {value!r}")
-    try:
-        key = RecordWriter(flexible=False)
-        key.int16(KEY_VERSION)
-        key.string(transactional_id)
-        if value is None:
-            return key.getvalue(), None
-        return key.getvalue(), _encode_value(value)
-    except struct.error as exc:
-        raise ValueError(f"record field out of range: {exc}") from None
-
-
-def _encode_value(value: TransactionLogValue) -> bytes:
-    w = RecordWriter(flexible=True)
-    w.int16(WRITTEN_VALUE_VERSION)
-    w.int64(value.producer_id)
-    w.int16(value.producer_epoch)
-    w.int32(value.timeout_ms)
-    w.int8(value.state)
-    if value.state == TxnState.EMPTY:
-        w.uvarint(0)  # a null compact array
-    else:
-        topics: dict[str, list[int]] = {}
-        for topic, partition in sorted(set(value.partitions)):
-            topics.setdefault(topic, []).append(partition)
-
-        def write_topic(item: tuple[str, list[int]]) -> None:
-            w.string(item[0])
-            w.array(item[1], w.int32)
-            w.end_struct()
-
-        w.array(list(topics.items()), write_topic)
-    w.int64(value.last_update_ms)
-    w.int64(value.start_ms)
-    tagged = []
-    if value.previous_producer_id != -1:
-        tagged.append((_PREVIOUS_PRODUCER_ID_TAG, _I64.pack(value.previous_producer_id)))
-    if value.next_producer_id != -1:
-        tagged.append((_NEXT_PRODUCER_ID_TAG, _I64.pack(value.next_producer_id)))
-    if value.client_transaction_version != 0:
-        tagged.append((_CLIENT_TRANSACTION_VERSION_TAG,
-                       _I16.pack(value.client_transaction_version)))
-    w.end_struct(tagged)
-    return w.getvalue()
+    key = write_key(TRANSACTION_LOG_KEY, {"transactional_id": transactional_id})
+    if value is None:
+        return key, None
+    topics: dict[str, list[int]] = {}
+    for topic, partition in sorted(set(value.partitions)):
+        topics.setdefault(topic, []).append(partition)
+    return key, write_versioned(TRANSACTION_LOG_VALUE, WRITTEN_VALUE_VERSION, {
+        "producer_id": value.producer_id,
+        "previous_producer_id": value.previous_producer_id,
+        "next_producer_id": value.next_producer_id,
+        "producer_epoch": value.producer_epoch,
+        "transaction_timeout_ms": value.timeout_ms,
+        "transaction_status": value.state,
+        "transaction_partitions": None if value.state == TxnState.EMPTY else tuple(
+            {"topic": topic, "partition_ids": ids} for topic, ids in topics.items()),
+        "transaction_last_update_timestamp_ms": value.last_update_ms,
+        "transaction_start_timestamp_ms": value.start_ms,
+        "client_transaction_version": value.client_transaction_version,
+    })
 
 
 def decode(key: bytes, value: bytes | None) -> tuple[str, TransactionLogValue | None]:
@@ -151,67 +126,27 @@ def decode(key: bytes, value: bytes | None) -> tuple[str, TransactionLogValue | 
     Raises TxnRecordFormatError for bytes that do not hold exactly one key (or value) of a
     version Kafka writes: truncated, unknown version or state, trailing bytes."""
     try:
-        r = RecordReader(key)
-        version = r.int16()
-        if version != KEY_VERSION:
-            raise TxnRecordFormatError(f"TransactionLogKey has no version {version}")
-        transactional_id = r.string()
-        r.end()
-        return transactional_id, None if value is None else _decode_value(RecordReader(value))
+        _, fields = read_key(_KEYS, key)
+        return fields["transactional_id"], None if value is None else _decode_value(value)
     except RecordFormatError as exc:
         raise TxnRecordFormatError(str(exc)) from None
 
 
-def _decode_value(r: RecordReader) -> TransactionLogValue:
-    version = r.int16()
-    if not 0 <= version <= _LAST_VALUE_VERSION:
-        raise TxnRecordFormatError(f"TransactionLogValue has no version {version}")
-    r.flexible = version >= 1
-    producer_id = r.int64()
-    producer_epoch = r.int16()
-    timeout_ms = r.int32()
-    status = r.int8()
+def _decode_value(data: bytes) -> TransactionLogValue:
+    _, fields = read_versioned(TRANSACTION_LOG_VALUE, data)
+    status = fields["transaction_status"]
     try:
         state = TxnState(status)
     except ValueError:
         raise TxnRecordFormatError(f"unknown transaction status {status}") from None
-    partitions = _read_partitions(r)
-    last_update_ms = r.int64()
-    start_ms = r.int64()
-    tagged = r.tagged_fields()
-    r.end()
+    partitions = tuple(sorted({(topic["topic"], partition)
+                               for topic in fields["transaction_partitions"] or ()
+                               for partition in topic["partition_ids"]}))
     return TransactionLogValue(
-        producer_id, producer_epoch, timeout_ms, state,
-        () if state == TxnState.EMPTY else partitions, last_update_ms, start_ms,
-        previous_producer_id=_tag(tagged, _PREVIOUS_PRODUCER_ID_TAG, _I64, -1),
-        next_producer_id=_tag(tagged, _NEXT_PRODUCER_ID_TAG, _I64, -1),
-        client_transaction_version=_tag(tagged, _CLIENT_TRANSACTION_VERSION_TAG, _I16, 0),
+        fields["producer_id"], fields["producer_epoch"], fields["transaction_timeout_ms"],
+        state, () if state == TxnState.EMPTY else partitions,
+        fields["transaction_last_update_timestamp_ms"], fields["transaction_start_timestamp_ms"],
+        previous_producer_id=fields["previous_producer_id"],
+        next_producer_id=fields["next_producer_id"],
+        client_transaction_version=fields["client_transaction_version"],
     )
-
-
-def _read_partitions(r: RecordReader) -> tuple[tuple[str, int], ...]:
-    """TransactionPartitions, a nullable array (null reads as no partitions)."""
-    count = r.uvarint() - 1 if r.flexible else r.int32()
-    if count < 0:
-        return ()
-
-    def topic() -> list[tuple[str, int]]:
-        name = r.string()
-        ids = r.array(r.int32)
-        r.end_struct()
-        return [(name, partition) for partition in ids]
-
-    found: set[tuple[str, int]] = set()
-    for _ in range(count):
-        found.update(topic())
-    return tuple(sorted(found))
-
-
-def _tag(tagged: dict[int, bytes], tag: int, shape: struct.Struct, default: int) -> int:
-    data = tagged.get(tag)
-    if data is None:
-        return default
-    if len(data) != shape.size:
-        raise TxnRecordFormatError(f"tagged field {tag} has {len(data)} bytes")
-    value: int = shape.unpack(data)[0]
-    return value

@@ -1,0 +1,293 @@
+"""Kafka's message definitions as data, and one reader and one writer for all of them.
+
+The records Kafka's coordinators keep in their internal topics are defined by JSON files in
+Kafka's jars (`common/message/*.json`); `tests/kafka_message_schemas.py` turns them into
+`Message` values in generated modules. This module reads and writes any of them at any of
+its versions, as Kafka's generated classes do: the fields present in a version in order,
+compact lengths and tagged fields (written only off their default) in flexible versions. A
+struct is a dict by the fields' snake_case names; an array of structs, a tuple of dicts."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from odradek.protocol.coordinator_serde import (
+    RecordFormatError,
+    RecordReader,
+    RecordWriter,
+    UnknownRecordType,
+)
+
+Struct = dict[str, Any]
+
+
+class _Zero:
+    """A field without a JSON default: its type's zero value."""
+
+    def __repr__(self) -> str:
+        return "ZERO"
+
+
+ZERO: Any = _Zero()
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    """snake_case, as the dicts are keyed."""
+    type: str
+    """Kafka's type: int8, int16, int32, int64, uint16, float64, bool, string, bytes, uuid,
+    `[]` followed by one of those, or a struct's name (with `fields`), or `[]` and one."""
+    versions: str = "none"
+    nullable: str = "none"
+    tagged: str = "none"
+    tag: int | None = None
+    default: Any = ZERO
+    """The JSON default (None for "null"), or ZERO: the type's zero value (0, false, "",
+    empty), null where the field is nullable."""
+    fields: tuple[Field, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    name: str
+    api_key: int | None
+    """A coordinator key's record type, its value's (the value's apiKey), or None."""
+    valid: str
+    flexible: str
+    fields: tuple[Field, ...]
+
+    def versions(self) -> range:
+        low, high = _bounds(self.valid)
+        return range(low, high + 1)
+
+
+def _bounds(spec: str) -> tuple[int, int]:
+    """A version range ("0+", "1-3", "2", "none") as (low, high); high is 32767 for "N+"
+    and low > high for "none"."""
+    if spec == "none":
+        return 1, 0
+    if spec.endswith("+"):
+        return int(spec[:-1]), 0x7FFF
+    low, _, high = spec.partition("-")
+    return int(low), int(high or low)
+
+
+@cache
+def _within(spec: str, version: int) -> bool:
+    low, high = _bounds(spec)
+    return low <= version <= high
+
+
+def read_versioned(message: Message, data: bytes) -> tuple[int, Struct]:
+    """An int16 version and the message at that version; RecordFormatError for bytes that
+    are not exactly that (an unknown version, truncated, trailing bytes)."""
+    reader = RecordReader(data)
+    version = reader.int16()
+    values = read(message, version, reader)
+    reader.end()
+    return version, values
+
+
+def by_record_type(*keys: Message) -> dict[int, Message]:
+    """Coordinator key definitions by their record type, as `read_key` takes them."""
+    found = {}
+    for key in keys:
+        assert key.api_key is not None, f"{key.name} is not a coordinator key"
+        found[key.api_key] = key
+    return found
+
+
+def read_key(messages: Mapping[int, Message], data: bytes) -> tuple[Message, Struct]:
+    """A coordinator record's key: its int16 record type (the key definitions' apiKey, as
+    MessageUtil.toCoordinatorTypePrefixedBytes writes it), which picks the definition, and
+    the key at version 0. UnknownRecordType for a type not in `messages`."""
+    reader = RecordReader(data)
+    record_type = reader.int16()
+    message = messages.get(record_type)
+    if message is None:
+        raise UnknownRecordType(record_type)
+    values = read(message, 0, reader)
+    reader.end()
+    return message, values
+
+
+def write_key(message: Message, values: Mapping[str, Any]) -> bytes:
+    """A coordinator record's key: its record type, and the key at version 0."""
+    assert message.api_key is not None, f"{message.name} is not a coordinator key"
+    writer = RecordWriter(flexible=_within(message.flexible, 0))
+    writer.int16(message.api_key)
+    return _written(writer, message, 0, values)
+
+
+def read(message: Message, version: int, reader: RecordReader) -> Struct:
+    if version not in message.versions():
+        raise RecordFormatError(f"{message.name} has no version {version}")
+    reader.flexible = _within(message.flexible, version)
+    return _read_struct(reader, message.fields, version)
+
+
+def write_versioned(message: Message, version: int, values: Mapping[str, Any]) -> bytes:
+    """The int16 version and the message; a value missing from `values` is the field's
+    default. ValueError for a value its field cannot hold."""
+    if version not in message.versions():
+        raise ValueError(f"{message.name} has no version {version}")
+    writer = RecordWriter(flexible=_within(message.flexible, version))
+    writer.int16(version)
+    return _written(writer, message, version, values)
+
+
+def _written(writer: RecordWriter, message: Message, version: int,
+             values: Mapping[str, Any]) -> bytes:
+    try:
+        _write_struct(writer, message.fields, version, values)
+    except struct.error as error:
+        raise ValueError(f"{message.name}: a field out of range: {error}") from None
+    return writer.getvalue()
+
+
+def default(field: Field, version: int) -> Any:
+    if field.default is not ZERO:
+        return field.default
+    if _within(field.nullable, version):
+        return None
+    if field.type.startswith("[]"):
+        return ()
+    if field.fields:
+        return {f.name: default(f, version) for f in field.fields}
+    return _ZEROS[field.type]
+
+
+_ZEROS: Mapping[str, Any] = {
+    "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "float64": 0.0,
+    "bool": False, "string": "", "bytes": b"",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+}
+
+
+# Reading.
+
+def _read_struct(reader: RecordReader, fields: tuple[Field, ...], version: int) -> Struct:
+    values: Struct = {}
+    tagged: list[Field] = []
+    for field in fields:
+        if field.tag is not None and _within(field.tagged, version):
+            tagged.append(field)
+        elif _within(field.versions, version):
+            values[field.name] = _read_value(reader, field, version)
+        else:
+            values[field.name] = default(field, version)
+    found = reader.tagged_fields()
+    for field in tagged:
+        data = found.get(field.tag)  # type: ignore[arg-type]
+        if data is None:
+            values[field.name] = default(field, version)
+            continue
+        inner = RecordReader(data)
+        inner.flexible = True
+        values[field.name] = _read_value(inner, field, version)
+        inner.end()
+    return values
+
+
+def _read_value(reader: RecordReader, field: Field, version: int) -> Any:
+    nullable = _within(field.nullable, version)
+    if field.type.startswith("[]"):
+        item = _item_reader(reader, field, version)
+        if nullable and _null_length(reader):
+            return None
+        return reader.array(item)
+    if field.fields:
+        if nullable and reader.int8() < 0:
+            return None
+        return _read_struct(reader, field.fields, version)
+    if field.type == "string":
+        return reader.nullable_string() if nullable else reader.string()
+    if field.type == "bytes" and nullable:
+        return None if _null_length(reader) else reader.bytes_()
+    return _PRIMITIVE_READS[field.type](reader)
+
+
+def _null_length(reader: RecordReader) -> bool:
+    """Whether a nullable array's or bytes' length is null; if not, it stays to be read."""
+    mark = reader.position
+    length = reader.uvarint() - 1 if reader.flexible else reader.int32()
+    if length < 0:
+        return True
+    reader.position = mark
+    return False
+
+
+def _item_reader(reader: RecordReader, field: Field, version: int) -> Callable[[], Any]:
+    if field.fields:
+        return lambda: _read_struct(reader, field.fields, version)
+    element = field.type[2:]
+    if element == "string":
+        return reader.string
+    read_one = _PRIMITIVE_READS[element]
+    return lambda: read_one(reader)
+
+
+_PRIMITIVE_READS: Mapping[str, Callable[[RecordReader], Any]] = {
+    "int8": RecordReader.int8, "int16": RecordReader.int16, "int32": RecordReader.int32,
+    "int64": RecordReader.int64, "uint16": RecordReader.uint16,
+    "float64": RecordReader.float64, "bool": RecordReader.bool_,
+    "bytes": RecordReader.bytes_, "uuid": RecordReader.uuid,
+}
+
+
+# Writing.
+
+def _write_struct(writer: RecordWriter, fields: tuple[Field, ...], version: int,
+                  values: Mapping[str, Any]) -> None:
+    tagged: list[tuple[int, bytes]] = []
+    for field in fields:
+        value = values.get(field.name, default(field, version))
+        if field.tag is not None and _within(field.tagged, version):
+            if value != default(field, version):
+                inner = RecordWriter(flexible=True)
+                _write_value(inner, field, version, value)
+                tagged.append((field.tag, inner.getvalue()))
+        elif _within(field.versions, version):
+            _write_value(writer, field, version, value)
+        elif value != default(field, version):
+            raise ValueError(f"{field.name} is not in version {version}: {value!r}")
+    writer.end_struct(sorted(tagged))
+
+
+def _write_value(writer: RecordWriter, field: Field, version: int, value: Any) -> None:
+    if value is None:
+        if not _within(field.nullable, version):
+            raise ValueError(f"{field.name} is not nullable in version {version}")
+        if field.fields and not field.type.startswith("[]"):
+            writer.int8(-1)
+        else:
+            writer.null_length()
+        return
+    if field.type.startswith("[]"):
+        writer.array(list(value), _item_writer(writer, field, version))
+    elif field.fields:
+        if _within(field.nullable, version):
+            writer.int8(1)
+        _write_struct(writer, field.fields, version, value)
+    else:
+        _PRIMITIVE_WRITES[field.type](writer, value)
+
+
+def _item_writer(writer: RecordWriter, field: Field, version: int) -> Callable[[Any], None]:
+    if field.fields:
+        return lambda item: _write_struct(writer, field.fields, version, item)
+    write_one = _PRIMITIVE_WRITES[field.type[2:]]
+    return lambda item: write_one(writer, item)
+
+
+_PRIMITIVE_WRITES: Mapping[str, Callable[[RecordWriter, Any], None]] = {
+    "int8": RecordWriter.int8, "int16": RecordWriter.int16, "int32": RecordWriter.int32,
+    "int64": RecordWriter.int64, "uint16": RecordWriter.uint16,
+    "float64": RecordWriter.float64, "bool": RecordWriter.bool_,
+    "string": RecordWriter.string, "bytes": RecordWriter.bytes_, "uuid": RecordWriter.uuid,
+}
