@@ -9,11 +9,13 @@ struct is a dict by the fields' snake_case names; an array of structs, a tuple o
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from odradek.protocol.coordinator_serde import (
     RecordFormatError,
@@ -23,6 +25,7 @@ from odradek.protocol.coordinator_serde import (
 )
 
 Struct = dict[str, Any]
+T = TypeVar("T")
 
 
 class _Zero:
@@ -50,6 +53,8 @@ class Field:
     """The JSON default (None for "null"), or ZERO: the type's zero value (0, false, "",
     empty), null where the field is nullable."""
     fields: tuple[Field, ...] = ()
+    ignorable: bool = False
+    """A value for a version without the field is dropped, not refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,7 @@ class Message:
         return range(low, high + 1)
 
 
+@cache
 def _bounds(spec: str) -> tuple[int, int]:
     """A version range ("0+", "1-3", "2", "none") as (low, high); high is 32767 for "N+"
     and low > high for "none"."""
@@ -169,47 +175,84 @@ _ZEROS: Mapping[str, Any] = {
 }
 
 
+# A struct's fields at one version: where each is, and its default, worked out once.
+
+_REGULAR, _TAGGED, _ABSENT = range(3)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    field: Field
+    place: int
+    default: Any
+    nullable: bool
+
+
+_PLANS: dict[tuple[int, int], tuple[tuple[Field, ...], tuple[_Step, ...]]] = {}
+
+
+def _plan(fields: tuple[Field, ...], version: int) -> tuple[_Step, ...]:
+    """The steps of `fields` at `version`, cached by the tuple's identity (the generated
+    schemas live as long as the process)."""
+    cached = _PLANS.get((id(fields), version))
+    if cached is not None and cached[0] is fields:
+        return cached[1]
+    steps = tuple(_Step(
+        field,
+        _TAGGED if field.tag is not None and _within(field.tagged, version)
+        else _REGULAR if _within(field.versions, version) else _ABSENT,
+        default(field, version), _within(field.nullable, version)) for field in fields)
+    _PLANS[(id(fields), version)] = (fields, steps)
+    return steps
+
+
 # Reading.
 
 def _read_struct(reader: RecordReader, fields: tuple[Field, ...], version: int) -> Struct:
     values: Struct = {}
-    tagged: list[Field] = []
-    for field in fields:
-        if field.tag is not None and _within(field.tagged, version):
-            tagged.append(field)
-        elif _within(field.versions, version):
-            values[field.name] = _read_value(reader, field, version)
+    tagged: list[_Step] = []
+    for step in _plan(fields, version):
+        if step.place == _REGULAR:
+            values[step.field.name] = _read_value(reader, step, version)
+        elif step.place == _TAGGED:
+            tagged.append(step)
         else:
-            values[field.name] = default(field, version)
+            values[step.field.name] = step.default
     found = reader.tagged_fields()
-    for field in tagged:
-        data = found.get(field.tag)  # type: ignore[arg-type]
+    for step in tagged:
+        data = found.get(step.field.tag)  # type: ignore[arg-type]
         if data is None:
-            values[field.name] = default(field, version)
+            values[step.field.name] = step.default
             continue
         inner = RecordReader(data)
         inner.flexible = True
-        values[field.name] = _read_value(inner, field, version)
+        values[step.field.name] = _read_value(inner, step, version)
         inner.end()
     return values
 
 
-def _read_value(reader: RecordReader, field: Field, version: int) -> Any:
-    nullable = _within(field.nullable, version)
+def _read_value(reader: RecordReader, step: _Step, version: int) -> Any:
+    field = step.field
     if field.type.startswith("[]"):
         item = _item_reader(reader, field, version)
-        if nullable and _null_length(reader):
+        if step.nullable and _null_length(reader):
             return None
         return reader.array(item)
     if field.fields:
-        if nullable and reader.int8() < 0:
+        if step.nullable and not _present(reader):
             return None
         return _read_struct(reader, field.fields, version)
     if field.type == "string":
-        return reader.nullable_string() if nullable else reader.string()
-    if field.type == "bytes" and nullable:
+        return reader.nullable_string() if step.nullable else reader.string()
+    if field.type == "bytes" and step.nullable:
         return None if _null_length(reader) else reader.bytes_()
     return _PRIMITIVE_READS[field.type](reader)
+
+
+def _present(reader: RecordReader) -> bool:
+    """A nullable struct's marker: an unsigned varint, 0 for null, in flexible versions (as
+    Kafka's generated readers take it), an int8, negative for null, before."""
+    return reader.uvarint() > 0 if reader.flexible else reader.int8() >= 0
 
 
 def _null_length(reader: RecordReader) -> bool:
@@ -245,37 +288,48 @@ _PRIMITIVE_READS: Mapping[str, Callable[[RecordReader], Any]] = {
 def _write_struct(writer: RecordWriter, fields: tuple[Field, ...], version: int,
                   values: Mapping[str, Any]) -> None:
     tagged: list[tuple[int, bytes]] = []
-    for field in fields:
-        value = values.get(field.name, default(field, version))
-        if field.tag is not None and _within(field.tagged, version):
-            if value != default(field, version):
+    for step in _plan(fields, version):
+        value = values.get(step.field.name, step.default)
+        if step.place == _REGULAR:
+            _write_value(writer, step, version, value)
+        elif step.place == _TAGGED:
+            if value != step.default:
                 inner = RecordWriter(flexible=True)
-                _write_value(inner, field, version, value)
-                tagged.append((field.tag, inner.getvalue()))
-        elif _within(field.versions, version):
-            _write_value(writer, field, version, value)
-        elif value != default(field, version):
-            raise ValueError(f"{field.name} is not in version {version}: {value!r}")
+                _write_value(inner, step, version, value)
+                tagged.append((step.field.tag, inner.getvalue()))  # type: ignore[arg-type]
+        elif value != step.default and not step.field.ignorable:
+            raise ValueError(f"{step.field.name} is not in version {version}: {value!r}")
     writer.end_struct(sorted(tagged))
 
 
-def _write_value(writer: RecordWriter, field: Field, version: int, value: Any) -> None:
+def _write_value(writer: RecordWriter, step: _Step, version: int, value: Any) -> None:
+    field = step.field
     if value is None:
-        if not _within(field.nullable, version):
+        if not step.nullable:
             raise ValueError(f"{field.name} is not nullable in version {version}")
-        if field.fields and not field.type.startswith("[]"):
-            writer.int8(-1)
+        if field.type == "string":
+            writer.string(None)
+        elif field.fields and not field.type.startswith("[]"):
+            _mark(writer, present=False)
         else:
             writer.null_length()
         return
     if field.type.startswith("[]"):
         writer.array(list(value), _item_writer(writer, field, version))
     elif field.fields:
-        if _within(field.nullable, version):
-            writer.int8(1)
+        if step.nullable:
+            _mark(writer, present=True)
         _write_struct(writer, field.fields, version, value)
     else:
         _PRIMITIVE_WRITES[field.type](writer, value)
+
+
+def _mark(writer: RecordWriter, present: bool) -> None:
+    """A nullable struct's marker (see `_present`)."""
+    if writer.flexible:
+        writer.uvarint(1 if present else 0)
+    else:
+        writer.int8(1 if present else -1)
 
 
 def _item_writer(writer: RecordWriter, field: Field, version: int) -> Callable[[Any], None]:
@@ -291,3 +345,48 @@ _PRIMITIVE_WRITES: Mapping[str, Callable[[RecordWriter, Any], None]] = {
     "float64": RecordWriter.float64, "bool": RecordWriter.bool_,
     "string": RecordWriter.string, "bytes": RecordWriter.bytes_, "uuid": RecordWriter.uuid,
 }
+
+
+# Dataclasses whose fields are named as a definition's.
+
+def struct_of(value: Any) -> Struct:
+    """A dataclass as the struct of a definition whose fields it names (some or all), with
+    its nested dataclasses and tuples of them."""
+    nested: dict[str, type | None] = _nested(type(value))  # type: ignore[arg-type]
+    return {name: getattr(value, name) if kind is None else _plain(getattr(value, name))
+            for name, kind in nested.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(struct_of(item) for item in value)
+    return None if value is None else struct_of(value)
+
+
+def build(cls: type[T], values: Struct) -> T:
+    """The dataclass `cls` from a struct read by a definition that has all its fields;
+    nested dataclasses (and tuples of them) are built by the fields' annotations."""
+    nested: dict[str, type | None] = _nested(cls)  # type: ignore[arg-type]
+    return cls(**{name: _built(kind, values[name]) for name, kind in nested.items()})
+
+
+def _built(kind: type | None, value: Any) -> Any:
+    if kind is None or value is None:
+        return value
+    if isinstance(value, tuple):
+        return tuple(build(kind, item) for item in value)
+    return build(kind, value)
+
+
+@cache
+def _nested(cls: type) -> dict[str, type | None]:
+    """Each field of `cls`: the dataclass it holds (alone or in a tuple), or None."""
+    hints = typing.get_type_hints(cls)
+    found: dict[str, type | None] = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        hint = hints[field.name]
+        args = typing.get_args(hint)
+        inner = args[0] if typing.get_origin(hint) is tuple and args else hint
+        found[field.name] = inner if isinstance(inner, type) and dataclasses.is_dataclass(
+            inner) else None
+    return found

@@ -2,6 +2,8 @@
 common/message/ShareSnapshotKey.json, ShareSnapshotValue.json, ShareUpdateKey.json,
 ShareUpdateValue.json. Do not edit."""
 
+# ruff: noqa: E501
+
 from odradek.protocol.message_schema import Field, Message
 
 SHARE_SNAPSHOT_KEY = Message("ShareSnapshotKey", 0, "0", "none", (

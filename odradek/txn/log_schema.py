@@ -2,6 +2,8 @@
 kafka-transaction-coordinator-4.3.1.jar: common/message/TransactionLogKey.json,
 TransactionLogValue.json. Do not edit."""
 
+# ruff: noqa: E501
+
 from odradek.protocol.message_schema import Field, Message
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", 0, "0", "none", (

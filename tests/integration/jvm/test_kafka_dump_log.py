@@ -1,31 +1,37 @@
 """The on-disk format, both ways. Kafka's own kafka-dump-log (DumpLogSegments) reads the
 segments, indexes, transaction index and producer snapshot an Odradek broker wrote (every
 codec, a transaction committed and one aborted, a compacted log), and what it prints agrees
-with what was produced; `odradek dump-log` reads the files a real Apache Kafka broker wrote
-and prints what Kafka's tool prints on them. Both tools run on both brokers' files, and their
-outputs must be equal line for line.
+with what was produced; its offsets and transaction-log decoders read the coordinators'
+records in `__consumer_offsets` and `__transaction_state`. `odradek dump-log` reads the
+files a real Apache Kafka broker wrote and prints what Kafka's tool prints on them. Both
+tools run on both brokers' files, and their outputs must be equal line for line.
 
 Kafka's tool runs in one JVM for every file (`kafka_tools.run_tools`)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from tests.integration.apache_kafka import ApacheKafka
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import (
     Out,
     Rec,
+    confluent_consumer,
     create_topic,
     now_ms,
     produce_confluent,
     read_confluent,
+    receive,
 )
 from tests.integration.jvm.kafka_tools import DUMP_LOG, Outcome, Step, run_tools
 from tests.integration.test_compaction import (
@@ -41,6 +47,13 @@ from tests.waiting import wait_until
 FIRST = "00000000000000000000"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DUMP_OPTIONS = ("--deep-iteration", "--print-data-log")
+GROUPS = {"classic": "dump-classic", "consumer": "dump-consumer"}
+"""A group of each protocol, each committing offset 7 of `codecs`."""
+PARTITION_METADATA = "4"
+"""ConsumerGroupPartitionMetadata: Odradek still writes it, Kafka 4.1 and later keep a hash of
+the subscribed topics' metadata instead (KIP-1101) and read it only."""
+DECODERS = {"__consumer_offsets": "--offsets-decoder",
+            "__transaction_state": "--transaction-log-decoder"}
 RECORD_LINE = re.compile(r"\| offset: (\d+) CreateTime: (\d+) keySize: (-?\d+) "
                          r"valueSize: (-?\d+) sequence: (-?\d+) headerKeys: \[(.*?)\]"
                          r"(?: key: (.*?))?(?: payload: (.*))?$")
@@ -77,6 +90,20 @@ def produce_compacted(bootstrap: str, topic: str) -> list[Rec]:
     return read_confluent(bootstrap, topic)
 
 
+def commit_in_groups(bootstrap: str, topic: str) -> None:
+    """A member of each group protocol joins, reads and commits offset 7, then leaves: the
+    group coordinator's records of both protocols, and an offset commit."""
+    for protocol, group in GROUPS.items():
+        consumer = confluent_consumer(bootstrap, **{
+            "group.id": group, "group.protocol": protocol, "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe([topic])
+            receive(consumer, 1)
+            consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
+        finally:
+            consumer.close()
+
+
 def odradek_writes(root: Path) -> Written:
     """An Odradek broker's files: every codec, transactions, a compacted log."""
     broker = BrokerProcess(root / "data", root / "broker.log",
@@ -89,6 +116,7 @@ def odradek_writes(root: Path) -> Written:
         create_topic(bootstrap, "compacted", config={**COMPACTED, "segment.ms": "1000"})
         produce_codecs(bootstrap, "codecs")
         produce_committed_then_aborted(bootstrap, "txn")
+        commit_in_groups(bootstrap, "codecs")
         compacted = produce_compacted(bootstrap, "compacted")
         return Written(broker.data_dir, read_confluent(bootstrap, "codecs"),
                        read_confluent(bootstrap, "txn"), compacted)
@@ -107,6 +135,7 @@ def kafka_writes(root: Path) -> Written:
             create_topic(bootstrap, topic)
         produce_codecs(bootstrap, "codecs")
         produce_committed_then_aborted(bootstrap, "txn")
+        commit_in_groups(bootstrap, "codecs")
         return Written(kafka.data_dir / "logs", read_confluent(bootstrap, "codecs"),
                        read_confluent(bootstrap, "txn"), None)
     finally:
@@ -160,12 +189,39 @@ def dumps(written: dict[str, Written]) -> dict[str, Dumps]:
     steps = [Step(f"{side}/{name}", DUMP_LOG,
                   [*DUMP_OPTIONS, "--files", ",".join(map(str, paths))])
              for (side, name), paths in files.items()]
+    steps += [Step(f"{side}/{topic}", DUMP_LOG, [
+        decoder, "--files", ",".join(map(str, internal_segments(done.log_dir, topic)))])
+        for side, done in written.items() for topic, decoder in DECODERS.items()]
     with ThreadPoolExecutor(2) as pool:
         ours = {key: pool.submit(odradek_dump, paths) for key, paths in files.items()}
         kafkas = run_tools(steps)
-        return {side: Dumps({name: kafkas[f"{side}/{name}"] for (s, name) in files if s == side},
+        return {side: Dumps({name: kafkas[f"{side}/{name}"]
+                             for name in [*(n for (s, n) in files if s == side), *DECODERS]},
                             {name: ours[(s, name)].result() for (s, name) in files if s == side})
                 for side in written}
+
+
+def internal_segments(log_dir: Path, topic: str) -> list[Path]:
+    """The non-empty segments of an internal topic's partitions."""
+    segments = sorted(p for p in log_dir.glob(f"{topic}-*/*.log") if p.stat().st_size)
+    assert segments, f"no {topic} records in {log_dir}"
+    return segments
+
+
+DECODED = re.compile(r"\| offset: (\d+) .*? key: (\{.*?\}) payload: (.*)$")
+
+
+def decoded(out: Outcome) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each record's key and value as Kafka's decoder printed them (JSON; a tombstone's
+    value is None)."""
+    found = []
+    for line in out.lines:
+        match = DECODED.search(line)
+        if match:
+            payload = match[3].strip()
+            found.append((json.loads(match[2]),
+                          None if payload in ("", "<DELETE>") else json.loads(payload)))
+    return found
 
 
 def records(out: Outcome) -> list[tuple[int, str | None, str | None, str]]:
@@ -245,3 +301,26 @@ def test_both_tools_print_the_same_on_kafkas_files(dumps: dict[str, Dumps], name
                                   "compacted-log", "compacted-indexes"])
 def test_both_tools_print_the_same_on_odradeks_files(dumps: dict[str, Dumps], name: str) -> None:
     assert dumps["odradek"].odradek[name].stdout == dumps["odradek"].kafka[name].ok().stdout
+
+
+def test_kafkas_decoders_read_odradeks_coordinator_records(dumps: dict[str, Dumps]) -> None:
+    """Kafka's OffsetsMessageParser and TransactionLogMessageParser read every record of
+    Odradek's `__consumer_offsets` and `__transaction_state`, and find in them every record
+    type Kafka's own coordinators write for the same clients."""
+    for topic in DECODERS:
+        ours, theirs = (dumps[side].kafka[topic].ok() for side in ("odradek", "kafka"))
+        assert "Exception" not in ours.stdout + ours.stderr and "Unknown" not in ours.stdout
+        records_ = decoded(ours)
+        assert len(records_) == len([line for line in ours.lines if "| offset: " in line])
+        kinds, kafkas = ({key["type"] for key, _ in found}
+                         for found in (records_, decoded(theirs)))
+        assert kinds >= kafkas, (ours.stdout, theirs.stdout)
+        assert kinds - kafkas <= {PARTITION_METADATA}, (ours.stdout, theirs.stdout)
+    offsets = decoded(dumps["odradek"].kafka["__consumer_offsets"])
+    commits = {(key["data"]["group"], value["data"]["offset"]) for key, value in offsets
+               if key["type"] == "1" and value is not None}
+    assert commits == {(group, 7) for group in GROUPS.values()}
+    statuses = [value["data"]["transactionStatus"] for key, value in
+                decoded(dumps["odradek"].kafka["__transaction_state"])
+                if value is not None and key["data"]["transactionalId"] == "t-txn"]
+    assert statuses == [0, 1, 2, 4, 1, 3, 5], "Empty, then a commit and an abort"

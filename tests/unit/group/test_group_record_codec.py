@@ -10,12 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.group.record_codec import (
-    RecordFormatError,
-    UnknownRecordType,
-    decode_record,
-    encode_record,
-)
+from odradek.group.record_codec import decode_record, encode_record
 from odradek.group.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -53,6 +48,7 @@ from odradek.group.records import (
     TopicPartitions,
     TopicPartitionsInfo,
 )
+from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
 
 TOPIC_ID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 TOPIC_ID_BYTES = bytes.fromhex("0f1e2d3c4b5a69788796a5b4c3d2e1f0")
@@ -316,14 +312,17 @@ def test_decodes_flexible_group_metadata_value_v4() -> None:
     )
 
 
-def test_skips_classic_member_metadata_and_partition_racks() -> None:
-    classic = (
-        b"\x00\x00\xaf\xc8"  # sessionTimeoutMs
-        b"\x02" b"\x06range" b"\x02\x00" b"\x00"  # supportedProtocols: [("range", b"\0")]
-        b"\x00"  # tagged fields
-    )
-    member_value = MEMBER_VALUE_BYTES[:-1] + b"\x01\x00" + bytes([len(classic)]) + classic
-    assert decode_record(MEMBER_KEY_BYTES, member_value)[1] == MEMBER_VALUE
+def test_reads_what_kafka_writes_of_classic_member_metadata_and_partition_racks() -> None:
+    """ClassicMemberMetadata (tagged, a nullable struct: its marker byte, then the struct) as
+    Kafka 4.3.1's generated ConsumerGroupMemberMetadataValue writes it, and the deprecated
+    PartitionMetadata: read, and left out of the records."""
+    kafka_bytes = bytes.fromhex(
+        "0000" "01" "01" "0263" "032f68" "01" "01" "000493e0" "01"  # empty strings, no topics
+        "01" "00" "10"  # one tagged field: tag 0, 16 bytes
+        "01" "0000afc8" "02" "0672616e6765" "0200" "00" "00")  # present; 45000; [range]
+    assert decode_record(MEMBER_KEY_BYTES, kafka_bytes)[1] == ConsumerGroupMemberMetadataValue(
+        instance_id="", rack_id="", client_id="c", client_host="/h", subscribed_topic_names=(),
+        subscribed_topic_regex="", server_assignor="", rebalance_timeout_ms=300_000)
     partition_metadata = (
         b"\x00\x00"  # version 0
         b"\x02"  # topics: 1

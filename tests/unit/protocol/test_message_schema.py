@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from odradek.group.record_schema import GROUP_METADATA_VALUE
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
 from odradek.protocol.message_schema import (
     by_record_type,
@@ -115,3 +116,14 @@ def test_the_generated_modules_are_what_the_pinned_kafka_jars_define(
     require()
     status = main(["--check", "--classpath", str(KAFKA_CLASSPATH)])
     assert status == 0, capsys.readouterr().out
+
+
+def test_null_strings_of_a_non_flexible_version_as_kafka_writes_them() -> None:
+    """GroupMetadataValue v3 with a null protocol and leader: the bytes Kafka 4.3.1's
+    generated class writes (MessageUtil.toVersionPrefixedByteBuffer)."""
+    kafka_bytes = bytes.fromhex("0003" "0008636f6e73756d6572" "00000005" "ffff" "ffff"
+                                "ffffffffffffffff" "00000000")
+    values = {"protocol_type": "consumer", "generation": 5, "protocol": None, "leader": None,
+              "current_state_timestamp": -1, "members": ()}
+    assert write_versioned(GROUP_METADATA_VALUE, 3, values) == kafka_bytes
+    assert read_versioned(GROUP_METADATA_VALUE, kafka_bytes) == (3, values)
