@@ -185,7 +185,8 @@ class _Step:
     field: Field
     place: int
     default: Any
-    nullable: bool
+    read: Callable[[RecordReader], Any]
+    write: Callable[[RecordWriter, Any], None]
 
 
 _PLANS: dict[tuple[int, int], tuple[tuple[Field, ...], tuple[_Step, ...]]] = {}
@@ -197,13 +198,17 @@ def _plan(fields: tuple[Field, ...], version: int) -> tuple[_Step, ...]:
     cached = _PLANS.get((id(fields), version))
     if cached is not None and cached[0] is fields:
         return cached[1]
-    steps = tuple(_Step(
-        field,
-        _TAGGED if field.tag is not None and _within(field.tagged, version)
-        else _REGULAR if _within(field.versions, version) else _ABSENT,
-        default(field, version), _within(field.nullable, version)) for field in fields)
+    steps = tuple(_step(field, version) for field in fields)
     _PLANS[(id(fields), version)] = (fields, steps)
     return steps
+
+
+def _step(field: Field, version: int) -> _Step:
+    place = (_TAGGED if field.tag is not None and _within(field.tagged, version)
+             else _REGULAR if _within(field.versions, version) else _ABSENT)
+    nullable = _within(field.nullable, version)
+    return _Step(field, place, default(field, version), _value_reader(field, version, nullable),
+                 _value_writer(field, version, nullable))
 
 
 # Reading.
@@ -213,7 +218,7 @@ def _read_struct(reader: RecordReader, fields: tuple[Field, ...], version: int) 
     tagged: list[_Step] = []
     for step in _plan(fields, version):
         if step.place == _REGULAR:
-            values[step.field.name] = _read_value(reader, step, version)
+            values[step.field.name] = step.read(reader)
         elif step.place == _TAGGED:
             tagged.append(step)
         else:
@@ -226,27 +231,41 @@ def _read_struct(reader: RecordReader, fields: tuple[Field, ...], version: int) 
             continue
         inner = RecordReader(data)
         inner.flexible = True
-        values[step.field.name] = _read_value(inner, step, version)
+        values[step.field.name] = step.read(inner)
         inner.end()
     return values
 
 
-def _read_value(reader: RecordReader, step: _Step, version: int) -> Any:
-    field = step.field
+def _value_reader(field: Field, version: int, nullable: bool) -> Callable[[RecordReader], Any]:
     if field.type.startswith("[]"):
-        item = _item_reader(reader, field, version)
-        if step.nullable and _null_length(reader):
-            return None
-        return reader.array(item)
+        item = _item_reader(field, version)
+
+        def read_array(reader: RecordReader) -> Any:
+            if nullable and _null_length(reader):
+                return None
+            return reader.array(lambda: item(reader))
+        return read_array
     if field.fields:
-        if step.nullable and not _present(reader):
-            return None
-        return _read_struct(reader, field.fields, version)
+        fields = field.fields
+
+        def read_struct(reader: RecordReader) -> Any:
+            if nullable and not _present(reader):
+                return None
+            return _read_struct(reader, fields, version)
+        return read_struct
     if field.type == "string":
-        return reader.nullable_string() if step.nullable else reader.string()
-    if field.type == "bytes" and step.nullable:
-        return None if _null_length(reader) else reader.bytes_()
-    return _PRIMITIVE_READS[field.type](reader)
+        return RecordReader.nullable_string if nullable else RecordReader.string
+    if field.type == "bytes" and nullable:
+        return lambda reader: None if _null_length(reader) else reader.bytes_()
+    return _PRIMITIVE_READS[field.type]
+
+
+def _item_reader(field: Field, version: int) -> Callable[[RecordReader], Any]:
+    if field.fields:
+        fields = field.fields
+        return lambda reader: _read_struct(reader, fields, version)
+    element = field.type[2:]
+    return RecordReader.string if element == "string" else _PRIMITIVE_READS[element]
 
 
 def _present(reader: RecordReader) -> bool:
@@ -265,16 +284,6 @@ def _null_length(reader: RecordReader) -> bool:
     return False
 
 
-def _item_reader(reader: RecordReader, field: Field, version: int) -> Callable[[], Any]:
-    if field.fields:
-        return lambda: _read_struct(reader, field.fields, version)
-    element = field.type[2:]
-    if element == "string":
-        return reader.string
-    read_one = _PRIMITIVE_READS[element]
-    return lambda: read_one(reader)
-
-
 _PRIMITIVE_READS: Mapping[str, Callable[[RecordReader], Any]] = {
     "int8": RecordReader.int8, "int16": RecordReader.int16, "int32": RecordReader.int32,
     "int64": RecordReader.int64, "uint16": RecordReader.uint16,
@@ -291,37 +300,54 @@ def _write_struct(writer: RecordWriter, fields: tuple[Field, ...], version: int,
     for step in _plan(fields, version):
         value = values.get(step.field.name, step.default)
         if step.place == _REGULAR:
-            _write_value(writer, step, version, value)
+            step.write(writer, value)
         elif step.place == _TAGGED:
             if value != step.default:
                 inner = RecordWriter(flexible=True)
-                _write_value(inner, step, version, value)
+                step.write(inner, value)
                 tagged.append((step.field.tag, inner.getvalue()))  # type: ignore[arg-type]
         elif value != step.default and not step.field.ignorable:
             raise ValueError(f"{step.field.name} is not in version {version}: {value!r}")
     writer.end_struct(sorted(tagged))
 
 
-def _write_value(writer: RecordWriter, step: _Step, version: int, value: Any) -> None:
-    field = step.field
-    if value is None:
-        if not step.nullable:
-            raise ValueError(f"{field.name} is not nullable in version {version}")
-        if field.type == "string":
-            writer.string(None)
-        elif field.fields and not field.type.startswith("[]"):
-            _mark(writer, present=False)
-        else:
-            writer.null_length()
-        return
+def _value_writer(field: Field, version: int, nullable: bool
+                  ) -> Callable[[RecordWriter, Any], None]:
+    present: Callable[[RecordWriter, Any], None]
+    null: Callable[[RecordWriter], None]
     if field.type.startswith("[]"):
-        writer.array(list(value), _item_writer(writer, field, version))
+        item = _item_writer(field, version)
+
+        def present(writer: RecordWriter, value: Any) -> None:
+            writer.array(value, lambda each: item(writer, each))
+        null = RecordWriter.null_length
     elif field.fields:
-        if step.nullable:
-            _mark(writer, present=True)
-        _write_struct(writer, field.fields, version, value)
+        fields = field.fields
+
+        def present(writer: RecordWriter, value: Any) -> None:
+            if nullable:
+                _mark(writer, present=True)
+            _write_struct(writer, fields, version, value)
+
+        def null(writer: RecordWriter) -> None:
+            _mark(writer, present=False)
     else:
-        _PRIMITIVE_WRITES[field.type](writer, value)
+        present = _PRIMITIVE_WRITES[field.type]
+
+        def null(writer: RecordWriter) -> None:
+            if field.type == "string":
+                writer.string(None)
+            else:
+                writer.null_length()
+
+    def write(writer: RecordWriter, value: Any) -> None:
+        if value is not None:
+            present(writer, value)
+        elif nullable:
+            null(writer)
+        else:
+            raise ValueError(f"{field.name} is not nullable in version {version}")
+    return write
 
 
 def _mark(writer: RecordWriter, present: bool) -> None:
@@ -332,11 +358,11 @@ def _mark(writer: RecordWriter, present: bool) -> None:
         writer.int8(1 if present else -1)
 
 
-def _item_writer(writer: RecordWriter, field: Field, version: int) -> Callable[[Any], None]:
+def _item_writer(field: Field, version: int) -> Callable[[RecordWriter, Any], None]:
     if field.fields:
-        return lambda item: _write_struct(writer, field.fields, version, item)
-    write_one = _PRIMITIVE_WRITES[field.type[2:]]
-    return lambda item: write_one(writer, item)
+        fields = field.fields
+        return lambda writer, item: _write_struct(writer, fields, version, item)
+    return _PRIMITIVE_WRITES[field.type[2:]]
 
 
 _PRIMITIVE_WRITES: Mapping[str, Callable[[RecordWriter, Any], None]] = {
