@@ -88,13 +88,14 @@ def _field(spec: Mapping[str, Any], common: Mapping[str, Mapping[str, Any]]) -> 
     return Field(
         name=snake_case(spec["name"]), type=kind, versions=spec.get("versions", tagged),
         nullable=spec.get("nullableVersions", "none"), tagged=tagged, tag=spec.get("tag"),
-        default=_default(kind, spec["default"]) if "default" in spec else ZERO,
+        default=ZERO if spec.get("default") is None else _default(kind, spec["default"]),
         fields=tuple(_field(f, common) for f in inner or ()),
         ignorable=bool(spec.get("ignorable", False)))
 
 
 def _default(kind: str, value: Any) -> Any:
-    """The JSON default as the field's Python value (Kafka writes numbers as strings too)."""
+    """The JSON default as the field's Python value (Kafka writes numbers as strings too; the
+    string "null" is null, a JSON null no default at all, as Kafka's generator reads them)."""
     if value == "null":
         return None
     if kind in ("int8", "int16", "int32", "int64", "uint16"):

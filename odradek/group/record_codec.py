@@ -4,14 +4,15 @@ from Kafka's group-coordinator JSON (`record_schema.py`), framed as in Coordinat
 A key is an int16 record type followed by the key struct at version 0, non-flexible. A value
 is an int16 version followed by the value struct; a null value is a tombstone. The records
 are the dataclasses of `records.py`, whose fields are named as the definitions' (those they
-leave out are written as their defaults and ignored on reading: OffsetCommitValue's TopicId,
-ConsumerGroupMetadataValue's MetadataHash, ConsumerGroupMemberMetadataValue's
-ClassicMemberMetadata).
+leave out are written as their defaults, or as `also_written` says, and ignored on reading:
+OffsetCommitValue's TopicId, ConsumerGroupMetadataValue's MetadataHash,
+ConsumerGroupMemberMetadataValue's ClassicMemberMetadata).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.group.record_schema import (
@@ -101,6 +102,8 @@ class _Layout:
     key: type
     value: type
     written_version: int = 0
+    also_written: Mapping[str, Any] = field(default_factory=dict)
+    """Values of fields the record leaves out that differ from Kafka's defaults."""
 
 
 _OFFSET_COMMIT = _Layout(OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, OffsetCommitKey,
@@ -113,8 +116,11 @@ _LAYOUTS = (
             ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
     _Layout(CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE,
             ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    # A member of the consumer protocol: ClassicMemberMetadata null, written as such (its
+    # default is an empty struct, which Kafka reads as a member of the classic protocol).
     _Layout(CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE,
-            ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+            ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue,
+            also_written={"classic_member_metadata": None}),
     _Layout(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
             CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
             ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
@@ -166,7 +172,8 @@ def encode_record(key: RecordKey, value: RecordValue | None) -> tuple[bytes, byt
     version = layout.written_version
     if isinstance(value, OffsetCommitValue) and value.expire_timestamp != -1:
         version = 1
-    return key_bytes, write_versioned(layout.value_schema, version, struct_of(value))
+    return key_bytes, write_versioned(layout.value_schema, version,
+                                      {**layout.also_written, **struct_of(value)})
 
 
 def decode_record(key: bytes, value: bytes | None) -> Record:

@@ -111,7 +111,7 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = Message("ConsumerGroupMemberMetadataValue
     Field("subscribed_topic_regex", "string", "0+", nullable="0+"),
     Field("rebalance_timeout_ms", "int32", "0+", default=-1),
     Field("server_assignor", "string", "0+", nullable="0+"),
-    Field("classic_member_metadata", "ClassicMemberMetadata", "0+", nullable="0+", tagged="0+", tag=0, default=None, fields=(
+    Field("classic_member_metadata", "ClassicMemberMetadata", "0+", nullable="0+", tagged="0+", tag=0, fields=(
         Field("session_timeout_ms", "int32", "0+"),
         Field("supported_protocols", "[]ClassicProtocol", "0+", fields=(
             Field("name", "string", "0+"),
@@ -159,12 +159,12 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message("ConsumerGroupCurrentMe
     Field("assigned_partitions", "[]TopicPartitions", "0+", fields=(
         Field("topic_id", "uuid", "0+"),
         Field("partitions", "[]int32", "0+"),
-        Field("assignment_epochs", "[]int32", "0+", nullable="0+", tagged="0+", tag=0, default=None),
+        Field("assignment_epochs", "[]int32", "0+", nullable="0+", tagged="0+", tag=0),
     )),
     Field("partitions_pending_revocation", "[]TopicPartitions", "0+", fields=(
         Field("topic_id", "uuid", "0+"),
         Field("partitions", "[]int32", "0+"),
-        Field("assignment_epochs", "[]int32", "0+", nullable="0+", tagged="0+", tag=0, default=None),
+        Field("assignment_epochs", "[]int32", "0+", nullable="0+", tagged="0+", tag=0),
     )),
 ))
 

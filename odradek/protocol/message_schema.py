@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ class Field:
     tag: int | None = None
     default: Any = ZERO
     """The JSON default (None for "null"), or ZERO: the type's zero value (0, false, "",
-    empty), null where the field is nullable."""
+    empty, an empty struct)."""
     fields: tuple[Field, ...] = ()
     ignorable: bool = False
     """A value for a version without the field is dropped, not refused."""
@@ -157,10 +158,11 @@ def _written(writer: RecordWriter, message: Message, version: int,
 
 
 def default(field: Field, version: int) -> Any:
+    """The field's value when a version lacks it or a tagged field is left out: its JSON
+    default, else its type's zero, as Kafka's generated classes have it: nullable fields too
+    (a nullable struct's default is an empty struct, so a null one is written)."""
     if field.default is not ZERO:
         return field.default
-    if _within(field.nullable, version):
-        return None
     if field.type.startswith("[]"):
         return ()
     if field.fields:
@@ -207,8 +209,10 @@ def _step(field: Field, version: int) -> _Step:
     place = (_TAGGED if field.tag is not None and _within(field.tagged, version)
              else _REGULAR if _within(field.versions, version) else _ABSENT)
     nullable = _within(field.nullable, version)
-    return _Step(field, place, default(field, version), _value_reader(field, version, nullable),
-                 _value_writer(field, version, nullable))
+    tagged = place == _TAGGED
+    return _Step(field, place, default(field, version),
+                 _value_reader(field, version, nullable, tagged),
+                 _value_writer(field, version, nullable, tagged))
 
 
 # Reading.
@@ -236,7 +240,8 @@ def _read_struct(reader: RecordReader, fields: tuple[Field, ...], version: int) 
     return values
 
 
-def _value_reader(field: Field, version: int, nullable: bool) -> Callable[[RecordReader], Any]:
+def _value_reader(field: Field, version: int, nullable: bool, tagged: bool
+                  ) -> Callable[[RecordReader], Any]:
     if field.type.startswith("[]"):
         item = _item_reader(field, version)
 
@@ -249,7 +254,7 @@ def _value_reader(field: Field, version: int, nullable: bool) -> Callable[[Recor
         fields = field.fields
 
         def read_struct(reader: RecordReader) -> Any:
-            if nullable and not _present(reader):
+            if nullable and not _present(reader, tagged):
                 return None
             return _read_struct(reader, fields, version)
         return read_struct
@@ -268,10 +273,10 @@ def _item_reader(field: Field, version: int) -> Callable[[RecordReader], Any]:
     return RecordReader.string if element == "string" else _PRIMITIVE_READS[element]
 
 
-def _present(reader: RecordReader) -> bool:
-    """A nullable struct's marker: an unsigned varint, 0 for null, in flexible versions (as
-    Kafka's generated readers take it), an int8, negative for null, before."""
-    return reader.uvarint() > 0 if reader.flexible else reader.int8() >= 0
+def _present(reader: RecordReader, tagged: bool) -> bool:
+    """A nullable struct's marker, as Kafka's generated readers take it: inside a tagged
+    field an unsigned varint, 0 for null; elsewhere an int8, negative for null."""
+    return reader.uvarint() > 0 if tagged else reader.int8() >= 0
 
 
 def _null_length(reader: RecordReader) -> bool:
@@ -299,6 +304,8 @@ def _write_struct(writer: RecordWriter, fields: tuple[Field, ...], version: int,
     tagged: list[tuple[int, bytes]] = []
     for step in _plan(fields, version):
         value = values.get(step.field.name, step.default)
+        if isinstance(value, list):
+            value = tuple(value)
         if step.place == _REGULAR:
             step.write(writer, value)
         elif step.place == _TAGGED:
@@ -311,7 +318,7 @@ def _write_struct(writer: RecordWriter, fields: tuple[Field, ...], version: int,
     writer.end_struct(sorted(tagged))
 
 
-def _value_writer(field: Field, version: int, nullable: bool
+def _value_writer(field: Field, version: int, nullable: bool, tagged: bool
                   ) -> Callable[[RecordWriter, Any], None]:
     present: Callable[[RecordWriter, Any], None]
     null: Callable[[RecordWriter], None]
@@ -326,11 +333,11 @@ def _value_writer(field: Field, version: int, nullable: bool
 
         def present(writer: RecordWriter, value: Any) -> None:
             if nullable:
-                _mark(writer, present=True)
+                _mark(writer, True, tagged)
             _write_struct(writer, fields, version, value)
 
         def null(writer: RecordWriter) -> None:
-            _mark(writer, present=False)
+            _mark(writer, False, tagged)
     else:
         present = _PRIMITIVE_WRITES[field.type]
 
@@ -350,9 +357,9 @@ def _value_writer(field: Field, version: int, nullable: bool
     return write
 
 
-def _mark(writer: RecordWriter, present: bool) -> None:
+def _mark(writer: RecordWriter, present: bool, tagged: bool) -> None:
     """A nullable struct's marker (see `_present`)."""
-    if writer.flexible:
+    if tagged:
         writer.uvarint(1 if present else 0)
     else:
         writer.int8(1 if present else -1)
@@ -411,6 +418,8 @@ def _nested(cls: type) -> dict[str, type | None]:
     found: dict[str, type | None] = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         hint = hints[field.name]
+        if typing.get_origin(hint) in (types.UnionType, typing.Union):
+            hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
         args = typing.get_args(hint)
         inner = args[0] if typing.get_origin(hint) is tuple and args else hint
         found[field.name] = inner if isinstance(inner, type) and dataclasses.is_dataclass(

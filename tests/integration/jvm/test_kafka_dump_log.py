@@ -320,6 +320,9 @@ def test_kafkas_decoders_read_odradeks_coordinator_records(dumps: dict[str, Dump
     commits = {(key["data"]["group"], value["data"]["offset"]) for key, value in offsets
                if key["type"] == "1" and value is not None}
     assert commits == {(group, 7) for group in GROUPS.values()}
+    members = [value["data"] for key, value in offsets if key["type"] == "5" and value]
+    assert members and all(m["classicMemberMetadata"] is None for m in members), (
+        "a consumer-protocol member, not a classic one upgraded")
     statuses = [value["data"]["transactionStatus"] for key, value in
                 decoded(dumps["odradek"].kafka["__transaction_state"])
                 if value is not None and key["data"]["transactionalId"] == "t-txn"]

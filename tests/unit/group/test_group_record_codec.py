@@ -136,8 +136,9 @@ MEMBER_VALUE_BYTES = (
     b"\x00"  # subscribedTopicRegex: null
     b"\x00\x04\x93\xe0"  # rebalanceTimeoutMs: int32
     b"\x08uniform"  # serverAssignor
-    b"\x00"  # no tagged fields (ClassicMemberMetadata, tag 0, null)
+    b"\x01" b"\x00\x01\x00"  # tag 0, ClassicMemberMetadata: null (its default is not)
 )
+"""As Kafka 4.3.1's generated ConsumerGroupMemberMetadataValue writes it."""
 
 ASSIGNMENT_KEY = ConsumerGroupCurrentMemberAssignmentKey(group_id="grp", member_id="m-1")
 ASSIGNMENT_VALUE = ConsumerGroupCurrentMemberAssignmentValue(
@@ -539,7 +540,7 @@ def test_unknown_record_types(record_type: int, value: bytes | None) -> None:
         (b"\x00\x02\x00\x02\xc3\x28", None),  # group id not UTF-8
         (b"\x00\x02\xff\xff", None),  # null group id
         (b"\x00\x03\x00\x01g", b"\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff\xff\x01"),  # varint
-        (MEMBER_KEY_BYTES, MEMBER_VALUE_BYTES[:-1] + b"\x01\x00\x05\x00"),  # short tag
+        (MEMBER_KEY_BYTES, MEMBER_VALUE_BYTES[:-4] + b"\x01\x00\x05\x00"),  # short tag
         (GROUP_KEY_BYTES, GROUP_VALUE_BYTES[:-4] + b"\xff\xff\xff\xff"),  # null assignment
         (b"", None),
     ],

@@ -4,14 +4,18 @@ generated classes do."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from odradek.group.record_schema import GROUP_METADATA_VALUE
 from odradek.protocol.coordinator_serde import RecordFormatError, UnknownRecordType
 from odradek.protocol.message_schema import (
+    build,
     by_record_type,
     read_key,
     read_versioned,
+    struct_of,
     write_key,
     write_versioned,
 )
@@ -127,3 +131,40 @@ def test_null_strings_of_a_non_flexible_version_as_kafka_writes_them() -> None:
               "current_state_timestamp": -1, "members": ()}
     assert write_versioned(GROUP_METADATA_VALUE, 3, values) == kafka_bytes
     assert read_versioned(GROUP_METADATA_VALUE, kafka_bytes) == (3, values)
+
+
+ENDPOINT = message(parse_definition("""{"apiKey": 9, "type": "coordinator-value",
+    "name": "EndpointValue", "validVersions": "0", "flexibleVersions": "0+", "fields": [
+      {"name": "Endpoint", "type": "Endpoint", "versions": "0+", "nullableVersions": "0+",
+       "default": null, "fields": [{"name": "Host", "type": "string", "versions": "0+"}]},
+      {"name": "Epochs", "type": "[]int32", "versions": "0+", "nullableVersions": "0+",
+       "taggedVersions": "0+", "tag": 0, "default": null}]}"""))
+
+
+def test_nullable_structs_and_json_null_defaults_as_kafkas_generated_classes_have_them() -> None:
+    """A nullable struct in place is marked by an int8 (-1 null, 1 present), in flexible
+    versions too; a JSON null default is no default: an empty tagged array is left out and a
+    null one written."""
+    assert write_versioned(ENDPOINT, 0, {"endpoint": None}).hex() == "0000" "ff" "00"
+    present = write_versioned(ENDPOINT, 0, {"endpoint": {"host": "h"}, "epochs": []})
+    assert present.hex() == "0000" "01" "0268" "00" "00"
+    assert read_versioned(ENDPOINT, present) == (0, {"endpoint": {"host": "h"}, "epochs": ()})
+    null_epochs = write_versioned(ENDPOINT, 0, {"endpoint": None, "epochs": None})
+    assert null_epochs.hex() == "0000" "ff" "01" "00" "01" "00"
+    assert read_versioned(ENDPOINT, null_epochs) == (0, {"endpoint": None, "epochs": None})
+
+
+@dataclass(frozen=True)
+class Host:
+    host: str
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    endpoint: Host | None
+
+
+def test_dataclasses_convert_by_field_name_optional_nested_ones_too() -> None:
+    for value in (Endpoint(Host("h")), Endpoint(None)):
+        _, fields = read_versioned(ENDPOINT, write_versioned(ENDPOINT, 0, struct_of(value)))
+        assert build(Endpoint, fields) == value
