@@ -12,15 +12,13 @@ value is a tombstone.
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.protocol.coordinator_serde import RecordFormatError
 from odradek.protocol.message_schema import (
-    Message,
-    Struct,
+    build,
     by_record_type,
     read_key,
     read_versioned,
+    struct_of,
     write_key,
     write_versioned,
 )
@@ -37,7 +35,6 @@ from odradek.share.records import (
     ShareSnapshotValue,
     ShareUpdateKey,
     ShareUpdateValue,
-    StateBatch,
 )
 
 VALUE_VERSION = 0
@@ -48,18 +45,12 @@ def encode(record: ShareRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes of a record (None: a tombstone)."""
     key, value = record
     snapshot = isinstance(key, ShareSnapshotKey)
-    key_bytes = write_key(SHARE_SNAPSHOT_KEY if snapshot else SHARE_UPDATE_KEY, {
-        "group_id": key.key.group_id, "topic_id": key.key.topic_id,
-        "partition": key.key.partition})
+    key_bytes = write_key(SHARE_SNAPSHOT_KEY if snapshot else SHARE_UPDATE_KEY,
+                          struct_of(key.key))
     if value is None:
         return key_bytes, None
-    fields: dict[str, Any] = {name: getattr(value, name) for name in value.__dataclass_fields__}
-    fields["state_batches"] = tuple(
-        {"first_offset": b.first_offset, "last_offset": b.last_offset,
-         "delivery_state": b.delivery_state, "delivery_count": b.delivery_count}
-        for b in value.state_batches)
     schema = SHARE_SNAPSHOT_VALUE if snapshot else SHARE_UPDATE_VALUE
-    return key_bytes, write_versioned(schema, VALUE_VERSION, fields)
+    return key_bytes, write_versioned(schema, VALUE_VERSION, struct_of(value))
 
 
 def decode(key: bytes, value: bytes | None) -> ShareRecord:
@@ -67,28 +58,13 @@ def decode(key: bytes, value: bytes | None) -> ShareRecord:
     and 1, RecordFormatError for bytes Kafka could not have written (truncated, unknown
     version, trailing bytes, an update tombstone)."""
     schema, fields = read_key(_KEYS, key)
-    partition_key = SharePartitionKey(fields["group_id"], fields["topic_id"], fields["partition"])
+    partition_key = build(SharePartitionKey, fields)
     if schema is SHARE_SNAPSHOT_KEY:
         if value is None:
             return ShareSnapshotKey(partition_key), None
-        found = _value(SHARE_SNAPSHOT_VALUE, value)
-        return ShareSnapshotKey(partition_key), ShareSnapshotValue(
-            found["snapshot_epoch"], found["state_epoch"], found["leader_epoch"],
-            found["start_offset"], found["create_timestamp"], found["write_timestamp"],
-            _batches(found), found["delivery_complete_count"])
+        _, found = read_versioned(SHARE_SNAPSHOT_VALUE, value)
+        return ShareSnapshotKey(partition_key), build(ShareSnapshotValue, found)
     if value is None:
         raise RecordFormatError("a ShareUpdate record has no tombstone")
-    found = _value(SHARE_UPDATE_VALUE, value)
-    return ShareUpdateKey(partition_key), ShareUpdateValue(
-        found["snapshot_epoch"], found["leader_epoch"], found["start_offset"], _batches(found),
-        found["delivery_complete_count"])
-
-
-def _value(schema: Message, data: bytes) -> Struct:
-    _, fields = read_versioned(schema, data)
-    return fields
-
-
-def _batches(fields: Struct) -> tuple[StateBatch, ...]:
-    return tuple(StateBatch(b["first_offset"], b["last_offset"], b["delivery_state"],
-                            b["delivery_count"]) for b in fields["state_batches"])
+    _, found = read_versioned(SHARE_UPDATE_VALUE, value)
+    return ShareUpdateKey(partition_key), build(ShareUpdateValue, found)
