@@ -220,6 +220,7 @@ class TransactionalProducer(IdempotentProducer):
                 commit_started = time.monotonic()
                 outcome = self.commit()
         except KafkaException as error:
+            self.failed("transaction", error.args[0])
             outcome = self.recover(error.args[0])
         self.history.add(Txn(self.name, txn, [v for _, v in outputs], outcome, start,
                              time.monotonic(), commit_started, **self.txn_reads()))
@@ -235,21 +236,29 @@ class TransactionalProducer(IdempotentProducer):
             except KafkaException as error:
                 if not error.args[0].retriable():
                     raise
+                self.failed("commit", error.args[0])
         return UNKNOWN
 
     def recover(self, error: KafkaError) -> str:
-        """After a failed transaction: abort it if the client may, else (a fatal error,
-        recorded as a failure) start over with a new producer of the same id."""
+        """After a failed transaction: abort it if the client may, else start over with a
+        new producer of the same id."""
         if error.txn_requires_abort():
             try:
                 self.producer.abort_transaction(CALL_TIMEOUT)
                 return ABORTED
-            except KafkaException:
-                pass
-        if error.fatal():
-            self.history.add(Failure(self.name, "", f"fatal: {error}", time.monotonic()))
+            except KafkaException as abort_error:
+                self.failed("abort", abort_error.args[0])
         self.reopen()
         return UNKNOWN
+
+    def failed(self, call: str, error: KafkaError) -> None:
+        """Record a failed transaction call with how librdkafka classed the error, so a
+        report tells a fatal error from one the client retried or aborted."""
+        kinds = [kind for kind, flag in (("fatal", error.fatal()), ("retriable", error.retriable()),
+                                         ("abortable", error.txn_requires_abort())) if flag]
+        self.history.add(Failure(self.name, "", f"{call} ({', '.join(kinds) or 'permanent'}): "
+                                 f"{error.name()}: {error.str()}",
+                                 time.monotonic()))
 
     def reopen(self) -> None:
         while not self.stop.is_set():
