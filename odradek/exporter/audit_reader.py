@@ -15,7 +15,7 @@ from odradek.mirror.reader import EARLIEST, READ_UNCOMMITTED, PartitionReader, R
 from odradek.net.kafka_client import PLAINTEXT_CLIENT, ClientSecurity, KafkaCluster
 from odradek.protocol.record_codec import decode_records
 from odradek.protocol.records import iter_batches
-from odradek.spark.audit_rules import AUDIT_TOPIC
+from odradek.spark.audit_contract import AUDIT_TOPIC
 
 log = logging.getLogger("odradek.exporter.audit_reader")
 

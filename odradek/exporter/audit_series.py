@@ -12,17 +12,14 @@ from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
 
+from odradek.spark.audit_contract import FAILED, STATUSES
+
 BUCKETS = "odradek_audit_buckets"
 MISSING_RECORDS = "odradek_audit_missing_records"
 EXTRA_RECORDS = "odradek_audit_extra_records"
 LAST_RUN = "odradek_audit_last_run_timestamp_seconds"
 SERIES = (BUCKETS, MISSING_RECORDS, EXTRA_RECORDS, LAST_RUN)
 """Every series name this module exports: the rules, dashboards and tests use these."""
-STATUSES = ("complete", "compacted", "missing", "extra", "mismatch")
-"""The audit's bucket statuses (`odradek.spark.audit_rules.classify`)."""
-FAILED = ("missing", "extra", "mismatch")
-"""The statuses that fail a bucket outside the grace period: a compacted bucket (records
-differ as one side's cleaner removed older values; every key's latest value agrees) passes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odradek.spark.audit_contract import AUDIT_TOPIC, STATUSES
 from odradek.spark.audit_rules import (
-    AUDIT_TOPIC,
-    STATUSES,
     Audit,
     audit,
     parse_duration,

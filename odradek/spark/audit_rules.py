@@ -13,15 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from odradek.mirror.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from odradek.spark.audit_contract import PASSED, STATUSES
 
-AUDIT_TOPIC = "odradek-audit"
-"""Where each audit run publishes its summary (the controllers' exporter reads it)."""
 CHECKSUM_MODULUS = 1 << 64
 UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-STATUSES = ("complete", "compacted", "missing", "extra", "mismatch")
 KEY_FIELDS = ("source_keys", "target_keys", "differing_keys")
-PASSED = ("complete", "compacted")
-"""The statuses of a bucket that does not fail the audit: compaction is not data loss."""
 
 
 def parse_duration(text: str) -> int:

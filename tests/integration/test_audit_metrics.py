@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 
 from odradek.exporter.audit_series import BUCKETS, EXTRA_RECORDS, LAST_RUN, MISSING_RECORDS
 from odradek.spark.audit import _publish
-from odradek.spark.audit_rules import AUDIT_TOPIC
+from odradek.spark.audit_contract import AUDIT_TOPIC
 from tests.audit_runs import audit_run
 from tests.integration.broker_metrics import Samples, sample, scrape
 from tests.integration.broker_process import BrokerProcess

@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from odradek.cli.cluster.layout import free_port
 from odradek.spark.audit import _publish
-from odradek.spark.audit_rules import AUDIT_TOPIC
+from odradek.spark.audit_contract import AUDIT_TOPIC
 from tests import observability as obs
 from tests.audit_runs import audit_run
 from tests.integration.broker_process import BrokerProcess

@@ -187,14 +187,14 @@ def test_a_tool_command_imports_its_own_module_alone() -> None:
 def test_a_node_imports_neither_the_tools_nor_a_kafka_client_library() -> None:
     """Start-up time: a broker and a controller (`odradek dev` runs both) import no tool,
     no Spark job, no mirror service and not librdkafka; the controller's audit exporter needs
-    only the audit's rules and the mirror's partition reader."""
+    only the audit's topic and statuses and the mirror's partition reader."""
     probe = ("import sys; import odradek.cli.main, odradek.broker.app, odradek.controller.app; "
              "print(sorted(m for m in sys.modules if m.startswith(("
              "'odradek.cli.tools', 'odradek.cli.cluster', 'odradek.spark.', 'odradek.mirror.', "
              "'confluent_kafka', 'pyspark'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()
-    assert out == "['odradek.mirror.policy', 'odradek.mirror.reader', 'odradek.spark.audit_rules']"
+    assert out == "['odradek.mirror.reader', 'odradek.spark.audit_contract']"
 
 
 WITHOUT_HYPOTHESIS_PROBE = """
