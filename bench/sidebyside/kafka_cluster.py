@@ -24,6 +24,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -43,14 +44,16 @@ INTERNAL_TOPICS = ["offsets.topic.replication.factor=3",
                    "share.coordinator.state.topic.min.isr=2"]
 
 
-def node_commands(data_dir: Path, base_port: int) -> dict[str, list[str]]:
-    """Each node's name and command line, the controller first."""
+def node_commands(data_dir: Path, base_port: int,
+                  overrides: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Each node's name and command line, the controller first; `overrides` are
+    `key=value` lines every node's server.properties gets after the internal topics'."""
     broker_ports = [base_port, *(free_port() for _ in range(BROKERS - 1))]
     controller_port = free_port()
     voters = f"{CONTROLLER_ID}@127.0.0.1:{controller_port}"
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     common = ["--controller-quorum-voters", voters, "--cluster-id", cluster_id]
-    for override in INTERNAL_TOPICS:
+    for override in [*INTERNAL_TOPICS, *overrides]:
         common += ["--override", override]
     commands = {"controller": ["bash", str(SCRIPT), "--data-dir", str(data_dir / "controller"),
                                "--process-roles", "controller", "--node-id", str(CONTROLLER_ID),
@@ -62,9 +65,9 @@ def node_commands(data_dir: Path, base_port: int) -> dict[str, list[str]]:
     return commands
 
 
-def up(data_dir: Path, base_port: int) -> None:
+def up(data_dir: Path, base_port: int, overrides: Sequence[str] = ()) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
-    for name, command in node_commands(data_dir, base_port).items():
+    for name, command in node_commands(data_dir, base_port, overrides).items():
         print(f"kafka_cluster: {name}: {' '.join(command[2:])}", flush=True)
         with open(data_dir / f"{name}.log", "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,

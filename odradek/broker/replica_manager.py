@@ -214,9 +214,20 @@ class ReplicaManager:
         return preferred_read_replica(state, racks, client_rack, fetch_offset, now_ms)
 
     def below_min_isr(self, key: TopicPartition) -> bool:
-        """Whether the partition's ISR is smaller than its topic's min.insync.replicas: an
-        acks=all write is then refused before it is written, as in Kafka."""
-        return self.isr_size(key) < self.broker.topic_config(key[0])["min.insync.replicas"]
+        """Whether the partition's ISR is smaller than its effective min ISR: an acks=all
+        write is then refused before it is written, as in Kafka."""
+        state = self.leaders.get(key)
+        return state is None or len(state.isr) < self._min_isr(key, state)
+
+    def effective_min_isr(self, key: TopicPartition) -> int:
+        state = self.leaders.get(key)
+        return self._min_isr(key, state) if state is not None else 0
+
+    def _min_isr(self, key: TopicPartition, state: LeaderState) -> int:
+        """Kafka's Partition.effectiveMinIsr: the topic's min.insync.replicas capped at the
+        partition's replication factor, so a topic of one replica takes acks=all writes
+        whatever its min.insync.replicas says."""
+        return min(self.broker.topic_config(key[0])["min.insync.replicas"], len(state.replicas))
 
     def isr_size(self, key: TopicPartition) -> int:
         state = self.leaders.get(key)
@@ -233,8 +244,7 @@ class ReplicaManager:
         log_.high_watermark = state.high_watermark
         purgatory = self._purgatories.get(key)
         if purgatory is not None:
-            min_isr = self.broker.topic_config(key[0])["min.insync.replicas"]
-            code = (ErrorCode.none if len(state.isr) >= min_isr
+            code = (ErrorCode.none if len(state.isr) >= self._min_isr(key, state)
                     else ErrorCode.not_enough_replicas_after_append)
             for future in purgatory.reached(state.high_watermark):
                 if not future.done():
@@ -265,8 +275,7 @@ class ReplicaManager:
         if state is None:
             future.set_result(ErrorCode.not_leader_or_follower)
         elif state.high_watermark >= end_offset:
-            min_isr = self.broker.topic_config(key[0])["min.insync.replicas"]
-            future.set_result(ErrorCode.none if len(state.isr) >= min_isr
+            future.set_result(ErrorCode.none if len(state.isr) >= self._min_isr(key, state)
                               else ErrorCode.not_enough_replicas_after_append)
         else:
             self._purgatories.setdefault(key, OffsetPurgatory()).add(end_offset, future)

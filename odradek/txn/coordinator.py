@@ -474,10 +474,13 @@ def _prepare_state(commit: bool) -> TxnState:
 
 
 def _repeated_end(state: TxnState, commit: bool, retry: bool) -> ErrorCode:
-    """EndTxn on a transaction that is not ongoing: a retry of the completed end succeeds,
-    one of the end in progress waits, anything else is an invalid transition."""
+    """EndTxn on a transaction that is not ongoing. While one is prepared its markers are
+    being written, Kafka's pending transition to Complete, and any end waits, an abort of a
+    commit included: Kafka answers CONCURRENT_TRANSACTIONS before it looks at the result
+    asked for. Once complete, a retry of the same end succeeds and anything else is an
+    invalid transition."""
+    if state in _PREPARED:
+        return ErrorCode.concurrent_transactions
     if state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT) and retry:
         return ErrorCode.none
-    if state == _prepare_state(commit):
-        return ErrorCode.concurrent_transactions
     return ErrorCode.invalid_txn_state

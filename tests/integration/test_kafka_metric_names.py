@@ -44,9 +44,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def traffic(cluster: Cluster) -> Iterator[dict[str, Any]]:
+def traffic(cluster: Cluster) -> dict[str, Any]:
     """A replicated topic with records in every partition, read by a group whose one member
-    committed only the first COMMITTED offsets of each partition: a lagging group."""
+    committed only the first COMMITTED offsets of each partition and closed: a lagging,
+    empty group."""
     topic = create_topic(cluster.bootstrap, unique("t"), PARTITIONS, replication=3)
     fill(cluster.bootstrap, topic, PARTITIONS, PER_PARTITION)
     group = ConfluentGroup(cluster.bootstrap, unique("lagging"), topic)
@@ -55,8 +56,8 @@ def traffic(cluster: Cluster) -> Iterator[dict[str, Any]]:
                "the group reads every record", between=group.poll)
     member.client.commit(offsets=[TopicPartition(topic, p, COMMITTED)
                                   for p in range(PARTITIONS)], asynchronous=False)
-    yield {"topic": topic, "group": group.group}
     group.close_all()
+    return {"topic": topic, "group": group.group}
 
 
 def nodes(cluster: Cluster, role: str | None = None) -> list[dict[str, Any]]:

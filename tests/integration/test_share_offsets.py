@@ -175,10 +175,11 @@ def test_lag_of_a_partition_led_elsewhere(cluster: Cluster) -> None:
                                     (topic, 1): DescribedPartition(2, 0, 7, 0)}
 
 
-def coordinator_of(bootstrap: str, group: str) -> tuple[int, int]:
-    """The group coordinator's node id and port."""
+def coordinator_of(bootstrap: str, key: str, key_type: int = 0) -> tuple[int, int]:
+    """The node id and port of the coordinator of a group (`key_type` 0) or a transactional
+    id (1)."""
     with RawClient(bootstrap.split(",")[0]) as client:
-        request = FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group])
+        request = FindCoordinatorRequest[6](key_type=key_type, coordinator_keys=[key])
         (found,) = client.request(request, FindCoordinatorResponse, 6).coordinators
     assert found.error_code == ErrorCode.none
     return int(found.node_id), int(found.port)

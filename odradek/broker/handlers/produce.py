@@ -241,8 +241,7 @@ def produce_partition(
         _count_failure(broker, topic)
         return _error(index, ErrorCode.not_enough_replicas,
                       f"The ISR of {topic}-{index} has {replicas.isr_size(key)} replica(s), "
-                      f"fewer than min.insync.replicas="
-                      f"{broker.topic_config(topic)['min.insync.replicas']}", log_)
+                      f"fewer than its min ISR of {replicas.effective_min_isr(key)}", log_)
     if topic in INTERNAL_TOPICS:
         _count_failure(broker, topic)
         return _error(index, ErrorCode.invalid_topic_exception,
