@@ -48,7 +48,8 @@ from tests.integration.raw_client import RawClient
 from tests.integration.test_share_offsets import coordinator_of
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+"""Three JVMs and a controller start within the test's setup, beside the other layers."""
 
 TRANSACTIONAL_ID = "held-markers"
 HELD = "held"
