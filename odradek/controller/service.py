@@ -66,20 +66,39 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     async def write(self, build: Callable[[], tuple[list[MetadataRecord], T]],
                     dry_run: bool = False) -> T:
         """Run a handler on the active controller and commit its records. Raises
-        NotController, MetadataError, or TimeoutError."""
-        async with self._write_lock:
+        NotController, MetadataError, or TimeoutError.
+
+        Handlers build their records from the applied state, so a handler runs only once
+        every earlier write is applied or has failed: a write whose caller timed out keeps
+        the lock until its entry's fate is known. Released at the timeout, the next handler
+        built records on a state without that entry; in a fault campaign two rounds of
+        fencing did so and left a partition's ISR holding only a replica the first round
+        had removed, which was then elected (docs/reliability.md)."""
+        await self._write_lock.acquire()  # a gRPC caller's deadline cancels this wait
+        committed: asyncio.Future[int] | None = None
+        try:
             if not self.driver.active:
                 raise NotController
             records, result = build()
             if records and not dry_run:
-                try:
-                    await asyncio.wait_for(
-                        asyncio.shield(self.driver.propose(encode_batch(records))),
-                        self.timeout_s,
-                    )
-                except NotLeaderError:
-                    raise NotController from None
+                committed = self.driver.propose(encode_batch(records))
+        finally:
+            if committed is None:
+                self._write_lock.release()
+        if committed is None:
             return result
+        committed.add_done_callback(self._written)
+        try:
+            await asyncio.wait_for(asyncio.shield(committed), self.timeout_s)
+        except NotLeaderError:
+            raise NotController from None
+        return result
+
+    def _written(self, committed: asyncio.Future[int]) -> None:
+        """An entry is applied, or failed: the next handler may build on the state."""
+        if not committed.cancelled():
+            committed.exception()  # retrieved here when its caller timed out first
+        self._write_lock.release()
 
     def _failure(self, failure: Exception) -> tuple[pb.Error, pb.ControllerHint | None]:
         if isinstance(failure, NotController):
