@@ -3,10 +3,12 @@ at the next offset, as the Raft driver does once the batch is committed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from odradek.config.listeners import Endpoint
+from odradek.controller.machine import ControllerMachine
 from odradek.metadata.controller import HeartbeatResult, QuorumController
 from odradek.metadata.image import ClusterMetadata
 from odradek.metadata.records import MetadataRecord, PartitionRecord, decode_batch, encode_batch
@@ -107,3 +109,31 @@ def alter(cluster: Cluster, topic: str, isr: Sequence[int], broker: int = 1,
         broker, cluster.epochs[broker] if epoch is None else epoch, topic, index,
         current.leader_epoch if leader_epoch is None else leader_epoch,
         current.partition_epoch if partition_epoch is None else partition_epoch, tuple(isr))
+
+
+class ActiveDriver:
+    """The active controller's Raft driver for a `ControllerService`: each proposal is
+    applied to the machine at once, or, with `hold`, when the test calls `apply_next`."""
+
+    def __init__(self, machine: ControllerMachine, offset: int, hold: bool = False) -> None:
+        self.machine = machine
+        self.offset = offset
+        self.hold = hold
+        self.active = True
+        self.leader = 1
+        self.proposals = 0
+        self.held: list[tuple[bytes, asyncio.Future[int]]] = []
+
+    def propose(self, data: bytes) -> asyncio.Future[int]:
+        self.proposals += 1
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.held.append((data, future))
+        if not self.hold:
+            self.apply_next()
+        return future
+
+    def apply_next(self) -> None:
+        data, future = self.held.pop(0)
+        self.offset += 1
+        self.machine.apply(self.offset, data)
+        future.set_result(self.offset)

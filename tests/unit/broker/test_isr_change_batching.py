@@ -30,7 +30,7 @@ from odradek.metadata.records import (
     UnfenceBrokerRecord,
 )
 from odradek.rpc import controller_pb2 as pb
-from tests.unit.controller_harness import Cluster, plaintext_at
+from tests.unit.controller_harness import ActiveDriver, Cluster, plaintext_at
 
 PARTITIONS = 8
 TOPIC = "orders"
@@ -110,29 +110,10 @@ def test_a_broker_sends_its_isr_changes_together_one_request_at_a_time(
     ]
 
 
-class CommittingDriver:
-    """The active controller's Raft driver, committing each proposal at once."""
-
-    def __init__(self, machine: ControllerMachine, offset: int) -> None:
-        self.machine = machine
-        self.offset = offset
-        self.active = True
-        self.leader = 1
-        self.proposals = 0
-
-    def propose(self, data: bytes) -> asyncio.Future[int]:
-        self.proposals += 1
-        self.offset += 1
-        self.machine.apply(self.offset, data)
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        future.set_result(self.offset)
-        return future
-
-
 async def alter_partitions(cluster: Cluster, changes: list[pb.PartitionIsrChange]
                            ) -> tuple[pb.AlterPartitionResponse, int]:
     machine = ControllerMachine(lambda: cluster.controller)
-    driver = CommittingDriver(machine, cluster.offset)
+    driver = ActiveDriver(machine, cluster.offset)
     service = ControllerService(machine, driver, "cluster", {}, 9000)  # type: ignore[arg-type]
     response = await service.AlterPartition(pb.AlterPartitionRequest(
         broker_id=1, broker_epoch=cluster.epochs[1], partitions=changes), None)  # type: ignore[arg-type]

@@ -17,31 +17,9 @@ import pytest
 from odradek.controller.machine import ControllerMachine
 from odradek.controller.service import ControllerService
 from odradek.metadata.records import FenceBrokerRecord, MetadataRecord
-from tests.unit.controller_harness import Cluster
+from tests.unit.controller_harness import ActiveDriver, Cluster
 
 SESSION_MS = 1000
-
-
-class HeldDriver:
-    """The active controller's Raft driver; each proposal is applied when the test says."""
-
-    def __init__(self, machine: ControllerMachine, offset: int) -> None:
-        self.machine = machine
-        self.offset = offset
-        self.active = True
-        self.leader = 1
-        self.held: list[tuple[bytes, asyncio.Future[int]]] = []
-
-    def propose(self, data: bytes) -> asyncio.Future[int]:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self.held.append((data, future))
-        return future
-
-    def apply_next(self) -> None:
-        data, future = self.held.pop(0)
-        self.offset += 1
-        self.machine.apply(self.offset, data)
-        future.set_result(self.offset)
 
 
 async def two_fencing_rounds(cluster: Cluster, first_at: int, second_at: int
@@ -49,7 +27,7 @@ async def two_fencing_rounds(cluster: Cluster, first_at: int, second_at: int
     """The campaign's sequence: a fencing round whose caller times out before its entry is
     applied, then a second round, later. The broker ids each round fenced."""
     machine = ControllerMachine(lambda: cluster.controller)
-    driver = HeldDriver(machine, cluster.offset)
+    driver = ActiveDriver(machine, cluster.offset, hold=True)
     service = ControllerService(machine, driver, "cluster", {}, 50)  # type: ignore[arg-type]
 
     def fence(now: int) -> tuple[list[MetadataRecord], list[int]]:
