@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from odradek.spark import audit, audit_rules
+from odradek.spark import audit, audit_contract
 from tests.integration.broker_process import ODRADEK, BrokerProcess
 from tests.integration.clients import (
     Out,
@@ -186,7 +186,7 @@ def test_a_clean_mirror_audits_complete(spark: SparkSession, east: BrokerProcess
     table = spark.read.parquet(str(tmp_path / "buckets"))
     assert table.count() == 6 and {r.status for r in table.collect()} == {"complete"}
     consumer = confluent_consumer(west.bootstrap, **{"auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(audit_rules.AUDIT_TOPIC, 0, 0)])
+    consumer.assign([TopicPartition(audit_contract.AUDIT_TOPIC, 0, 0)])
     try:
         keys = {json.loads(m.key())["bucket_start_ms"] for m in receive(consumer, 6)
                 if json.loads(m.key())["topic"] == orders.topic}
