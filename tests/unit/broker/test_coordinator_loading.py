@@ -74,5 +74,6 @@ def test_a_shard_another_broker_leads_is_not_this_brokers(tmp_path: Path) -> Non
         with pytest.raises(NotCoordinator):  # the client looks the coordinator up again
             txns.shard_for("streams-app-1")
         txns.close()
+        await txns.replicas.stop()  # the follower's fetcher, before asyncio.run cancels tasks
 
     asyncio.run(scenario())
