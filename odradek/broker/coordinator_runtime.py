@@ -27,6 +27,7 @@ from odradek.broker.broker import Broker
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import Acknowledgement, ReplicaManager, acknowledged
 from odradek.broker.topic_creation import create_topic
+from odradek.group.partitioning import partition_for
 from odradek.log.leader_validation import validate_leader_append
 from odradek.metadata.image import MetadataError
 from odradek.protocol.control import ControlType, read_marker
@@ -137,9 +138,6 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         """Partitions, replication factor and configs of the topic, created on first use."""
         raise NotImplementedError
 
-    def partition_for(self, key: str) -> int:
-        raise NotImplementedError
-
     def released(self, partition: int, out: OutputT) -> None:
         """The output's records are committed and its responses released."""
 
@@ -178,7 +176,7 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     def coordinator_partition(self, key: str) -> int:
         if not self.num_partitions:
             raise CoordinatorUnavailable()
-        return self.partition_for(key)
+        return partition_for(key, self.num_partitions)
 
     def shard_for(self, key: str) -> tuple[int, ShardT]:
         """The key's shard, by the partition count the shards were loaded with (the

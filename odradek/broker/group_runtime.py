@@ -34,7 +34,6 @@ from odradek.group.classic import Output
 from odradek.group.coordinator import (
     GroupCoordinatorShard,
     group_type,
-    partition_for,
 )
 from odradek.group.model import GroupConfig, TopicInfo
 from odradek.group.record_codec import decode_record, encode_record
@@ -125,9 +124,6 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinatorShard, Output])
                 config.integer("offsets.topic.replication.factor"),
                 {"cleanup.policy": "compact", "compression.type": "producer",
                  "segment.bytes": str(config.integer("offsets.topic.segment.bytes"))})
-
-    def partition_for(self, key: str) -> int:
-        return partition_for(key, self.num_partitions)
 
     def acts_on_release(self, out: Output) -> bool:
         return bool(out.share_initializations)

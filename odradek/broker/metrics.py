@@ -42,12 +42,11 @@ class PartitionFigures:
 
 
 def partition_figures(leader: bool, replication_factor: int, isr: int,
-                      min_insync_replicas: int) -> PartitionFigures:
-    """Kafka's Partition gauges: the effective min ISR is min.insync.replicas capped at the
-    replication factor, as in Kafka's Partition.effectiveMinIsr."""
+                      min_isr: int) -> PartitionFigures:
+    """Kafka's Partition gauges; `min_isr` is the effective one (replication/leader.py,
+    effective_min_isr)."""
     if not leader:
         return PartitionFigures(0, 0, 0, 0, 0)
-    min_isr = min(min_insync_replicas, replication_factor)
     return PartitionFigures(int(isr < replication_factor), isr, int(isr < min_isr),
                             int(isr == min_isr), replication_factor)
 

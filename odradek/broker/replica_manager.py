@@ -18,7 +18,7 @@ from odradek.broker.replica_fetcher import ReplicaFetcher
 from odradek.log.partition import AppendResult, PartitionLog
 from odradek.metadata.records import NO_LEADER, PartitionRecord
 from odradek.protocol.records import BatchInfo
-from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory
+from odradek.replication.leader import IsrChange, LeaderState, OffsetPurgatory, effective_min_isr
 from odradek.replication.read_replica import (
     NO_PREFERRED_REPLICA,
     RACK_AWARE_SELECTOR,
@@ -224,10 +224,8 @@ class ReplicaManager:
         return self._min_isr(key, state) if state is not None else 0
 
     def _min_isr(self, key: TopicPartition, state: LeaderState) -> int:
-        """Kafka's Partition.effectiveMinIsr: the topic's min.insync.replicas capped at the
-        partition's replication factor, so a topic of one replica takes acks=all writes
-        whatever its min.insync.replicas says."""
-        return min(self.broker.topic_config(key[0])["min.insync.replicas"], len(state.replicas))
+        return effective_min_isr(self.broker.topic_config(key[0])["min.insync.replicas"],
+                                 len(state.replicas))
 
     def isr_size(self, key: TopicPartition) -> int:
         state = self.leaders.get(key)
@@ -385,16 +383,14 @@ class ReplicaManager:
     def under_min_isr(self) -> int:
         """Led partitions under their effective min ISR (Kafka's UnderMinIsrPartitionCount)."""
         return sum(partition_figures(True, len(s.replicas), len(s.isr),
-                                     self.broker.topic_config(key[0])["min.insync.replicas"]
-                                     ).under_min_isr
+                                     self._min_isr(key, s)).under_min_isr
                    for key, s in list(self.leaders.items()))
 
     def partition_states(self) -> Iterator[tuple[str, int, bool, int, int, int]]:
-        """(topic, partition, led here, replication factor, ISR size, min.insync.replicas)
+        """(topic, partition, led here, replication factor, ISR size, effective min ISR)
         of every hosted partition; a follower's sizes are left at 0, as Kafka reports them."""
-        for (topic, partition), state in list(self.leaders.items()):
-            yield (topic, partition, True, len(state.replicas), len(state.isr),
-                   self.broker.topic_config(topic)["min.insync.replicas"])
+        for key, state in list(self.leaders.items()):
+            yield (*key, True, len(state.replicas), len(state.isr), self._min_isr(key, state))
         for topic, partition in list(self.followed):
             yield topic, partition, False, 0, 0, 0
 

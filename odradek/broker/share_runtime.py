@@ -25,7 +25,6 @@ from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.records_deletion import delete_on_leader
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.share_metrics import ShareCoordinatorMetrics
-from odradek.group.coordinator import partition_for
 from odradek.metadata.image import SHARE_GROUP_STATE_TOPIC
 from odradek.protocol.records import BatchInfo
 from odradek.runtime.clock import now_ms
@@ -102,9 +101,6 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
                      "share.coordinator.state.topic.min.isr")),
                  "segment.bytes": str(config.integer(
                      "share.coordinator.state.topic.segment.bytes"))})
-
-    def partition_for(self, key: str) -> int:
-        return partition_for(key, self.num_partitions)
 
     # Periodic jobs.
 

@@ -9,7 +9,6 @@ from odradek.broker.coordinator_runtime import CoordinatorRuntime
 from odradek.broker.metadata_writer import MetadataWriter
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.txn_markers import MarkerSender, MarkerWriter
-from odradek.group.coordinator import partition_for
 from odradek.metadata.image import TRANSACTION_STATE_TOPIC
 from odradek.runtime.clock import now_ms
 from odradek.txn.coordinator import MarkerJob, Output, TransactionCoordinatorShard, TxnConfig
@@ -58,9 +57,6 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinatorSha
                  "min.insync.replicas": str(config.integer("transaction.state.log.min.isr")),
                  "unclean.leader.election.enable": "false",
                  "segment.bytes": str(config.integer("transaction.state.log.segment.bytes"))})
-
-    def partition_for(self, key: str) -> int:
-        return partition_for(key, self.num_partitions)
 
     def released(self, partition: int, out: Output) -> None:
         if out.timed_out:

@@ -104,18 +104,6 @@ class GroupListing:
     group_type: str
 
 
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's choice of coordinator partition: Utils.abs(groupId.hashCode()) % partitions,
-    with Java's String.hashCode over UTF-16 code units."""
-    data = group_id.encode("utf-16-be")
-    value = 0
-    for i in range(0, len(data), 2):
-        value = (31 * value + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    if value >= 1 << 31:
-        value -= 1 << 32
-    return (0 if value == -(1 << 31) else abs(value)) % partitions
-
-
 def group_type(group: Group) -> str:
     if isinstance(group, ShareGroup):
         return SHARE

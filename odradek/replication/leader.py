@@ -30,6 +30,12 @@ other (Kafka's handleAlterPartitionError)."""
 T = TypeVar("T")
 
 
+def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
+    """Kafka's Partition.effectiveMinIsr: min.insync.replicas capped at the replication
+    factor, so a partition of one replica takes acks=all writes whatever the setting says."""
+    return min(min_insync_replicas, replication_factor)
+
+
 @dataclass(slots=True)
 class FollowerState:
     log_end_offset: int = UNKNOWN_OFFSET

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from odradek.group.coordinator import partition_for
+from odradek.group.partitioning import partition_for
 from odradek.share.records import (
     SharePartitionKey,
     ShareRecord,

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from odradek.group.coordinator import partition_for
+from odradek.group.partitioning import partition_for
 from odradek.log.segment_swap import SwapPoint
 from tests.integration import paused_cleaner
 from tests.integration.broker_metrics import sample, scrape

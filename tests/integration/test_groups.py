@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from odradek.config.kafka_configs import BrokerConfig, effective_topic_config
-from odradek.group.coordinator import partition_for
+from odradek.group.partitioning import partition_for
 from odradek.log import LogConfig, PartitionLog
 from odradek.protocol.record_codec import build_batch
 from odradek.protocol.records import validate_batches

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.group.coordinator import partition_for
+from odradek.group.partitioning import partition_for
 
 
 @pytest.mark.parametrize(("group_id", "java_hash_code"), [

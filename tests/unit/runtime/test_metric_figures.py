@@ -18,6 +18,7 @@ from odradek.broker.metrics import (
 )
 from odradek.controller.metrics import current_vote, raft_state
 from odradek.raft.types import NO_NODE, Role
+from odradek.replication.leader import effective_min_isr
 from odradek.runtime.windowed_rate import WINDOW_S, WindowedRate, idle_fraction
 
 
@@ -57,7 +58,8 @@ def test_idle_is_a_fraction_from_0_to_1(busy: float, idle: float) -> None:
 ])
 def test_kafka_partition_gauges(leader: bool, replicas: int, isr: int, min_isr: int,
                                 figures: PartitionFigures) -> None:
-    assert partition_figures(leader, replicas, isr, min_isr) == figures
+    assert partition_figures(leader, replicas, isr,
+                             effective_min_isr(min_isr, replicas)) == figures
 
 
 @pytest.mark.parametrize(("role", "leader", "vote", "state", "voted"), [
