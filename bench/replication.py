@@ -3,8 +3,9 @@ replication-factor-3 topic (min.insync.replicas=2) against a replication-factor-
 same 3-broker `odradek cluster`, and the time from a leader's kill -9 to the first acks=all
 write acknowledged again.
 
-Throughput runs `../shared/bench/bench.py --mode both` (confluent-kafka, data checked on
-read-back) into pre-created topics, alternating RF 1 and RF 3 within each rep. Usage:
+Throughput is the side-by-side harness's workload (`bench/sidebyside/workload.py`: linger
+5 ms, 1 MB batches, every record read back and checked) into pre-created topics, alternating
+RF 1 and RF 3 within each rep. Usage:
 `.venv/bin/python bench/replication.py [--reps 3] [--messages 1000000] [--size 100]`.
 """
 
@@ -25,14 +26,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "bench"
+sys.path.insert(0, str(ROOT))  # run as a script: the harness's workload is a sibling package
+
+from bench.sidebyside.workload import filler_of, produce_all, read_back  # noqa: E402
+
 ODRADEK = [str(ROOT / ".venv" / "bin" / "odradek")]
 SESSION_TIMEOUT_MS = 3000
-
-
-def bench_python() -> str:
-    out = subprocess.run([str(SHARED / "setup.sh")], capture_output=True, text=True, check=True)
-    return str(Path(out.stdout.strip().splitlines()[-1]) / "bin" / "python")
 
 
 def cluster(data: Path, *args: str) -> str:
@@ -49,17 +48,12 @@ def create(admin: AdminClient, replication: int, partitions: int) -> str:
     return topic
 
 
-def throughput(python: str, bootstrap: str, topic: str, args: argparse.Namespace) -> float:
-    out = subprocess.run(
-        [python, str(SHARED / "bench.py"), "--bootstrap", bootstrap, "--mode", "both",
-         "--topic", topic, "--no-create", "--acks", "all", "--messages", str(args.messages),
-         "--size", str(args.size), "--partitions", str(args.partitions),
-         "--batch-size", "65536", "--linger-ms", "5"],
-        capture_output=True, text=True)
-    figures = json.loads(out.stdout.strip().splitlines()[-1])
-    if not figures.get("ok"):
-        raise RuntimeError(f"bench run failed: {out.stdout[-2000:]}{out.stderr[-2000:]}")
-    return float(figures["produce"]["msgs_per_s"])
+def throughput(bootstrap: str, topic: str, args: argparse.Namespace) -> float:
+    """acks=all produce msg/s; every record is then read back and checked."""
+    filler = filler_of(args.size)
+    sent, seconds = produce_all(bootstrap, topic, "all", args.messages, filler)
+    read_back(bootstrap, topic, args.partitions, sent, args.size, filler)
+    return sent / seconds
 
 
 def failover(admin: AdminClient, bootstrap: str, data: Path) -> float:
@@ -88,7 +82,6 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
     args = parser.parse_args()
-    python = bench_python()
     data = Path(tempfile.mkdtemp(prefix="odradek-replication-bench-"))
     rates: dict[int, list[float]] = {1: [], 3: []}
     kills: list[float] = []
@@ -102,7 +95,7 @@ def main() -> int:
         for rep in range(args.reps):
             for replication in (1, 3):
                 topic = create(admin, replication, args.partitions)
-                rates[replication].append(throughput(python, bootstrap, topic, args))
+                rates[replication].append(throughput(bootstrap, topic, args))
             kills.append(failover(admin, bootstrap, data))
             print(f"rep {rep + 1}: RF1 {rates[1][-1]:,.0f} msg/s, RF3 {rates[3][-1]:,.0f} msg/s "
                   f"(ratio {rates[3][-1] / rates[1][-1]:.2f}); leader kill -> first acks=all "
