@@ -9,7 +9,10 @@ the layout: the batches (offsets, counts, control and transactional flags, marke
 high watermark, the last stable offset and the aborted-transaction list. kafka-python 3.0.12
 then reads both in groups with the anomaly's polling (`max_records` the records still
 wanted) and commits: the same records and the same committed offsets on both, never at or
-below a record it handed out."""
+below a record it handed out. Last, the rebalance mechanism that can give the anomaly's shape:
+a group member reads past the aborted transaction without committing, a second member joins
+and takes the partition, re-reads it from the earliest offset and commits part-way, below
+records already handed out; the same offsets on both brokers."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from kafka import TopicPartition
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from odradek.protocol.control import read_marker
@@ -43,6 +47,16 @@ FETCH_VERSION = 11
 FETCH_OFFSETS = (0, 49, 50, 51, 75, 100, 101, 102, 151, 152, 153)
 WANTED = (1, 49, 50, 51, 60, 100)
 """Records each group reads before it commits: cuts before, at and after each marker."""
+COMMITTED_RECORDS = [*range(PER_TRANSACTION), *range(2 * (PER_TRANSACTION + 1), LOG_END - 1)]
+"""The offsets read_committed hands out: 0-49 and 102-151."""
+REREAD = 25
+"""Records the member that takes the partition over reads before it commits: within 0-49."""
+FIRST_CLIENT_ID = "z-first-generation"
+SECOND_CLIENT_ID = "a-second-generation"
+"""Both brokers name a classic member by its client id, a dash and a UUID, and the range
+assignor gives the one partition to the first member id in order: the second member takes it.
+(kafka-python 3.0.12 keeps the position of a partition a member keeps across an eager
+rebalance: only a member newly given the partition starts from the committed offset.)"""
 KAFKA_START_TIMEOUT = 300.0
 """A JVM formatting and starting a KRaft node on the shared 2-core machine."""
 
@@ -142,12 +156,18 @@ def test_read_committed_fetch_answers_as_kafka(brokers: dict[str, str], max_byte
     assert answers["kafka"][FETCH_OFFSETS.index(51)]["aborted_transactions"] == [51]
 
 
+def group_reader(bootstrap: str, group: str, **config: Any) -> KafkaConsumer:
+    """A kafka-python member of `group` as the anomaly's: read_committed, committing only
+    when told, from the earliest offset while the group has none."""
+    return kafka_python_subscriber(TOPIC, bootstrap_servers=bootstrap, group_id=group,
+                                   enable_auto_commit=False, auto_offset_reset="earliest",
+                                   isolation_level="read_committed", **config)
+
+
 def read_then_commit(bootstrap: str, group: str, wanted: int) -> tuple[list[int], int]:
     """kafka-python reads `wanted` records in a group as the anomaly's consumer did, then
     commits its position: (offsets handed out, offset committed)."""
-    consumer = kafka_python_subscriber(TOPIC, bootstrap_servers=bootstrap, group_id=group,
-                                       enable_auto_commit=False, auto_offset_reset="earliest",
-                                       isolation_level="read_committed")
+    consumer = group_reader(bootstrap, group)
     offsets: list[int] = []
     try:
         def poll() -> None:
@@ -176,3 +196,70 @@ def test_kafka_python_commits_the_same_offsets(brokers: dict[str, str], wanted: 
     assert committed > max(offsets), f"committed {committed} after reading {max(offsets)}"
     assert results["odradek"] == results["kafka"]
 
+
+def reread_after_rebalance(bootstrap: str, group: str) -> tuple[list[int], list[int], int]:
+    """Member A reads every record and commits nothing; member B joins the group, takes the
+    partition over, reads `REREAD` records and commits: (offsets A handed out, offsets B
+    handed out, offset committed).
+
+    Both are polled until the group settles, B with its partition paused once it has its
+    records: kafka-python 3.0.12 drops a JoinGroup/SyncGroup that completes while its
+    consumer is outside poll() and joins again, and the leader rejoining a stable group
+    starts another rebalance (on either broker), which only completes once B rejoins too.
+    B keeps the partition, its position and its pause through it."""
+    partition = TopicPartition(TOPIC, 0)
+    first: list[int] = []
+    second: list[int] = []
+    a = group_reader(bootstrap, group, client_id=FIRST_CLIENT_ID)
+    b: KafkaConsumer | None = None
+    try:
+        def poll_a() -> None:
+            for records in a.poll(200).values():
+                first.extend(record.offset for record in records)
+
+        wait_until(lambda: len(first) >= len(COMMITTED_RECORDS), TIMEOUT,
+                   lambda: f"{group}: A's records {first}", between=poll_a)
+        assert a.committed(partition) is None, f"{group}: A committed"
+        b = group_reader(bootstrap, group, client_id=SECOND_CLIENT_ID)
+
+        def poll_both() -> None:  # A rejoins as it polls, and B
+            assert b is not None
+            poll_a()
+            for records in b.poll(200, max_records=max(REREAD - len(second), 1)).values():
+                second.extend(record.offset for record in records)
+            if len(second) >= REREAD and not b.paused():
+                b.pause(partition)
+
+        wait_until(lambda: (not a.assignment() and b.assignment() == {partition}
+                            and len(second) >= REREAD), TIMEOUT,
+                   lambda: (f"{group}: A assigned {a.assignment()}, B assigned "
+                            f"{b.assignment()} and handed out {second}"), between=poll_both)
+        # a rebalance B has not finished yet fails the commit: poll() finishes it (kafka-python)
+        wait_until(lambda: b.commit() is None, TIMEOUT, f"{group}: B's commit", between=poll_both,
+                   ignoring=(RebalanceInProgressError, CommitFailedError))
+        committed = b.committed(partition)
+        assert committed is not None, f"{group}: B's commit"
+        return first, second, committed
+    finally:
+        if b is not None:
+            b.close()
+        a.close()
+
+
+def test_a_rebalance_rereads_below_records_handed_out(brokers: dict[str, str]) -> None:
+    """At-least-once across a rebalance: records one generation handed out and did not commit
+    are handed out again from the committed offset (none: the earliest) in the next, so a
+    commit part-way through the re-read is below records already handed out."""
+    results = {name: reread_after_rebalance(bootstrap, f"anomaly-b-{name}-{next(_groups)}")
+               for name, bootstrap in brokers.items()}
+    for name in ("kafka", "odradek"):
+        first, second, committed = results[name]
+        assert first == COMMITTED_RECORDS, f"{name}: A handed out {first}"
+        assert second == list(range(REREAD)), f"{name}: B, from the earliest, handed out {second}"
+        assert set(second) <= set(first), (
+            f"{name}: B handed out records A had not: {sorted(set(second) - set(first))}")
+        assert committed == second[-1] + 1, f"{name}: B committed {committed} after {second[-1]}"
+        assert committed < min(offset for offset in first if offset >= 102), (
+            f"{name}: committed {committed}, not below A's records from 102 on: {first}")
+    assert results["odradek"] == results["kafka"], (
+        f"odradek (A's, B's, committed) {results['odradek']}, kafka {results['kafka']}")
