@@ -4,6 +4,7 @@ coordinator runtime drive them."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,12 @@ from odradek.metadata.records import (
 from tests.unit.controller_harness import plaintext_at
 
 TOPIC_ID = "0b6f5c1e-3c2a-4d7e-9f10-1a2b3c4d5e6f"
+_REFUSING = socket.socket()
+_REFUSING.bind(("127.0.0.1", 0))
+REFUSING_PORT: int = _REFUSING.getsockname()[1]
+"""Every broker's listener in these images: bound and never listened on, so a follower's
+fetcher is refused at once, whatever else runs on the machine. A fixed port (9092 + node)
+reached another test's real broker once, and the test hung at its end."""
 
 
 async def no_isr_changes(changes: Sequence[IsrChangeRequest]) -> list[tuple[ErrorCode, int]]:
@@ -60,7 +67,7 @@ async def apply_transaction_state_topic(
     records: list[MetadataRecord] = [
         *(record for node in replicas for record in (
             RegisterBrokerRecord(node, f"incarnation-{node}", 1,
-                                 plaintext_at("127.0.0.1", 9092 + node), None),
+                                 plaintext_at("127.0.0.1", REFUSING_PORT), None),
             UnfenceBrokerRecord(node, 1))),
         TopicRecord(TRANSACTION_STATE_TOPIC, TOPIC_ID),
         ConfigRecord(ConfigResourceType.TOPIC, TRANSACTION_STATE_TOPIC, "min.insync.replicas",
