@@ -109,8 +109,6 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
         self._tokens = itertools.count()
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._creating: asyncio.Lock | None = None
-        self._loads: dict[int, asyncio.Task[None]] = {}
-        """Shards being loaded in a thread (`_load`)."""
 
     # The coordinator's specifics.
 
@@ -192,32 +190,15 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
 
     # Loading.
 
-    def load_led(self) -> dict[int, tuple[ShardT, int]]:
-        """A fresh shard replayed from each partition of the topic this broker leads, with
-        the offset it was replayed to. Blocking, and changes nothing: run it in a thread,
-        then `_catch_up` on the event loop."""
+    def load_led(self) -> dict[int, ShardT]:
+        """A fresh shard replayed from each partition of the topic this broker leads, as at
+        startup. Blocking, and changes nothing: run it in a thread."""
         return {p: self._load_shard(p) for p in sorted(self.led_partitions())}
 
-    def _load_shard(self, partition: int) -> tuple[ShardT, int]:
-        """A fresh shard replayed from the partition's log start: (shard, next offset)."""
+    def _load_shard(self, partition: int) -> ShardT:
         shard = self.new_shard(partition)
-        log_ = self.broker.partition(self.topic, partition)
-        start = 0 if log_ is None else log_.log_start_offset
-        return shard, self._replay_from(partition, shard, start)
-
-    def _catch_up(self, partition: int, loaded: tuple[ShardT, int]) -> ShardT:
-        """On the event loop: replay what was appended (transaction markers, by another
-        coordinator) while a thread loaded the shard, so that nothing falls between the
-        load and the shard serving."""
-        shard, offset = loaded
-        self._replay_from(partition, shard, offset)
-        return shard
-
-    def _replay_from(self, partition: int, shard: ShardT, offset: int) -> int:
-        """Replay the partition's records from `offset` to its end: the next offset."""
         count = 0
-        for batch, data in self._read_partition(partition, offset):
-            offset = batch.next_offset
+        for batch, data in self._read_partition(partition):
             if batch.is_control:
                 if batch.producer_id >= 0:
                     control, _ = read_marker(data)
@@ -240,14 +221,14 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
                 count += 1
         if count:
             log.info("loaded %d records from %s-%d", count, self.topic, partition)
-        return offset
+        return shard
 
-    def _read_partition(self, partition: int, offset: int
-                        ) -> Iterator[tuple[BatchInfo, memoryview]]:
-        """Each batch of the partition with its bytes, from `offset`."""
+    def _read_partition(self, partition: int) -> Iterator[tuple[BatchInfo, memoryview]]:
+        """Each batch of the partition with its bytes, from the log start."""
         log_ = self.broker.partition(self.topic, partition)
         if log_ is None:
             return
+        offset = log_.log_start_offset
         while offset < log_.log_end_offset:
             data = memoryview(bytes(log_.read(offset, LOAD_READ_BYTES).records))
             if not data:
@@ -271,8 +252,8 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
                     await self._create_topic()
                 except CoordinatorUnavailable:
                     return  # requests answer COORDINATOR_NOT_AVAILABLE; the next one retries
-            loaded = await asyncio.get_running_loop().run_in_executor(None, self.load_led)
-            self.shards = {p: self._catch_up(p, shard) for p, shard in loaded.items()}
+            shards = await asyncio.get_running_loop().run_in_executor(None, self.load_led)
+            self.shards = shards
             self.num_partitions = len(self.broker.metadata.topics[self.topic].partitions)
             for partition in list(self.shards):
                 self._after_load(partition)
@@ -414,52 +395,11 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     def _reload(self, partition: int) -> None:
         """After a failed append the shard's state may be ahead of its log: rebuild it from
         the log, and answer the requests parked on it with COORDINATOR_NOT_AVAILABLE."""
-        self._unload(partition, CoordinatorUnavailable)
-        self._load(partition)
-
-    def _unload(self, partition: int, parked: type[CoordinatorUnavailable]) -> None:
-        """Stop serving the partition's shard (a load under way included); the requests
-        parked on it fail with `parked`."""
-        self.shards.pop(partition, None)
-        loading = self._loads.pop(partition, None)
-        if loading is not None:
-            loading.cancel()
-        handle = self._timers.pop(partition, None)
-        if handle is not None:
-            handle.cancel()
+        self.shards[partition] = self._load_shard(partition)
         for parked_partition, waiting in self._waiting.values():
             if parked_partition == partition and not waiting.done():
-                waiting.set_exception(parked())
-
-    def _load(self, partition: int) -> None:
-        """Load the partition's shard in a thread, as Kafka's coordinator loader does: the
-        log is replayed whole, which can take seconds, and the event loop serves everything
-        else meanwhile. Until it is done the key's requests get COORDINATOR_LOAD_IN_PROGRESS
-        (`shard_for`)."""
-        task = asyncio.ensure_future(self._load_in_thread(partition))
-        self._loads[partition] = task
-        task.add_done_callback(lambda done: self._loaded(partition, done))
-
-    async def _load_in_thread(self, partition: int) -> None:
-        loaded = await asyncio.get_running_loop().run_in_executor(
-            None, self._load_shard, partition)
-        if partition not in self.led_partitions():
-            return  # led no more: _follow_leadership has let it go
-        self.shards[partition] = self._catch_up(partition, loaded)
+                waiting.set_exception(CoordinatorUnavailable())
         self._after_load(partition)
-        log.info("now the %s coordinator of %s-%d", self.name, self.topic, partition)
-
-    async def until_loaded(self) -> None:
-        """Until no shard of this broker is loading."""
-        while self._loads:
-            await asyncio.wait(list(self._loads.values()))
-
-    def _loaded(self, partition: int, task: asyncio.Task[None]) -> None:
-        if self._loads.get(partition) is task:
-            del self._loads[partition]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("loading the %s state of %s-%d failed", self.name, self.topic, partition,
-                      exc_info=task.exception())
 
     def _append(self, partition: int, out: OutputT) -> asyncio.Future[None] | None:
         """Append the records as the partition's leader; None when they are durable at
@@ -545,17 +485,22 @@ class CoordinatorRuntime(Generic[ShardT, OutputT]):
     def _follow_leadership(self) -> None:
         """Serve the partitions this broker now leads, and stop serving the others."""
         led = self.led_partitions()
-        for partition in sorted((set(self.shards) | set(self._loads)) - led):
-            self._unload(partition, NotCoordinator)
+        for partition in sorted(set(self.shards) - led):
+            del self.shards[partition]
             self._written.pop(partition, None)
+            handle = self._timers.pop(partition, None)
+            if handle is not None:
+                handle.cancel()
+            for parked_partition, waiting in self._waiting.values():
+                if parked_partition == partition and not waiting.done():
+                    waiting.set_exception(NotCoordinator())
             log.info("no longer the %s coordinator of %s-%d", self.name, self.topic, partition)
-        for partition in sorted(led - set(self.shards) - set(self._loads)):
-            self._load(partition)
+        for partition in sorted(led - set(self.shards)):
+            self.shards[partition] = self._load_shard(partition)
+            self._after_load(partition)
+            log.info("now the %s coordinator of %s-%d", self.name, self.topic, partition)
 
     def close(self) -> None:
-        for task in self._loads.values():
-            task.cancel()
-        self._loads.clear()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()

@@ -75,11 +75,10 @@ class ShareCoordinatorRuntime(CoordinatorRuntime[ShareCoordinatorShard, Output])
         state = None if name is None else metadata.topics.get(name)
         return None if state is None else len(state.partitions)
 
-    def _read_partition(self, partition: int, offset: int
-                        ) -> Iterator[tuple[BatchInfo, memoryview]]:
+    def _read_partition(self, partition: int) -> Iterator[tuple[BatchInfo, memoryview]]:
         """The base class's read, noting each batch's offset for `replay` (a share
         coordinator batch holds one record)."""
-        for batch, data in super()._read_partition(partition, offset):
+        for batch, data in super()._read_partition(partition):
             self._loading.offset = batch.base_offset
             yield batch, data
         self._loading.offset = UNINITIALIZED

@@ -9,7 +9,6 @@ COORDINATOR_NOT_AVAILABLE, with an error logged) and a coordinator epoch of -1."
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 from odradek.broker.coordinator_runtime import CoordinatorLoading, NotCoordinator
 from odradek.broker.metadata_applier import MetadataApplier
 from odradek.broker.txn_runtime import TransactionCoordinatorRuntime
-from odradek.txn.coordinator import TransactionCoordinatorShard
 from tests.unit.coordinator_shell import apply_transaction_state_topic, transaction_coordinator
 
 NODE = 1
@@ -45,9 +43,6 @@ def test_a_shard_waits_for_its_replica_to_lead(tmp_path: Path) -> None:
         with pytest.raises(CoordinatorLoading):  # the client retries here, not elsewhere
             txns.shard_for("streams-app-1")
         await applier.caught_up()  # the logs placed and led: refresh_topics follows
-        with pytest.raises(CoordinatorLoading):  # loaded in a thread
-            txns.shard_for("streams-app-1")
-        await txns.until_loaded()
         assert coordinator_epochs(txns) == {0: LEADER_EPOCH}
         assert txns.shard_for("streams-app-1")[0] == 0
         txns.close()
@@ -80,39 +75,5 @@ def test_a_shard_another_broker_leads_is_not_this_brokers(tmp_path: Path) -> Non
             txns.shard_for("streams-app-1")
         txns.close()
         await txns.replicas.stop()  # the follower's fetcher, before asyncio.run cancels tasks
-
-    asyncio.run(scenario())
-
-
-def test_a_shard_loads_in_a_thread_while_the_event_loop_serves(tmp_path: Path) -> None:
-    """The fault campaign saw brokers' event loops stall for up to 22 s: a shard's load (on
-    a new leadership, or a reload after a failed write) replayed the partition's whole log
-    on the event loop. As Kafka's coordinator loader does, the replay runs in a worker
-    thread; until it ends the key's requests get COORDINATOR_LOAD_IN_PROGRESS, and the loop
-    serves everything else."""
-    async def scenario() -> None:
-        txns, applier = transaction_coordinator(tmp_path, NODE)
-        await lead_transaction_state(applier)
-        await txns.ensure_loaded()  # not caught up: no shard yet
-        release = threading.Event()
-        loaded_on: list[threading.Thread] = []
-        new_shard = txns.new_shard
-
-        def slow_new_shard(partition: int) -> TransactionCoordinatorShard:
-            loaded_on.append(threading.current_thread())
-            release.wait(10)  # a long log; on the event loop, nothing runs meanwhile
-            return new_shard(partition)
-
-        txns.new_shard = slow_new_shard  # type: ignore[method-assign]
-        await applier.caught_up()  # the replica leads: the shard loads
-        for _ in range(3):
-            await asyncio.sleep(0.01)  # the loop runs while the load waits
-        assert len(loaded_on) == 1 and loaded_on[0] is not threading.current_thread()
-        with pytest.raises(CoordinatorLoading):
-            txns.shard_for("streams-app-1")
-        release.set()
-        await txns.until_loaded()
-        assert coordinator_epochs(txns) == {0: LEADER_EPOCH}
-        txns.close()
 
     asyncio.run(scenario())
